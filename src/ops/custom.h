@@ -1,0 +1,24 @@
+// Exact elementwise kernels ggml lacks (erf, pow, comparisons, select), run as ggml custom ops on the CPU.
+#pragma once
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+enum class UnaryK { Erf, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Reciprocal, RoundEven,
+                    IsNaN, IsInfPos, IsInfNeg, IsInf, Not, Sign, Softsign, Mish, Selu, Celu, ThresholdedRelu,
+                    EluA, Softplus, PowScalar };
+enum class BinaryK { Pow, Max, Min, Equal, Less, LessEq, Greater, GreaterEq, And, Or, Xor, Mod, Fmod };
+
+enum class ReduceK { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare, ArgMax, ArgMin,
+                     ArgMaxLast, ArgMinLast, LogSoftmax };
+// Reduces each ggml row (ne0) to one value: [1, ne1, ne2, ne3] (I32 for Arg*). LogSoftmax keeps the shape.
+ggml_tensor* custom_rows(Lower& L, ggml_tensor* x, ReduceK k);
+
+ggml_tensor* custom_unary(Lower& L, ggml_tensor* x, UnaryK k, float p0 = 0, float p1 = 0);
+// a and b broadcast to `out` first.
+ggml_tensor* custom_binary(Lower& L, ggml_tensor* a, const Shape& sa, ggml_tensor* b, const Shape& sb,
+                           const Shape& out, BinaryK k);
+ggml_tensor* custom_where(Lower& L, ggml_tensor* c, const Shape& sc, ggml_tensor* a, const Shape& sa,
+                          ggml_tensor* b, const Shape& sb, const Shape& out);
+
+}  // namespace onnx2ggml

@@ -1,0 +1,19 @@
+// Host-side helpers for shape, integer and boolean work evaluated at build time.
+#pragma once
+#include <functional>
+
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+// For each element of `out`, the flat index into a tensor of shape `in` under numpy broadcasting.
+std::vector<int64_t> broadcast_index(const Shape& in, const Shape& out);
+// Row-major strides.
+std::vector<int64_t> strides_of(const Shape& s);
+
+// Elementwise n-ary evaluation with broadcasting. Integer inputs use int64 math, others double.
+HostTensor host_map(Lower& L, DType out_dtype, const std::vector<int>& inputs,
+                    const std::function<double(const double*)>& f_float,
+                    const std::function<int64_t(const int64_t*)>& f_int);
+
+}  // namespace onnx2ggml

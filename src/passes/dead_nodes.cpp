@@ -1,0 +1,25 @@
+// remove_dead_nodes: keep only nodes that some graph output depends on.
+#include <set>
+
+#include "passes/pipeline.h"
+
+namespace onnx2ggml {
+
+void remove_dead_nodes(const Model& m, GraphPlan& plan) {
+    std::set<std::string> needed;
+    for (const auto& o : m.graph.outputs) needed.insert(o.name);
+    std::vector<int> live;
+    for (auto it = plan.live_nodes.rbegin(); it != plan.live_nodes.rend(); ++it) {
+        const Node& n = m.graph.nodes[size_t(*it)];
+        bool used = false;
+        for (const auto& o : n.outputs)
+            if (!o.empty() && needed.count(o)) used = true;
+        if (!used) continue;
+        live.push_back(*it);
+        for (const auto& i : n.inputs)
+            if (!i.empty()) needed.insert(i);
+    }
+    plan.live_nodes.assign(live.rbegin(), live.rend());
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,20 @@
+#include "passes/pipeline.h"
+
+namespace onnx2ggml {
+
+const std::vector<Pass>& pipeline() {
+    static const std::vector<Pass> passes = {
+        {"remove_dead_nodes", remove_dead_nodes},
+        {"mark_host_values", mark_host_values},
+    };
+    return passes;
+}
+
+GraphPlan plan_graph(const Model& m) {
+    GraphPlan plan;
+    for (int i = 0; i < int(m.graph.nodes.size()); i++) plan.live_nodes.push_back(i);
+    for (const Pass& p : pipeline()) p.run(m, plan);
+    return plan;
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,296 @@
+#include "runtime/builder.h"
+
+#include <cstring>
+
+#include "common/error.h"
+
+namespace onnx2ggml {
+
+ggml_type device_type(DType t) { return dtype_is_integer(t) ? GGML_TYPE_I32 : GGML_TYPE_F32; }
+
+// Host data converted to the device element type (F32 or I32).
+static std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name) {
+    int64_t n = h.numel();
+    std::vector<uint8_t> out(size_t(n) * 4);
+    if (type == GGML_TYPE_F32) {
+        if (h.dtype == DType::FLOAT) {
+            if (n) std::memcpy(out.data(), h.data, size_t(n) * 4);
+        } else {
+            auto* o = reinterpret_cast<float*>(out.data());
+            for (int64_t i = 0; i < n; i++) o[i] = float(h.f64(i));
+        }
+    } else {
+        auto* o = reinterpret_cast<int32_t*>(out.data());
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = h.i64(i);
+            O2G_CHECK(v >= INT32_MIN && v <= INT32_MAX, "value ", v, " of '", name,
+                      "' does not fit the int32 the device computes with");
+            o[i] = int32_t(v);
+        }
+    }
+    return out;
+}
+
+ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_type type) {
+    auto it = tensors.find(key);
+    if (it != tensors.end()) return it->second;
+    if (!pending_ctx) {
+        ggml_init_params p = {ggml_tensor_overhead() * 4096, nullptr, true};
+        pending_ctx = ggml_init(p);
+    }
+    O2G_CHECK(h.shape.size() <= 4, "weight '", key, "' has rank ", h.shape.size(), "; ggml holds at most 4 dims");
+    int64_t ne[4] = {1, 1, 1, 1};
+    int r = int(h.shape.size());
+    for (int a = 0; a < r; a++) ne[r - 1 - a] = h.shape[size_t(a)];
+    ggml_tensor* t = ggml_new_tensor(pending_ctx, type, 4, ne);
+    ggml_set_name(t, key.c_str());
+    tensors[key] = t;
+    pending.emplace_back(t, h);
+    if (pending.size() >= 4000) commit();  // context capacity
+    return t;
+}
+
+void WeightCache::commit() {
+    if (!pending_ctx) return;
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(pending_ctx, buft);
+    O2G_CHECK(buf || pending.empty(), "could not allocate device memory for the weights");
+    if (buf) {
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        buffers.push_back(buf);
+    }
+    for (auto& [t, h] : pending) {
+        auto bytes = device_bytes(h, t->type, ggml_get_name(t));
+        if (!bytes.empty()) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+    }
+    ctxs.push_back(pending_ctx);
+    pending_ctx = nullptr;
+    pending.clear();
+}
+
+WeightCache::~WeightCache() {
+    for (auto b : buffers) ggml_backend_buffer_free(b);
+    for (auto c : ctxs) ggml_free(c);
+    if (pending_ctx) ggml_free(pending_ctx);
+}
+
+// ---- Lower ----
+
+Val& Lower::in(int i) {
+    if (!has(i)) error("input " + std::to_string(i) + " is required");
+    return *ins[size_t(i)];
+}
+
+std::string Lower::where() const {
+    return b.model.path + ": " + node.describe() + " (opset " + std::to_string(opset) + ")";
+}
+
+void Lower::error(const std::string& what) const { throw Error(where() + ": " + what); }
+
+ggml_tensor* Lower::t(int i) { return b.tensor(in(i)); }
+
+const HostTensor& Lower::h(int i) {
+    Val& v = in(i);
+    if (!v.host)
+        error("input '" + v.name + "' must be known before the graph runs (a shape, axis or index), "
+              "but it is computed on the device");
+    if (!b.host_mode) b.value_keyed_inputs.insert(v.input_deps.begin(), v.input_deps.end());
+    return *v.host;
+}
+
+void Lower::out(int i, ggml_tensor* x, DType dt, int rank) {
+    if (rank > 4) error("rank " + std::to_string(rank) + " output; ggml holds at most 4 dims");
+    Val& o = outs[size_t(i)];
+    o.dtype = dt;
+    o.t = x;
+    o.shape = ne_to_shape(x, rank);
+    for (int d = rank; d < 4; d++)
+        if (x->ne[d] != 1) error("internal: ggml result has more dims than its ONNX rank");
+}
+
+void Lower::out_host(int i, HostTensor h) {
+    Val& o = outs[size_t(i)];
+    o.dtype = h.dtype;
+    o.shape = h.shape;
+    o.host = std::make_shared<HostTensor>(std::move(h));
+}
+
+void Lower::pass(int i, int j) {
+    Val& src = in(j);
+    Val& o = outs[size_t(i)];
+    o.dtype = src.dtype;
+    o.shape = src.shape;
+    o.t = src.t;
+    o.host = src.host;
+    o.input_deps = src.input_deps;
+    o.is_weight = src.is_weight;
+    o.name = src.name;
+}
+
+ggml_tensor* Lower::constant(const HostTensor& h) {
+    return b.constant(h, (node.outputs.empty() ? node.name : node.outputs[0]) + ".const");
+}
+
+ggml_tensor* Lower::cont(ggml_tensor* x) { return ggml_is_contiguous(x) ? x : ggml_cont(ctx, x); }
+
+// ---- Builder ----
+
+ggml_tensor* Builder::tensor(Val& v) {
+    if (v.t) return v.t;
+    O2G_CHECK(v.host, "internal: value '", v.name, "' has no data");
+    O2G_CHECK(v.shape.size() <= 4, "value '", v.name, "' has rank ", v.shape.size(), "; ggml holds at most 4 dims");
+    value_keyed_inputs.insert(v.input_deps.begin(), v.input_deps.end());
+    ggml_type type = device_type(v.dtype);
+    if (v.is_weight) {
+        v.t = weights.get(v.name, *v.host, type);
+        return v.t;
+    }
+    int64_t ne[4] = {1, 1, 1, 1};
+    int r = int(v.shape.size());
+    for (int a = 0; a < r; a++) ne[r - 1 - a] = v.shape[size_t(a)];
+    v.t = ggml_new_tensor(ctx, type, 4, ne);
+    ggml_set_name(v.t, v.name.c_str());
+    ggml_set_input(v.t);
+    uploads.emplace_back(v.t, *v.host);
+    return v.t;
+}
+
+ggml_tensor* Builder::constant(const HostTensor& h, const std::string& name) {
+    Val v;
+    v.name = name;
+    v.dtype = h.dtype;
+    v.shape = h.shape;
+    v.host = std::make_shared<HostTensor>(h);
+    return tensor(v);
+}
+
+void Builder::bind_inputs(const std::vector<const Tensor*>& inputs) {
+    const Graph& g = model.graph;
+    for (auto& [name, td] : g.initializers) {
+        Val v;
+        v.name = name;
+        v.dtype = td->dtype;
+        v.shape = td->dims;
+        v.is_weight = true;
+        if (td->data || td->nbytes == 0) {
+            if (dtype_supported(td->dtype)) {
+                HostTensor h;
+                h.dtype = td->dtype;
+                h.shape = td->dims;
+                h.data = td->data;
+                h.nbytes = td->nbytes;
+                h.keep = td->keep;
+                v.host = std::make_shared<HostTensor>(std::move(h));
+            }
+        }
+        vals[name] = std::move(v);
+    }
+    for (size_t i = 0; i < g.inputs.size(); i++) {
+        const ValueInfo& vi = g.inputs[i];
+        const Tensor* in = inputs[i];
+        if (!in) continue;  // optional input left out
+        Val v;
+        v.name = vi.name;
+        v.dtype = in->dtype;
+        v.shape = in->shape;
+        bool on_host = !dtype_is_float(in->dtype) || plan.need_host.count(vi.name);
+        if (on_host) {
+            HostTensor h = HostTensor::alloc(in->dtype, in->shape);
+            if (h.nbytes) std::memcpy(h.mut(), in->data.data(), h.nbytes);
+            v.host = std::make_shared<HostTensor>(std::move(h));
+            v.input_deps.insert(int(i));
+        }
+        if (dtype_is_float(in->dtype)) {
+            O2G_CHECK(in->shape.size() <= 4, model.path, ": input '", vi.name, "' has rank ", in->shape.size(),
+                      "; ggml holds at most 4 dims");
+            int64_t ne[4] = {1, 1, 1, 1};
+            int r = int(in->shape.size());
+            for (int a = 0; a < r; a++) ne[r - 1 - a] = in->shape[size_t(a)];
+            v.t = ggml_new_tensor(ctx, GGML_TYPE_F32, 4, ne);
+            ggml_set_name(v.t, vi.name.c_str());
+            ggml_set_input(v.t);
+            input_tensors.emplace_back(v.t, int(i));
+        }
+        vals[vi.name] = std::move(v);
+    }
+}
+
+void Builder::build() {
+    for (int idx : plan.live_nodes) run_node(model.graph.nodes[size_t(idx)]);
+}
+
+void Builder::run_node(const Node& n) {
+    int64_t opset = model.opset(n.domain);
+    const OpDef* def = find_op(n.domain, n.op_type, opset);
+    Lower L{*this, ctx, n, opset, {}, {}};
+    if (!def) L.error("unsupported op");
+    bool all_host = true, any_float = false, in_cone = false;
+    for (const auto& name : n.inputs) {
+        if (name.empty()) {
+            L.ins.push_back(nullptr);
+            continue;
+        }
+        auto it = vals.find(name);
+        if (it == vals.end()) L.error("input '" + name + "' is not produced by any earlier node or graph input");
+        Val& v = it->second;
+        if (!v.host && v.present()) all_host = false;
+        if (dtype_is_float(v.dtype)) any_float = true;
+        L.ins.push_back(&v);
+    }
+    for (const auto& o : n.outputs)
+        if (plan.need_host.count(o)) in_cone = true;
+    L.outs.resize(n.outputs.size());
+
+    bool on_host;
+    if (def->shape_only) on_host = true;
+    else if (def->host && all_host && (in_cone || !def->math || !any_float)) on_host = true;
+    else if (def->ggml) on_host = false;
+    else if (def->host && all_host) on_host = true;
+    else if (def->host) {
+        for (int i = 0; i < L.n_in(); i++)
+            if (L.has(i) && !L.in(i).host)
+                L.error("this op runs on the host only, but its input '" + L.in(i).name + "' is computed on the device");
+        on_host = true;
+    } else L.error("unsupported op");
+
+    host_mode = on_host;
+    try {
+        (on_host ? def->host : def->ggml)(L);
+    } catch (const Error& e) {
+        std::string msg = e.what();
+        if (msg.find(L.where()) != std::string::npos) throw;
+        throw Error(L.where() + ": " + msg);
+    }
+    host_mode = false;
+
+    std::set<int> deps;
+    if (on_host)
+        for (Val* v : L.ins)
+            if (v) deps.insert(v->input_deps.begin(), v->input_deps.end());
+    for (size_t i = 0; i < n.outputs.size(); i++) {
+        if (n.outputs[i].empty()) continue;
+        Val& o = L.outs[i];
+        if (!o.present()) {
+            if (i == 0) L.error("internal: produced no output");
+            continue;  // optional output the lowering does not produce
+        }
+        o.name = n.outputs[i];
+        if (on_host) o.input_deps.insert(deps.begin(), deps.end());
+        if (o.t && ggml_get_name(o.t)[0] == 0) ggml_set_name(o.t, o.name.c_str());
+        vals[o.name] = std::move(o);
+    }
+    // Intermediates get "<first output>.k" so profiles and dumps map back to ONNX values.
+    int k = 0;
+    for (ggml_tensor* t = last_tensor_ ? ggml_get_next_tensor(ctx, last_tensor_) : ggml_get_first_tensor(ctx); t;
+         t = ggml_get_next_tensor(ctx, t)) {
+        if (ggml_get_name(t)[0] == 0) ggml_format_name(t, "%s.%d", n.outputs.empty() ? "" : n.outputs[0].c_str(), k++);
+        last_tensor_ = t;
+    }
+
+    stats.nodes++;
+    if (on_host) {
+        stats.host_nodes++;
+        if (def->math && any_float && !in_cone) stats.host_float_nodes++;
+    } else stats.ggml_nodes++;
+}
+
+}  // namespace onnx2ggml

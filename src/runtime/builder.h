@@ -1,0 +1,71 @@
+// Builds one ggml graph for concrete input shapes: host evaluation of shape work, lowering of the rest.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+#include "ir/ir.h"
+#include "onnx2ggml/onnx2ggml.h"
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+// Persistent device copies of initializers, shared by every graph built for one model.
+struct WeightCache {
+    ggml_backend_buffer_type_t buft = nullptr;
+    std::map<std::string, ggml_tensor*> tensors;
+    std::vector<ggml_context*> ctxs;
+    std::vector<ggml_backend_buffer_t> buffers;
+    // Created during a build, allocated and uploaded after it.
+    ggml_context* pending_ctx = nullptr;
+    std::vector<std::pair<ggml_tensor*, HostTensor>> pending;
+
+    ggml_tensor* get(const std::string& key, const HostTensor& h, ggml_type type);
+    void commit();  // allocate and upload pending tensors
+    ~WeightCache();
+};
+
+// Static facts about the graph, computed once per model by passes.
+struct GraphPlan {
+    std::vector<int> live_nodes;              // in topological order, dead code removed
+    std::set<std::string> need_host;          // values whose data must be known at build time
+};
+
+class Builder {
+public:
+    Builder(const Model& m, const GraphPlan& plan, WeightCache& w, ggml_context* ctx)
+        : model(m), plan(plan), weights(w), ctx(ctx) {}
+
+    // Graph inputs (already validated), in graph-input order.
+    void bind_inputs(const std::vector<const Tensor*>& inputs);
+    void build();
+
+    // ggml tensor for a value (uploads host data as a constant).
+    ggml_tensor* tensor(Val& v);
+    // A host-computed constant (index tables, masks) as a graph tensor.
+    ggml_tensor* constant(const HostTensor& h, const std::string& name);
+
+    const Model& model;
+    const GraphPlan& plan;
+    WeightCache& weights;
+    ggml_context* ctx;
+    std::map<std::string, Val> vals;
+    RunStats stats;
+    bool host_mode = false;  // the node being lowered runs on the host
+
+    // Constant/input tensors in the graph context, set after allocation.
+    std::vector<std::pair<ggml_tensor*, HostTensor>> uploads;
+    std::vector<std::pair<ggml_tensor*, int>> input_tensors;  // tensor, graph input index
+    std::set<int> value_keyed_inputs;  // inputs whose data the graph depends on
+
+private:
+    void run_node(const Node& n);
+    ggml_tensor* last_tensor_ = nullptr;  // newest tensor already named
+};
+
+ggml_type device_type(DType t);  // F32 for float/bool, I32 for ints
+
+}  // namespace onnx2ggml

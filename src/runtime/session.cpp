@@ -1,0 +1,303 @@
+// Session: device choice, input validation, graph build and cache per input signature, execution.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "common/error.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "onnx2ggml/onnx2ggml.h"
+#include "passes/pipeline.h"
+#include "runtime/builder.h"
+#include "runtime/unsupported.h"
+
+namespace onnx2ggml {
+
+int64_t Tensor::numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+namespace {
+
+double now_ms() {
+    using namespace std::chrono;
+    return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+struct CachedGraph {
+    ggml_context* ctx = nullptr;
+    ggml_cgraph* graph = nullptr;
+    std::unique_ptr<Builder> builder;
+    std::vector<std::string> output_names;
+    std::map<int, std::vector<uint8_t>> keyed_data;  // input index -> data the graph was built for
+    RunStats build_stats;
+    ~CachedGraph() {
+        if (ctx) ggml_free(ctx);
+    }
+};
+
+class SessionImpl : public Session {
+public:
+    SessionImpl(const std::string& path, const SessionOptions& opts) {
+        model_ = load_model(path);
+        check_supported(*model_);
+        plan_ = plan_graph(*model_);
+        init_device(opts);
+        weights_.buft = ggml_backend_get_default_buffer_type(backend_);
+    }
+    ~SessionImpl() override {
+        cache_.clear();
+        if (sched_) ggml_backend_sched_free(sched_);
+        if (cpu_) ggml_backend_free(cpu_);
+        if (backend_) ggml_backend_free(backend_);
+    }
+
+    const Model& model() const override { return *model_; }
+    const RunStats& stats() const override { return stats_; }
+    std::string device() const override { return device_; }
+
+    std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) override;
+
+private:
+    void init_device(const SessionOptions& opts);
+    std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key);
+    std::unique_ptr<CachedGraph> build(const std::vector<const Tensor*>& ins);
+
+    std::shared_ptr<Model> model_;
+    GraphPlan plan_;
+    ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
+    ggml_backend_sched_t sched_ = nullptr;
+    size_t sched_size_ = 0;
+    std::string device_;
+    WeightCache weights_;
+    std::map<std::string, std::unique_ptr<CachedGraph>> cache_;
+    RunStats stats_;
+};
+
+void set_threads(ggml_backend_t backend, int n) {
+    ggml_backend_dev_t dev = ggml_backend_get_device(backend);
+    if (!dev) return;
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    auto fn = (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
+    if (fn) fn(backend, n);
+}
+
+void SessionImpl::init_device(const SessionOptions& opts) {
+    static bool loaded = false;
+    if (!loaded) {
+        ggml_backend_load_all();
+        loaded = true;
+    }
+    ggml_backend_dev_t dev = nullptr;
+    std::string names;
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        names += std::string(names.empty() ? "" : ", ") + ggml_backend_dev_name(d);
+        if (!opts.device.empty()) {
+            if (strcasecmp(ggml_backend_dev_name(d), opts.device.c_str()) == 0) dev = d;
+        } else if (!dev && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU) {
+            dev = d;
+        }
+    }
+    if (!dev && !opts.device.empty()) fail("device '", opts.device, "' not found; available: ", names);
+    if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    O2G_CHECK(dev, "no ggml device available");
+    backend_ = ggml_backend_dev_init(dev, nullptr);
+    O2G_CHECK(backend_, "could not start device '", ggml_backend_dev_name(dev), "'");
+    device_ = std::string(ggml_backend_dev_name(dev)) + " (" + ggml_backend_dev_description(dev) + ")";
+    int threads = opts.threads > 0 ? opts.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+        set_threads(backend_, threads);
+    } else {
+        cpu_ = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
+        if (cpu_) set_threads(cpu_, threads);
+    }
+    if (!opts.quiet) fprintf(stderr, "onnx2ggml: device %s, %d threads\n", device_.c_str(), threads);
+}
+
+std::vector<const Tensor*> SessionImpl::check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key) {
+    const Graph& g = model_->graph;
+    std::vector<const Tensor*> ins(g.inputs.size(), nullptr);
+    std::map<std::string, int64_t> symbols;
+    for (auto& [name, t] : inputs) {
+        bool found = false;
+        for (auto& vi : g.inputs) found |= vi.name == name;
+        O2G_CHECK(found, model_->path, ": the model has no input named '", name, "'");
+    }
+    for (size_t i = 0; i < g.inputs.size(); i++) {
+        const ValueInfo& vi = g.inputs[i];
+        auto it = inputs.find(vi.name);
+        O2G_CHECK(it != inputs.end(), model_->path, ": missing input '", vi.name, "'");
+        const Tensor& t = it->second;
+        O2G_CHECK(vi.is_tensor, model_->path, ": input '", vi.name, "' is not a tensor; only tensor inputs are supported");
+        O2G_CHECK(vi.dtype == DType::UNDEFINED || vi.dtype == t.dtype, model_->path, ": input '", vi.name,
+                  "' has type ", dtype_name(t.dtype), ", the model expects ", dtype_name(vi.dtype));
+        O2G_CHECK(dtype_supported(t.dtype), model_->path, ": input '", vi.name, "' has unsupported type ",
+                  dtype_name(t.dtype));
+        for (int64_t d : t.shape) O2G_CHECK(d >= 0, model_->path, ": input '", vi.name, "' has a negative dim");
+        O2G_CHECK(t.data.size() == size_t(t.numel()) * dtype_size(t.dtype), model_->path, ": input '", vi.name,
+                  "' holds ", t.data.size(), " bytes, its shape needs ", size_t(t.numel()) * dtype_size(t.dtype));
+        if (vi.has_shape) {
+            std::string expect = "[";
+            for (size_t d = 0; d < vi.dims.size(); d++)
+                expect += (d ? "," : "") + (vi.dims[d].known() ? std::to_string(vi.dims[d].value)
+                                                               : vi.dims[d].param.empty() ? "?" : vi.dims[d].param);
+            expect += "]";
+            O2G_CHECK(t.shape.size() == vi.dims.size(), model_->path, ": input '", vi.name, "' has shape ",
+                      shape_str(t.shape), ", the model expects ", expect);
+            for (size_t d = 0; d < vi.dims.size(); d++) {
+                const Dim& dim = vi.dims[d];
+                if (dim.known())
+                    O2G_CHECK(dim.value == t.shape[d], model_->path, ": input '", vi.name, "' has shape ",
+                              shape_str(t.shape), ", the model expects ", expect);
+                else if (!dim.param.empty()) {
+                    auto [s, inserted] = symbols.emplace(dim.param, t.shape[d]);
+                    O2G_CHECK(inserted || s->second == t.shape[d], model_->path, ": input '", vi.name, "' dim '",
+                              dim.param, "' is ", t.shape[d], " but another input set it to ", s->second);
+                }
+            }
+        }
+        ins[i] = &t;
+        key += vi.name + ":" + std::to_string(int(t.dtype)) + shape_str(t.shape) + ";";
+    }
+    return ins;
+}
+
+std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>& ins) {
+    auto c = std::make_unique<CachedGraph>();
+    size_t graph_size = std::max<size_t>(8192, plan_.live_nodes.size() * 24);
+    ggml_init_params p = {ggml_tensor_overhead() * graph_size * 2 + ggml_graph_overhead_custom(graph_size, false),
+                          nullptr, true};
+    c->ctx = ggml_init(p);
+    O2G_CHECK(c->ctx, "out of memory creating the graph context");
+    c->builder = std::make_unique<Builder>(*model_, plan_, weights_, c->ctx);
+    Builder& b = *c->builder;
+    b.bind_inputs(ins);
+    b.build();
+    c->graph = ggml_new_graph_custom(c->ctx, graph_size, false);
+    for (const auto& o : model_->graph.outputs) {
+        auto it = b.vals.find(o.name);
+        O2G_CHECK(it != b.vals.end(), model_->path, ": graph output '", o.name, "' is not produced by any node");
+        Val& v = it->second;
+        c->output_names.push_back(o.name);
+        if (v.host) {
+            b.value_keyed_inputs.insert(v.input_deps.begin(), v.input_deps.end());
+            continue;
+        }
+        ggml_tensor* t = v.t;
+        // Leaves, views and weights are copied so the output owns contiguous memory.
+        if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t) || (t->flags & GGML_TENSOR_FLAG_INPUT))
+            t = ggml_cont(c->ctx, t);
+        ggml_set_output(t);
+        ggml_build_forward_expand(c->graph, t);
+        v.t = t;
+    }
+    weights_.commit();
+    for (int i : b.value_keyed_inputs) c->keyed_data[i] = ins[size_t(i)]->data;
+    return c;
+}
+
+std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs) {
+    std::string key;
+    auto ins = check_inputs(inputs, key);
+    double t0 = now_ms();
+    CachedGraph* c = nullptr;
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+        bool same = true;
+        for (auto& [i, data] : it->second->keyed_data) same &= data == ins[size_t(i)]->data;
+        if (same) c = it->second.get();
+    }
+    bool hit = c != nullptr;
+    if (!c) {
+        cache_[key] = build(ins);
+        c = cache_[key].get();
+    }
+    Builder& b = *c->builder;
+    stats_ = b.stats;
+    stats_.cache_hit = hit;
+    stats_.build_ms = hit ? 0 : now_ms() - t0;
+    stats_.ggml_graph_nodes = ggml_graph_n_nodes(c->graph);
+
+    double t1 = now_ms();
+    if (ggml_graph_n_nodes(c->graph) > 0) {
+        size_t need = size_t(ggml_graph_size(c->graph));
+        if (!sched_ || sched_size_ < need) {
+            if (sched_) ggml_backend_sched_free(sched_);
+            ggml_backend_t bk[2] = {backend_, cpu_};
+            sched_ = ggml_backend_sched_new(bk, nullptr, cpu_ ? 2 : 1, need, false, true);
+            sched_size_ = need;
+        }
+        ggml_backend_sched_reset(sched_);
+        O2G_CHECK(ggml_backend_sched_alloc_graph(sched_, c->graph), "could not allocate the graph's device memory");
+        for (auto& [t, idx] : b.input_tensors) {
+            const Tensor& in = *ins[size_t(idx)];
+            if (in.dtype == DType::FLOAT) {
+                if (!in.data.empty()) ggml_backend_tensor_set(t, in.data.data(), 0, in.data.size());
+            } else {
+                HostTensor h;
+                h.dtype = in.dtype;
+                h.shape = in.shape;
+                h.data = in.data.data();
+                h.nbytes = in.data.size();
+                auto f = h.to_f32();
+                if (!f.empty()) ggml_backend_tensor_set(t, f.data(), 0, f.size() * 4);
+            }
+        }
+        for (auto& [t, h] : b.uploads) {
+            if (h.numel() == 0) continue;
+            if (t->type == GGML_TYPE_F32) {
+                auto f = h.to_f32();
+                ggml_backend_tensor_set(t, f.data(), 0, f.size() * 4);
+            } else {
+                std::vector<int32_t> v(size_t(h.numel()));
+                for (int64_t i = 0; i < h.numel(); i++) v[size_t(i)] = int32_t(h.i64(i));
+                ggml_backend_tensor_set(t, v.data(), 0, v.size() * 4);
+            }
+        }
+        O2G_CHECK(ggml_backend_sched_graph_compute(sched_, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
+    }
+    stats_.compute_ms = now_ms() - t1;
+
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < c->output_names.size(); i++) {
+        Val& v = b.vals[c->output_names[i]];
+        const ValueInfo& vi = model_->graph.outputs[i];
+        Tensor out;
+        out.dtype = v.dtype;
+        out.shape = v.shape;
+        HostTensor src;
+        std::vector<uint8_t> dev;
+        if (v.host) {
+            src = *v.host;
+        } else {
+            dev.resize(size_t(shape_numel(v.shape)) * 4);
+            if (!dev.empty()) ggml_backend_tensor_get(v.t, dev.data(), 0, dev.size());
+            src.dtype = v.t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
+            src.shape = v.shape;
+            src.data = dev.data();
+            src.nbytes = dev.size();
+        }
+        DType want = vi.dtype != DType::UNDEFINED ? vi.dtype : v.dtype;
+        out.dtype = want;
+        if (src.dtype == want) {
+            out.data.assign(src.data, src.data + src.nbytes);
+        } else {
+            HostTensor cv = src.cast(want);
+            out.data.assign(cv.data, cv.data + cv.nbytes);
+        }
+        outs.push_back(std::move(out));
+    }
+    return outs;
+}
+
+}  // namespace
+
+std::unique_ptr<Session> Session::open(const std::string& model_path, const SessionOptions& opts) {
+    return std::make_unique<SessionImpl>(model_path, opts);
+}
+
+}  // namespace onnx2ggml

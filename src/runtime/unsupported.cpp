@@ -1,0 +1,27 @@
+#include "runtime/unsupported.h"
+
+#include "common/error.h"
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+std::vector<UnsupportedOp> find_unsupported(const Model& m) {
+    std::vector<UnsupportedOp> r;
+    for (const Node& n : m.graph.nodes) {
+        int64_t opset = m.opset(n.domain);
+        if (!find_op(n.domain, n.op_type, opset)) r.push_back({n.op_type, n.domain, n.name, opset});
+    }
+    return r;
+}
+
+void check_supported(const Model& m) {
+    auto u = find_unsupported(m);
+    if (u.empty()) return;
+    std::string msg = m.path + ": " + std::to_string(u.size()) + " unsupported op" + (u.size() > 1 ? "s" : "") + ":";
+    for (auto& o : u)
+        msg += "\n  " + (o.domain.empty() ? "" : o.domain + ".") + o.op_type + " (node '" + o.node_name + "', opset " +
+               std::to_string(o.opset) + ")";
+    throw Error(msg);
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,163 @@
+"""Helpers shared by the Python test scripts: how to call the CLI (or the
+onnxruntime stand-in), how tensors cross the .npy boundary, and how to
+recognise a crash as opposed to a clean error exit."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import TensorProto
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(TESTS_DIR)
+DEFAULT_CLI = os.path.join(REPO_ROOT, "build", "onnx2ggml")
+ORT_RUNNER = os.path.join(TESTS_DIR, "ort_runner.py")
+
+ERROR_PREFIX = "onnx2ggml: error:"
+
+# Text that sanitizers print; any of these in stderr means memory/UB trouble
+# even when the process managed to exit with an ordinary status.
+SANITIZER_MARKERS = (
+    "ERROR: AddressSanitizer",
+    "ERROR: LeakSanitizer",
+    "runtime error:",
+)
+
+# ONNX element types that have a plain .npy representation.  bfloat16 has no
+# numpy dtype of its own, so by contract it travels as its uint16 bit pattern.
+NPY_DTYPES = {
+    TensorProto.FLOAT: np.dtype("<f4"),
+    TensorProto.DOUBLE: np.dtype("<f8"),
+    TensorProto.FLOAT16: np.dtype("<f2"),
+    TensorProto.BFLOAT16: np.dtype("<u2"),
+    TensorProto.INT8: np.dtype("i1"),
+    TensorProto.INT16: np.dtype("<i2"),
+    TensorProto.INT32: np.dtype("<i4"),
+    TensorProto.INT64: np.dtype("<i8"),
+    TensorProto.UINT8: np.dtype("u1"),
+    TensorProto.UINT16: np.dtype("<u2"),
+    TensorProto.UINT32: np.dtype("<u4"),
+    TensorProto.UINT64: np.dtype("<u8"),
+    TensorProto.BOOL: np.dtype("bool"),
+}
+
+
+def elem_type_name(elem_type: int) -> str:
+    return TensorProto.DataType.Name(elem_type)
+
+
+def sanitize_name(name: str) -> str:
+    """Output file name the CLI uses for a graph output."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy"
+
+
+def to_npy(arr: np.ndarray, elem_type: int) -> np.ndarray:
+    """Array as it must be written to a .npy file for the CLI."""
+    # np.asarray keeps 0-d arrays 0-d (np.ascontiguousarray would not).
+    if elem_type == TensorProto.BFLOAT16:
+        return np.asarray(arr, order="C").view(np.uint16)
+    return np.asarray(arr, dtype=NPY_DTYPES[elem_type], order="C")
+
+
+def from_npy(arr: np.ndarray, elem_type: int) -> np.ndarray:
+    """Reinterpret an array read from the CLI's output as its ONNX type.
+    Only bfloat16 needs it; every other type is already the right dtype."""
+    if elem_type == TensorProto.BFLOAT16 and arr.dtype == np.uint16:
+        import ml_dtypes
+
+        return arr.view(ml_dtypes.bfloat16)
+    return arr
+
+
+def runner_prefix(cli: str, runner: str) -> list[str]:
+    """argv prefix for the program under test."""
+    if runner == "ort":
+        return [sys.executable, ORT_RUNNER]
+    if runner != "cli":
+        raise ValueError(f"unknown runner {runner!r}")
+    return [cli]
+
+
+@dataclass
+class CliResult:
+    argv: list[str]
+    returncode: int | None  # None when it timed out
+    stdout: str
+    stderr: str
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    def crash(self) -> str | None:
+        """Why this run counts as a crash, or None.  A clean error exit is
+        not a crash; a signal or sanitizer report is."""
+        if self.returncode is not None and self.returncode < 0:
+            return f"killed by signal {-self.returncode}"
+        for marker in SANITIZER_MARKERS:
+            if marker in self.stderr:
+                line = next(l for l in self.stderr.splitlines() if marker in l)
+                return f"sanitizer: {line.strip()[:200]}"
+        return None
+
+    def error_line(self) -> str:
+        """The first `onnx2ggml: error:` line, else the last stderr line."""
+        lines = [l for l in self.stderr.splitlines() if l.strip()]
+        for line in lines:
+            if line.startswith(ERROR_PREFIX):
+                return line.strip()
+        return lines[-1].strip() if lines else ""
+
+
+def run_cli(prefix: list[str], args: list[str], timeout: float) -> CliResult:
+    argv = prefix + args
+    try:
+        proc = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return CliResult(argv, None, _text(exc.stdout), _text(exc.stderr))
+    return CliResult(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr))
+
+
+def run_model(
+    prefix: list[str],
+    model_path: str,
+    inputs: list[tuple[str, str]],
+    out_dir: str,
+    stats_path: str | None = None,
+    threads: int | None = None,
+    timeout: float = 60.0,
+) -> CliResult:
+    """`onnx2ggml run` with named inputs (name, npy path)."""
+    args = ["run", model_path]
+    for name, path in inputs:
+        args += ["--input", f"{name}={path}"]
+    args += ["--output-dir", out_dir]
+    if stats_path:
+        args += ["--stats", stats_path]
+    if threads:
+        args += ["--threads", str(threads)]
+    return run_cli(prefix, args, timeout)
+
+
+def _text(data) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", errors="replace")
+    return data
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """Collapse whitespace so a message fits in a table cell or log line."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

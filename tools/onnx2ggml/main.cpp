@@ -1,0 +1,179 @@
+// onnx2ggml CLI: run and inspect ONNX models on ggml.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "ir/ir.h"
+#include "npy.h"
+#include "onnx2ggml/onnx2ggml.h"
+#include "ops/op.h"
+#include "passes/pipeline.h"
+#include "runtime/unsupported.h"
+
+using namespace onnx2ggml;
+
+namespace {
+
+const char* kUsage =
+    "usage:\n"
+    "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
+    "                [--stats FILE.json]\n"
+    "  onnx2ggml info MODEL.onnx\n";
+
+std::string sanitize(const std::string& name) {
+    std::string s = name;
+    for (char& c : s)
+        if (!(isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+    return s;
+}
+
+std::string dims_str(const ValueInfo& vi) {
+    if (!vi.has_shape) return "(unknown shape)";
+    std::string s = "[";
+    for (size_t i = 0; i < vi.dims.size(); i++) {
+        const Dim& d = vi.dims[i];
+        s += (i ? ", " : "") + (d.known() ? std::to_string(d.value) : d.param.empty() ? "?" : d.param);
+    }
+    return s + "]";
+}
+
+int cmd_info(const std::vector<std::string>& args) {
+    if (args.size() != 1) throw Error(std::string("info takes one model path\n") + kUsage);
+    auto m = load_model(args[0]);
+    printf("model: %s\n", m->path.c_str());
+    printf("ir_version: %lld, producer: %s %s\n", (long long)m->ir_version, m->producer_name.c_str(),
+           m->producer_version.c_str());
+    printf("opsets:");
+    for (auto& [d, v] : m->opsets) printf(" %s=%lld", d.empty() ? "ai.onnx" : d.c_str(), (long long)v);
+    printf("\ninputs:\n");
+    for (auto& vi : m->graph.inputs) printf("  %s: %s %s\n", vi.name.c_str(), dtype_name(vi.dtype), dims_str(vi).c_str());
+    printf("outputs:\n");
+    for (auto& vi : m->graph.outputs) printf("  %s: %s %s\n", vi.name.c_str(), dtype_name(vi.dtype), dims_str(vi).c_str());
+    printf("initializers: %zu\n", m->graph.initializers.size());
+    std::map<std::string, int> counts;
+    for (auto& n : m->graph.nodes) counts[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
+    printf("nodes: %zu\n", m->graph.nodes.size());
+    for (auto& [op, c] : counts) printf("  %-24s %d\n", op.c_str(), c);
+    auto uns = find_unsupported(*m);
+    std::string ulist;
+    std::set<std::string> useen;
+    for (auto& u : uns) {
+        ulist += "\n  " + (u.domain.empty() ? "" : u.domain + ".") + u.op_type + " (node '" + u.node_name + "', opset " +
+                 std::to_string(u.opset) + ")";
+        useen.insert(u.op_type);
+    }
+    printf("unsupported: %zu%s\n", uns.size(), ulist.c_str());
+    // Host evaluation: ops with no ggml lowering, and shape subgraphs that must be known before the run.
+    GraphPlan plan = plan_graph(*m);
+    std::map<std::string, int> host;
+    for (int idx : plan.live_nodes) {
+        const Node& n = m->graph.nodes[size_t(idx)];
+        const OpDef* d = find_op(n.domain, n.op_type, m->opset(n.domain));
+        if (!d) continue;
+        bool cone = false;
+        for (auto& o : n.outputs) cone |= plan.need_host.count(o) > 0;
+        if (!d->ggml || d->shape_only || cone) host[n.op_type]++;
+    }
+    printf("host-evaluated (shape/integer work):");
+    if (host.empty()) printf(" none");
+    for (auto& [op, c] : host) printf(" %s x%d", op.c_str(), c);
+    printf("\n");
+    return 0;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+    std::string model, out_dir, stats_path;
+    std::vector<std::pair<std::string, std::string>> inputs;
+    SessionOptions opts;
+    for (size_t i = 0; i < args.size(); i++) {
+        const std::string& a = args[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= args.size()) throw Error("option " + a + " needs a value\n" + kUsage);
+            return args[++i];
+        };
+        if (a == "--input" || a == "-i") {
+            std::string v = next();
+            auto eq = v.find('=');
+            if (eq == std::string::npos) inputs.emplace_back("", v);
+            else inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+        } else if (a == "--output-dir" || a == "-o") out_dir = next();
+        else if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
+        else if (a == "--device") opts.device = next();
+        else if (a == "--stats") stats_path = next();
+        else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
+        else if (model.empty()) model = a;
+        else throw Error("unexpected argument " + a + "\n" + kUsage);
+    }
+    if (model.empty() || out_dir.empty()) throw Error(std::string("run needs MODEL and --output-dir\n") + kUsage);
+    auto session = Session::open(model, opts);
+    const Graph& g = session->model().graph;
+    std::map<std::string, Tensor> feeds;
+    size_t positional = 0;
+    for (auto& [name, file] : inputs) {
+        std::string n = name;
+        if (n.empty()) {
+            if (positional >= g.inputs.size())
+                throw Error(model + ": more inputs given than the model has (" + std::to_string(g.inputs.size()) + ")");
+            n = g.inputs[positional++].name;
+        }
+        DType want = DType::UNDEFINED;
+        for (auto& vi : g.inputs)
+            if (vi.name == n) want = vi.dtype;
+        if (feeds.count(n)) throw Error("input '" + n + "' given twice");
+        feeds[n] = read_npy(file, want);
+    }
+    auto outs = session->run(feeds);
+    struct stat st;
+    if (stat(out_dir.c_str(), &st) != 0) {
+        if (mkdir(out_dir.c_str(), 0755) != 0) throw Error("cannot create output directory '" + out_dir + "'");
+    } else if (!S_ISDIR(st.st_mode)) throw Error("'" + out_dir + "' is not a directory");
+    std::set<std::string> used;
+    for (size_t i = 0; i < outs.size(); i++) {
+        std::string base = sanitize(g.outputs[i].name), f = base;
+        for (int k = 1; used.count(f); k++) f = base + "_" + std::to_string(k);
+        used.insert(f);
+        std::string path = out_dir + "/" + f + ".npy";
+        write_npy(path, outs[i]);
+        printf("%s: %s %s -> %s\n", g.outputs[i].name.c_str(), dtype_name(outs[i].dtype), shape_str(outs[i].shape).c_str(),
+               path.c_str());
+    }
+    const RunStats& s = session->stats();
+    if (!stats_path.empty()) {
+        std::ofstream f(stats_path);
+        f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
+          << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
+          << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms << "}\n";
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        fputs(kUsage, stderr);
+        return 2;
+    }
+    std::string cmd = argv[1];
+    std::vector<std::string> args(argv + 2, argv + argc);
+    try {
+        if (cmd == "run") return cmd_run(args);
+        if (cmd == "info") return cmd_info(args);
+        if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+            fputs(kUsage, stdout);
+            return 0;
+        }
+        fprintf(stderr, "onnx2ggml: error: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+        return 2;
+    } catch (const std::exception& e) {
+        fprintf(stderr, "onnx2ggml: error: %s\n", e.what());
+        return 1;
+    }
+}
