@@ -114,6 +114,7 @@ void where_kernel(ggml_tensor* dst, const ggml_tensor* c, const ggml_tensor* a, 
 }
 
 ggml_tensor* full(Lower& L, ggml_tensor* x, const Shape& s, const Shape& out) {
+    if (x->type != GGML_TYPE_F32) x = ggml_cast(L.ctx, x, GGML_TYPE_F32);
     return L.cont(broadcast_to(L, x, s, out));
 }
 

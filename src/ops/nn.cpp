@@ -116,11 +116,20 @@ ggml_tensor* pad_crop_2d(Lower& L, ggml_tensor* x, int64_t wb, int64_t we, int64
     return x;
 }
 
+// Dense 2-D convolution through an F32 im2col (ggml_conv_2d's F16 im2col loses fp32 parity).
+ggml_tensor* conv2d_f32(Lower& L, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh) {
+    ggml_tensor* col = ggml_im2col(L.ctx, k, L.cont(x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
+    ggml_tensor* y = ggml_mul_mat(L.ctx, ggml_reshape_2d(L.ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]),
+                                  ggml_reshape_2d(L.ctx, L.cont(k), k->ne[0] * k->ne[1] * k->ne[2], k->ne[3]));
+    y = ggml_reshape_4d(L.ctx, y, col->ne[1], col->ne[2], col->ne[3], k->ne[3]);  // [OW, OH, N, M]
+    return ggml_cont(L.ctx, ggml_permute(L.ctx, y, 0, 1, 3, 2));
+}
+
 // 2-D convolution of x [W,H,C,N] with kernel [kW,kH,C/g,M] (stride/dilation per axis, no padding).
 ggml_tensor* conv2d_core(Lower& L, ggml_tensor* x, ggml_tensor* k, int64_t group, int sw, int sh, int dw, int dh,
                          int pw, int ph) {
     int64_t C = x->ne[2], M = k->ne[3];
-    if (group == 1) return ggml_conv_2d(L.ctx, k, x, sw, sh, pw, ph, dw, dh);
+    if (group == 1) return conv2d_f32(L, k, x, sw, sh, pw, ph, dw, dh);
     if (group == C && M == C && k->ne[2] == 1)
         return ggml_conv_2d_dw_direct(L.ctx, k, x, sw, sh, pw, ph, dw, dh);
     int64_t cg = C / group, mg = M / group;
@@ -130,7 +139,7 @@ ggml_tensor* conv2d_core(Lower& L, ggml_tensor* x, ggml_tensor* k, int64_t group
                                                         x->nb[3], size_t(g * cg) * x->nb[2]));
         ggml_tensor* kv = ggml_view_4d(L.ctx, k, k->ne[0], k->ne[1], k->ne[2], mg, k->nb[1], k->nb[2], k->nb[3],
                                        size_t(g * mg) * k->nb[3]);
-        ggml_tensor* y = ggml_conv_2d(L.ctx, ggml_cont(L.ctx, kv), xv, sw, sh, pw, ph, dw, dh);
+        ggml_tensor* y = conv2d_f32(L, ggml_cont(L.ctx, kv), xv, sw, sh, pw, ph, dw, dh);
         out = out ? ggml_concat(L.ctx, out, y, 2) : y;
     }
     return out;
@@ -456,9 +465,19 @@ void lower_LayerNormalization(Lower& L) {
     };
     y = ggml_mul(L.ctx, y, param(1));
     if (L.has(2)) y = ggml_add(L.ctx, y, param(2));
-    for (size_t i = 1; i < L.node.outputs.size(); i++)
-        if (!L.node.outputs[i].empty()) L.error("Mean/InvStdDev outputs are not supported");
     L.out(0, y, L.dtype(0), r);
+    bool want_stats = false;
+    for (size_t i = 1; i < L.node.outputs.size(); i++) want_stats |= !L.node.outputs[i].empty();
+    if (want_stats) {  // Mean and InvStdDev, shaped like X with the normalized dims set to 1
+        Shape ss(xs.begin(), xs.begin() + axis);
+        for (int i = axis; i < r; i++) ss.push_back(1);
+        ggml_tensor* mean = ggml_mean(L.ctx, x);
+        ggml_tensor* d = ggml_sub(L.ctx, x, mean);
+        ggml_tensor* var = ggml_mean(L.ctx, ggml_sqr(L.ctx, d));
+        ggml_tensor* inv = custom_unary(L, ggml_sqrt(L.ctx, ggml_scale_bias(L.ctx, var, 1.0f, eps)), UnaryK::Reciprocal);
+        if (L.outs.size() > 1) L.out(1, reshape_to(L, mean, ss), L.dtype(0), r);
+        if (L.outs.size() > 2) L.out(2, reshape_to(L, inv, ss), L.dtype(0), r);
+    }
 }
 
 // ---- Softmax family ----

@@ -81,6 +81,7 @@ void lower_Atanh(Lower&);
 void lower_AveragePool(Lower&);
 void lower_BatchNormalization(Lower&);
 void lower_Cast(Lower&);
+void lower_CumSum(Lower&);
 void lower_Ceil(Lower&);
 void lower_Celu(Lower&);
 void lower_Clip(Lower&);
@@ -262,7 +263,7 @@ const std::vector<OpDef>& table() {
         {"DepthToSpace", 1, lower_DepthToSpace, host_DepthToSpace, {}, false},
         {"SpaceToDepth", 1, lower_DepthToSpace, host_DepthToSpace, {}, false},
         {"Conv", 1, lower_Conv, nullptr, {}, true},
-        {"ConvTranspose", 1, lower_ConvTranspose, nullptr, {}, true},
+        {"ConvTranspose", 1, lower_ConvTranspose, nullptr, {1}, true},
         {"MaxPool", 1, lower_MaxPool, nullptr, {}, true},
         {"AveragePool", 1, lower_AveragePool, nullptr, {}, true},
         {"GlobalAveragePool", 1, lower_GlobalAveragePool, nullptr, {}, true},
@@ -290,7 +291,7 @@ const std::vector<OpDef>& table() {
         {"ReduceSumSquare", 1, lower_Reduce, host_Reduce, {1}, true},
         {"ArgMax", 1, lower_ArgMax, host_ArgMax, {}, false},
         {"ArgMin", 1, lower_ArgMin, host_ArgMin, {}, false},
-        {"CumSum", 11, nullptr, host_CumSum, {1}, true},
+        {"CumSum", 11, lower_CumSum, host_CumSum, {1}, true},
     };
     return t;
 }

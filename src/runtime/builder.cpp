@@ -86,7 +86,12 @@ std::string Lower::where() const {
 
 void Lower::error(const std::string& what) const { throw Error(where() + ": " + what); }
 
-ggml_tensor* Lower::t(int i) { return b.tensor(in(i)); }
+ggml_tensor* Lower::t(int i) {
+    ggml_tensor* x = b.tensor(in(i));
+    // Float kernels read F32; integer data feeding math (e.g. MaxPool on uint8) is converted.
+    if (b.current_math && x->type == GGML_TYPE_I32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
+    return x;
+}
 
 const HostTensor& Lower::h(int i) {
     Val& v = in(i);
@@ -253,6 +258,7 @@ void Builder::run_node(const Node& n) {
     } else L.error("unsupported op");
 
     host_mode = on_host;
+    current_math = def->math;
     try {
         (on_host ? def->host : def->ggml)(L);
     } catch (const Error& e) {

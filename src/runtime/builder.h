@@ -54,7 +54,8 @@ public:
     ggml_context* ctx;
     std::map<std::string, Val> vals;
     RunStats stats;
-    bool host_mode = false;  // the node being lowered runs on the host
+    bool host_mode = false;
+    bool current_math = false;  // the node being lowered computes floats  // the node being lowered runs on the host
 
     // Constant/input tensors in the graph context, set after allocation.
     std::vector<std::pair<ggml_tensor*, HostTensor>> uploads;

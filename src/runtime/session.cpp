@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "ggml-alloc.h"
@@ -85,9 +86,17 @@ void set_threads(ggml_backend_t backend, int n) {
     if (fn) fn(backend, n);
 }
 
+// ggml aborts on failed asserts; turn that into a clear error exit instead of a core dump.
+void on_ggml_abort(const char* msg) {
+    fprintf(stderr, "onnx2ggml: error: internal ggml failure: %s\n", msg ? msg : "");
+    fflush(stderr);
+    _exit(3);
+}
+
 void SessionImpl::init_device(const SessionOptions& opts) {
     static bool loaded = false;
     if (!loaded) {
+        ggml_set_abort_callback(on_ggml_abort);
         ggml_backend_load_all();
         loaded = true;
     }
@@ -187,6 +196,10 @@ std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>
             b.value_keyed_inputs.insert(v.input_deps.begin(), v.input_deps.end());
             continue;
         }
+        if (shape_numel(v.shape) == 0) {  // empty outputs never reach ggml
+            v.host = std::make_shared<HostTensor>(HostTensor::alloc(v.dtype, v.shape));
+            continue;
+        }
         ggml_tensor* t = v.t;
         // Leaves, views and weights are copied so the output owns contiguous memory.
         if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t) || (t->flags & GGML_TENSOR_FLAG_INPUT))
@@ -234,6 +247,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
         ggml_backend_sched_reset(sched_);
         O2G_CHECK(ggml_backend_sched_alloc_graph(sched_, c->graph), "could not allocate the graph's device memory");
         for (auto& [t, idx] : b.input_tensors) {
+            if (!t->buffer) continue;  // input not used by the device graph
             const Tensor& in = *ins[size_t(idx)];
             if (in.dtype == DType::FLOAT) {
                 if (!in.data.empty()) ggml_backend_tensor_set(t, in.data.data(), 0, in.data.size());
@@ -248,7 +262,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
             }
         }
         for (auto& [t, h] : b.uploads) {
-            if (h.numel() == 0) continue;
+            if (h.numel() == 0 || !t->buffer) continue;
             if (t->type == GGML_TYPE_F32) {
                 auto f = h.to_f32();
                 ggml_backend_tensor_set(t, f.data(), 0, f.size() * 4);
