@@ -125,6 +125,8 @@ def run_cli(prefix: list[str], args: list[str], timeout: float) -> CliResult:
         )
     except subprocess.TimeoutExpired as exc:
         return CliResult(argv, None, _text(exc.stdout), _text(exc.stderr))
+    except OSError as exc:  # e.g. the binary is being relinked right now
+        return CliResult(argv, 127, "", f"cannot execute {argv[0]}: {exc}")
     return CliResult(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr))
 
 

@@ -293,13 +293,13 @@ def unknown_op_cases(h: Harness) -> None:
     def info_lists_both():
         res = h.info(path)
         expect_success(res)
-        line = next((l for l in res.stdout.splitlines() if l.startswith("unsupported:")), None)
-        if line is None:
+        block = unsupported_block(res.stdout)
+        if block is None:
             raise CaseFailed(f"no line starting 'unsupported:' in info output: {one_line(res.stdout, 300)}")
-        missing = [op for op in ("FooBar", "Quux") if op not in line]
+        missing = [op for op in ("FooBar", "Quux") if op not in block]
         if missing:
-            raise CaseFailed(f"'unsupported:' line lacks {missing}: {line}")
-        return line
+            raise CaseFailed(f"'unsupported:' section lacks {missing}: {one_line(block)}")
+        return one_line(block)
 
     h.case("(g) two unknown ops: info lists both after 'unsupported:'", info_lists_both)
 
@@ -359,6 +359,21 @@ def output_dir_cases(h: Harness) -> None:
             raise CaseFailed(f"unexpected files in --output-dir: {extra}")
 
     h.case("(i) output names '../../evil', absolute, 'ok/../../sub' stay inside --output-dir", contained)
+
+
+def unsupported_block(text: str) -> str | None:
+    """The `unsupported:` line plus the indented lines under it (the ops
+    may be listed on the line itself or one per indented line)."""
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
+        if line.startswith("unsupported:"):
+            block = [line]
+            for more in lines[k + 1:]:
+                if not more[:1].isspace():
+                    break
+                block.append(more)
+            return "\n".join(block)
+    return None
 
 
 def snapshot(root: str) -> set[str]:

@@ -576,6 +576,7 @@ def reference(model: onnx.ModelProto, feeds: dict) -> tuple[list[np.ndarray], st
     onnxruntime lacks or gets wrong (it is the spec's executable form)."""
     import onnxruntime as ort
 
+    ort.set_default_logger_severity(3)  # no deprecation chatter on stderr
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 4
@@ -621,6 +622,13 @@ def compare(got: np.ndarray, want: np.ndarray, tol: float | None) -> tuple[bool,
 
 def run_case(c: Case, prefix: list[str], timeout: float) -> tuple[str, bool, str]:
     """(case id, passed, message)."""
+    try:
+        return _run_case(c, prefix, timeout)
+    except Exception as exc:  # a harness bug must not hide the other cases
+        return c.id, False, f"harness error: {type(exc).__name__}: {one_line(str(exc))}"
+
+
+def _run_case(c: Case, prefix: list[str], timeout: float) -> tuple[str, bool, str]:
     try:
         inputs = make_inputs(c)
         model = build_model(c, inputs)

@@ -1,4 +1,6 @@
 // Layout helpers: ONNX shapes (outermost first) vs ggml ne (innermost first), and broadcasting.
+#include <algorithm>
+
 #include "common/error.h"
 #include "ops/op.h"
 
@@ -11,11 +13,30 @@ int norm_axis(const Lower& L, int64_t axis, int rank) {
     return int(a);
 }
 
-void shape_to_ne(const Lower& L, const Shape& s, int64_t ne[4]) {
-    if (s.size() > 4) L.error("rank " + std::to_string(s.size()) + " tensor; ggml holds at most 4 dims");
+void shape_to_ne(const Shape& s, int64_t ne[4]) {
+    // Rank > 4: the outermost dims fold into ne[3]; ops that touch only the inner three dims still work.
     for (int i = 0; i < 4; i++) ne[i] = 1;
     int r = int(s.size());
-    for (int a = 0; a < r; a++) ne[r - 1 - a] = s[size_t(a)];
+    for (int a = 0; a < r; a++) {
+        int g = std::min(r - 1 - a, 3);
+        ne[g] *= s[size_t(a)];
+    }
+}
+
+void shape_to_ne(const Lower& L, const Shape& s, int64_t ne[4]) { shape_to_ne(s, ne); }
+
+// Whether a tensor of shape `from` can be tiled by ggml_repeat into `to` (numpy broadcast semantics).
+static bool folded_repeat_ok(const Shape& from, const Shape& to) {
+    if (to.size() <= 4) return true;
+    size_t lead = to.size() - 3;
+    Shape f(to.size() - from.size(), 1);
+    f.insert(f.end(), from.begin(), from.end());
+    // The folded leading dims of `from` must be a suffix-aligned block: ones, then equal to `to`'s.
+    size_t i = 0;
+    while (i < lead && f[i] == 1) i++;
+    for (; i < lead; i++)
+        if (f[i] != to[i]) return false;
+    return true;
 }
 
 Shape ne_to_shape(const ggml_tensor* t, int rank) {
@@ -38,6 +59,8 @@ Shape broadcast_shapes(const Lower& L, const Shape& a, const Shape& b) {
 }
 
 ggml_tensor* broadcast_to(Lower& L, ggml_tensor* x, const Shape& from, const Shape& to) {
+    if (!folded_repeat_ok(from, to))
+        L.error("broadcast of " + shape_str(from) + " to " + shape_str(to) + " across folded dims (rank > 4)");
     int64_t ne[4];
     shape_to_ne(L, to, ne);
     bool same = true;
@@ -45,6 +68,8 @@ ggml_tensor* broadcast_to(Lower& L, ggml_tensor* x, const Shape& from, const Sha
     if (same) return x;
     return ggml_repeat_4d(L.ctx, x, ne[0], ne[1], ne[2], ne[3]);
 }
+
+bool folded_compatible(const Shape& from, const Shape& to) { return folded_repeat_ok(from, to); }
 
 ggml_tensor* reshape_to(Lower& L, ggml_tensor* x, const Shape& s) {
     int64_t ne[4];

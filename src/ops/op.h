@@ -38,6 +38,8 @@ struct Lower {
     void out(int i, ggml_tensor* t, DType dtype, int rank);
     void out(int i, ggml_tensor* t, int rank) { out(i, t, DType::FLOAT, rank); }
     void out_host(int i, HostTensor h);
+    // Output i with an explicit ONNX shape (needed for rank > 4, where dims are folded).
+    void out_shape(int i, ggml_tensor* t, DType dtype, const Shape& s);
     // Forwards input j unchanged to output i.
     void pass(int i, int j);
 
@@ -74,6 +76,9 @@ inline int gdim(int rank, int axis) { return rank - 1 - axis; }
 int norm_axis(const Lower& L, int64_t axis, int rank);
 // ggml ne[4] for an ONNX shape of rank <= 4.
 void shape_to_ne(const Lower& L, const Shape& s, int64_t ne[4]);
+void shape_to_ne(const Shape& s, int64_t ne[4]);
+// Whether `from` broadcasts to `to` by ggml's tiling once rank > 4 dims are folded.
+bool folded_compatible(const Shape& from, const Shape& to);
 Shape ne_to_shape(const ggml_tensor* t, int rank);
 // Numpy-style broadcast of two shapes.
 Shape broadcast_shapes(const Lower& L, const Shape& a, const Shape& b);

@@ -93,7 +93,7 @@ static void reshape_out(Lower& L, const Shape& s) {
         L.out_host(0, x.host->reshaped(s));
         return;
     }
-    L.out(0, reshape_to(L, L.t(0), s), x.dtype, int(s.size()));
+    L.out_shape(0, reshape_to(L, L.t(0), s), x.dtype, s);
 }
 
 void lower_Reshape(Lower& L) {
@@ -186,6 +186,7 @@ void host_Transpose(Lower& L) {
 // ---- Concat ----
 void lower_Concat(Lower& L) {
     int r = L.rank(0);
+    if (r > 4) L.error("rank > 4 Concat is not supported on the device");
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     ggml_tensor* acc = nullptr;
     Shape s;
@@ -246,6 +247,7 @@ static std::vector<int64_t> split_sizes(Lower& L, int axis) {
 }
 void lower_Split(Lower& L) {
     int r = L.rank(0);
+    if (r > 4) L.error("rank > 4 Split is not supported on the device");
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     auto split = split_sizes(L, axis);
     ggml_tensor* x = L.cont(L.t(0));
@@ -330,6 +332,7 @@ void lower_Slice(Lower& L) {
     Shape s = L.shape(0);
     ggml_tensor* x = L.t(0);
     int r = int(s.size());
+    if (r > 4) L.error("rank > 4 Slice is not supported on the device");
     for (auto& p : ps) {
         if (p.count == 0) L.error("empty Slice results are not supported on the device");
         if (p.step == 1) {
@@ -480,7 +483,7 @@ void lower_GatherElements(Lower& L) {
 // ---- Expand, Tile ----
 void lower_Expand(Lower& L) {
     Shape os = broadcast_shapes(L, L.shape(0), L.ints(1));
-    L.out(0, broadcast_to(L, L.t(0), L.shape(0), os), L.dtype(0), int(os.size()));
+    L.out_shape(0, broadcast_to(L, L.t(0), L.shape(0), os), L.dtype(0), os);
 }
 void host_Expand(Lower& L) {
     Shape os = broadcast_shapes(L, L.shape(0), L.ints(1));
@@ -561,6 +564,7 @@ void lower_Pad(Lower& L) {
     PadSpec p = pad_spec(L);
     Shape s = L.shape(0);
     int r = int(s.size());
+    if (r > 4) L.error("rank > 4 Pad is not supported on the device");
     ggml_tensor* x = L.t(0);
     if (p.mode == "constant") {
         // Crop negative pads first, then pad positive ones with zeros, shifted by the value.

@@ -38,10 +38,8 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
         ggml_init_params p = {ggml_tensor_overhead() * 4096, nullptr, true};
         pending_ctx = ggml_init(p);
     }
-    O2G_CHECK(h.shape.size() <= 4, "weight '", key, "' has rank ", h.shape.size(), "; ggml holds at most 4 dims");
-    int64_t ne[4] = {1, 1, 1, 1};
-    int r = int(h.shape.size());
-    for (int a = 0; a < r; a++) ne[r - 1 - a] = h.shape[size_t(a)];
+    int64_t ne[4];
+    shape_to_ne(h.shape, ne);
     ggml_tensor* t = ggml_new_tensor(pending_ctx, type, 4, ne);
     ggml_set_name(t, key.c_str());
     tensors[key] = t;
@@ -112,6 +110,17 @@ void Lower::out(int i, ggml_tensor* x, DType dt, int rank) {
         if (x->ne[d] != 1) error("internal: ggml result has more dims than its ONNX rank");
 }
 
+void Lower::out_shape(int i, ggml_tensor* x, DType dt, const Shape& s) {
+    int64_t ne[4];
+    shape_to_ne(s, ne);
+    if (ne[0] != x->ne[0] || ne[1] != x->ne[1] || ne[2] != x->ne[2] || ne[3] != x->ne[3])
+        error("internal: ggml result does not match ONNX shape " + shape_str(s));
+    Val& o = outs[size_t(i)];
+    o.dtype = dt;
+    o.t = x;
+    o.shape = s;
+}
+
 void Lower::out_host(int i, HostTensor h) {
     Val& o = outs[size_t(i)];
     o.dtype = h.dtype;
@@ -142,16 +151,14 @@ ggml_tensor* Lower::cont(ggml_tensor* x) { return ggml_is_contiguous(x) ? x : gg
 ggml_tensor* Builder::tensor(Val& v) {
     if (v.t) return v.t;
     O2G_CHECK(v.host, "internal: value '", v.name, "' has no data");
-    O2G_CHECK(v.shape.size() <= 4, "value '", v.name, "' has rank ", v.shape.size(), "; ggml holds at most 4 dims");
     value_keyed_inputs.insert(v.input_deps.begin(), v.input_deps.end());
     ggml_type type = device_type(v.dtype);
     if (v.is_weight) {
         v.t = weights.get(v.name, *v.host, type);
         return v.t;
     }
-    int64_t ne[4] = {1, 1, 1, 1};
-    int r = int(v.shape.size());
-    for (int a = 0; a < r; a++) ne[r - 1 - a] = v.shape[size_t(a)];
+    int64_t ne[4];
+    shape_to_ne(v.shape, ne);
     v.t = ggml_new_tensor(ctx, type, 4, ne);
     ggml_set_name(v.t, v.name.c_str());
     ggml_set_input(v.t);
@@ -205,11 +212,8 @@ void Builder::bind_inputs(const std::vector<const Tensor*>& inputs) {
             v.input_deps.insert(int(i));
         }
         if (dtype_is_float(in->dtype)) {
-            O2G_CHECK(in->shape.size() <= 4, model.path, ": input '", vi.name, "' has rank ", in->shape.size(),
-                      "; ggml holds at most 4 dims");
-            int64_t ne[4] = {1, 1, 1, 1};
-            int r = int(in->shape.size());
-            for (int a = 0; a < r; a++) ne[r - 1 - a] = in->shape[size_t(a)];
+            int64_t ne[4];
+            shape_to_ne(in->shape, ne);
             v.t = ggml_new_tensor(ctx, GGML_TYPE_F32, 4, ne);
             ggml_set_name(v.t, vi.name.c_str());
             ggml_set_input(v.t);
