@@ -766,11 +766,13 @@ void lower_Resize(Lower& L) {
         bool any_extrap = false;
         for (int64_t o = 0; o < on; o++) {
             double c;
-            if (ctm == "half_pixel") c = (double(o) + 0.5) / sc - 0.5;
-            else if (ctm == "pytorch_half_pixel") c = on > 1 ? (double(o) + 0.5) / sc - 0.5 : 0.0;
+            // float arithmetic, as the reference implementations use, so ties round the same way
+            float sf = float(sc);
+            if (ctm == "half_pixel") c = double((float(o) + 0.5f) / sf - 0.5f);
+            else if (ctm == "pytorch_half_pixel") c = on > 1 ? double((float(o) + 0.5f) / sf - 0.5f) : 0.0;
             else if (ctm == "align_corners") c = on == 1 ? 0.0 : double(o) * double(in - 1) / double(on - 1);
-            else if (ctm == "asymmetric") c = double(o) / sc;
-            else if (ctm == "tf_half_pixel_for_nn") c = (double(o) + 0.5) / sc;
+            else if (ctm == "asymmetric") c = double(float(o) / sf);
+            else if (ctm == "tf_half_pixel_for_nn") c = double((float(o) + 0.5f) / sf);
             else if (ctm == "half_pixel_symmetric") {
                 double adj = double(on) / (sc * double(in));
                 double center = double(in) / 2.0, off = center * (1 - adj);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds everything and runs every test: loader fuzzing, malformed inputs (under AddressSanitizer),
+# op tests and model tests against onnxruntime, and the official ONNX node tests against the allow-list.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+# A sanitizer build of the CLI for the hostile-input tests (ggml itself is not instrumented).
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_ASAN=ON >/dev/null
+cmake --build build-asan -j"$(nproc)" --target onnx2ggml_cli test_proto_fuzz
+export ASAN_OPTIONS=detect_leaks=0
+PY=.venv/bin/python
+status=0
+run() { echo; echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
+run ctest --test-dir build --output-on-failure
+run build-asan/test_proto_fuzz examples/small_cnn.onnx 3000
+run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
+run $PY tests/op_tests.py -j 2
+run $PY tests/model_tests.py --threads 2
+run $PY tests/node_tests.py -j 2 --check
+echo
+if [ $status -eq 0 ]; then echo "all tests passed"; else echo "some tests FAILED"; fi
+exit $status
