@@ -533,20 +533,6 @@ void host_TopK(Lower& L) {
     std::vector<int64_t> map, ids;
     std::vector<int64_t> idx(size_t(A));
     bool f = dtype_is_float(x.dtype);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t in = 0; in < inner; in++) {
-            std::iota(idx.begin(), idx.end(), 0);
-            auto at = [&](int64_t a) { return (o * A + a) * inner + in; };
-            std::stable_sort(idx.begin(), idx.end(), [&](int64_t i, int64_t j) {
-                if (f) {
-                    double a1 = x.f64(at(i)), b1 = x.f64(at(j));
-                    return largest ? a1 > b1 : a1 < b1;
-                }
-                int64_t a1 = x.i64(at(i)), b1 = x.i64(at(j));
-                return largest ? a1 > b1 : a1 < b1;
-            });
-            (void)in;
-        }
     // Output order: [outer, K, inner].
     map.assign(size_t(outer * K * inner), 0);
     ids.assign(map.size(), 0);

@@ -165,6 +165,24 @@ void lower_Trilu(Lower&);
 void lower_Unsqueeze(Lower&);
 void lower_Where(Lower&);
 void lower_Xor(Lower&);
+// extra.cpp
+void lower_RMSNormalization(Lower&);
+void lower_Attention(Lower&);
+void lower_NegativeLogLikelihoodLoss(Lower&);
+void lower_SoftmaxCrossEntropyLoss(Lower&);
+void lower_Hardmax(Lower&);
+void lower_LpNormalization(Lower&);
+void lower_MeanVarianceNormalization(Lower&);
+void lower_Shrink(Lower&);
+void host_Shrink(Lower&);
+void lower_TopK(Lower&);
+void host_TopK(Lower&);
+void host_OneHot(Lower&);
+void host_NonZero(Lower&);
+void lower_Compress(Lower&);
+void lower_GatherND(Lower&);
+void lower_ScatterND(Lower&);
+void lower_ScatterElements(Lower&);
 
 namespace {
 
@@ -231,6 +249,22 @@ const std::vector<OpDef>& table() {
         {"And", 1, lower_And, host_And, {}, false},
         {"Or", 1, lower_Or, host_Or, {}, false},
         {"Xor", 1, lower_Xor, host_Xor, {}, false},
+        {"RMSNormalization", 23, lower_RMSNormalization, nullptr, {}, true},
+        {"Attention", 23, lower_Attention, nullptr, {6}, true},
+        {"NegativeLogLikelihoodLoss", 12, lower_NegativeLogLikelihoodLoss, nullptr, {1,2}, true},
+        {"SoftmaxCrossEntropyLoss", 12, lower_SoftmaxCrossEntropyLoss, nullptr, {1,2}, true},
+        {"Hardmax", 1, lower_Hardmax, nullptr, {}, true},
+        {"LpNormalization", 1, lower_LpNormalization, nullptr, {}, true},
+        {"MeanVarianceNormalization", 9, lower_MeanVarianceNormalization, nullptr, {}, true},
+        {"Shrink", 9, lower_Shrink, host_Shrink, {}, true},
+        {"TopK", 1, lower_TopK, host_TopK, {1}, false},
+        {"OneHot", 9, nullptr, host_OneHot, {0,1,2}, false},
+        {"NonZero", 9, nullptr, host_NonZero, {0}, false},
+        {"Compress", 9, lower_Compress, lower_Compress, {1}, false},
+        {"GatherND", 11, lower_GatherND, lower_GatherND, {1}, false},
+        {"ScatterND", 11, lower_ScatterND, lower_ScatterND, {1}, false},
+        {"ScatterElements", 11, lower_ScatterElements, lower_ScatterElements, {1}, false},
+        {"Scatter", 9, lower_ScatterElements, lower_ScatterElements, {1}, false},
         {"BitShift", 11, nullptr, host_BitShift, {}, false},
         {"BitwiseAnd", 18, nullptr, host_BitwiseAnd, {}, false},
         {"BitwiseOr", 18, nullptr, host_BitwiseOr, {}, false},
