@@ -106,11 +106,17 @@ class CliResult:
         return None
 
     def error_line(self) -> str:
-        """The first `onnx2ggml: error:` line, else the last stderr line."""
+        """The first `onnx2ggml: error:` line with the indented lines that
+        continue it (joined by '; '), else the last stderr line."""
         lines = [l for l in self.stderr.splitlines() if l.strip()]
-        for line in lines:
+        for k, line in enumerate(lines):
             if line.startswith(ERROR_PREFIX):
-                return line.strip()
+                parts = [line.strip()]
+                for more in lines[k + 1:]:
+                    if not more[:1].isspace():
+                        break
+                    parts.append(more.strip())
+                return parts[0] + " " + "; ".join(parts[1:]) if len(parts) > 1 else parts[0]
         return lines[-1].strip() if lines else ""
 
 

@@ -29,7 +29,7 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -206,7 +206,9 @@ def run_data_set(model, model_path, data_dir, tmp, prefix, timeout, threads, rto
     if crash:
         return (f"crash: {crash}", crash), stats
     if res.returncode != 0:
-        return (f"exit {res.returncode}: {one_line(res.error_line(), 300)}", None), stats
+        # The model path is machine-specific noise in a report; drop it.
+        message = res.error_line().replace(f"{model_path}: ", "")
+        return (f"exit {res.returncode}: {one_line(message, 300)}", None), stats
     for i in range(len(glob.glob(os.path.join(data_dir, "output_*.pb")))):
         vi = model.graph.output[i]
         path = os.path.join(out_dir, sanitize_name(vi.name))
@@ -364,10 +366,15 @@ def write_docs(results: list[Result], runner_desc: str) -> None:
         "## All float math in ggml",
         "",
         f"{len(ggml_only)} of the {len(passed)} passing tests ran every float op in ggml",
-        "(`--stats` reported `host_float_nodes == 0`); the rest computed some float",
-        "values on the host.",
-        "",
+        "(`--stats` reported `host_float_nodes == 0`).",
     ]
+    host_float = [r.name for r in passed if r.host_float_nodes]
+    no_stats = [r.name for r in passed if r.host_float_nodes is None]
+    if host_float:
+        lines.append(f"{len(host_float)} computed some float values on the host: {', '.join(host_float)}.")
+    if no_stats:
+        lines.append(f"{len(no_stats)} wrote no usable `--stats` file.")
+    lines.append("")
     lines += failure_summary(results)
     lines += per_op_tables(results)
     os.makedirs(os.path.dirname(DOCS_FILE), exist_ok=True)
@@ -453,6 +460,12 @@ def run_all(names: list[str], prefix: list[str], jobs: int, timeout: float, thre
     return sorted(results, key=lambda r: r.name)
 
 
+def load_results(path: str, names: set[str]) -> list[Result]:
+    with open(path) as f:
+        rows = json.load(f)
+    return sorted((Result(**row) for row in rows if row["name"] in names), key=lambda r: r.name)
+
+
 def check(results: list[Result], allow: set[str]) -> bool:
     """CI verdict; prints what it found.  Returns True when all is well."""
     ok = True
@@ -497,6 +510,9 @@ def parse_args() -> argparse.Namespace:
                    "uncategorized failures or crashes")
     p.add_argument("--update-allowlist", action="store_true", help="rewrite tests/node_tests_allowlist.txt")
     p.add_argument("--json", help="also write per-test results to this JSON file")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="do not run anything: reuse results saved with --json (to re-categorize, "
+                        "rewrite docs or check after editing the reasons file)")
     return p.parse_args()
 
 
@@ -504,7 +520,7 @@ def main() -> int:
     args = parse_args()
     if args.write_docs and args.filter:
         sys.exit("--write-docs needs the full test set; drop --filter")
-    if args.runner == "cli" and not os.access(args.cli, os.X_OK):
+    if args.runner == "cli" and not args.from_json and not os.access(args.cli, os.X_OK):
         sys.exit(f"CLI not found or not executable: {args.cli} (build it, or pass --cli / --runner ort)")
     rules = load_rules()
     names = list_tests()
@@ -515,7 +531,10 @@ def main() -> int:
     prefix = [os.path.abspath(args.cli)] if args.runner == "cli" else runner_prefix(args.cli, "ort")
 
     start = time.monotonic()
-    results = run_all(names, prefix, args.jobs, args.timeout, args.threads, args.quiet)
+    if args.from_json:
+        results = load_results(args.from_json, set(names))
+    else:
+        results = run_all(names, prefix, args.jobs, args.timeout, args.threads, args.quiet)
     categorize(results, rules)
     elapsed = time.monotonic() - start
 

@@ -112,12 +112,14 @@ class Case:
     outputs: int = 1
     domain: str = ""
     id: str = ""
+    xfail: str = ""  # known limitation: must fail cleanly; does not fail the run
 
     def describe(self) -> str:
         ins = ", ".join("-" if i is None else i.describe() for i in self.inputs)
         attrs = ", ".join(f"{k}={_attr_text(v)}" for k, v in sorted(self.attrs.items()))
         tol = f" tol={self.tol:g}" if self.tol is not None else ""
-        return f"{self.id:<26} opset {self.opset:<2} ({ins})" + (f" {{{attrs}}}" if attrs else "") + tol
+        xfail = f" [xfail: {self.xfail}]" if self.xfail else ""
+        return f"{self.id:<26} opset {self.opset:<2} ({ins})" + (f" {{{attrs}}}" if attrs else "") + tol + xfail
 
 
 def _attr_text(value) -> str:
@@ -130,8 +132,8 @@ def _attr_text(value) -> str:
 CASES: list[Case] = []
 
 
-def case(op, *inputs, opset=DEFAULT_OPSET, tol=None, outputs=1, **attrs) -> None:
-    CASES.append(Case(op, list(inputs), attrs, opset, tol, outputs))
+def case(op, *inputs, opset=DEFAULT_OPSET, tol=None, outputs=1, xfail="", **attrs) -> None:
+    CASES.append(Case(op, list(inputs), attrs, opset, tol, outputs, xfail=xfail))
 
 
 # --------------------------------------------------------------------------
@@ -154,8 +156,8 @@ def conv_cases():
     case("Conv", R(2, 3, 5, 5), W(8, 3, 1, 1))  # 1x1, no bias, batch 2
     case("Conv", R(1, 3, 16), W(5, 3, 3), W(5), strides=[2], pads=[1, 2])  # 1D
     case("Conv", R(1, 4, 15), W(4, 1, 5), group=4, dilations=[2], pads=[4, 4])  # 1D depthwise dilated
-    # 3-D Conv is not supported yet (clear error; see docs/conformance.md)
-    # case("Conv", R(1, 2, 5, 6, 7), W(3, 2, 3, 3, 3), W(3), pads=[1, 1, 1, 1, 1, 1])  # 3D
+    # 3-D Conv is not supported yet: it must fail with a clear error (xfail).
+    case("Conv", R(1, 2, 5, 6, 7), W(3, 2, 3, 3, 3), W(3), pads=[1, 1, 1, 1, 1, 1], xfail="3-D Conv")
     case("Conv", x, R(4, 3, 3, 3), R(4), pads=[1, 1, 1, 1])  # weights as graph inputs
 
 
@@ -476,8 +478,8 @@ def pool_cases():
     case("MaxPool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
     case("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
     case("MaxPool", x, kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 0, 1])  # asymmetric
-    # pooling dilations are not supported yet (clear error)
-    # case("MaxPool", x, kernel_shape=[2, 2], dilations=[2, 2])
+    # pooling dilations are not supported yet: clear error expected (xfail).
+    case("MaxPool", x, kernel_shape=[2, 2], dilations=[2, 2], xfail="pooling dilations")
     case("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
     case("MaxPool", R(2, 3, 11), kernel_shape=[3], strides=[2], pads=[1, 1])  # 1D
     case("MaxPool", R(1, 2, 4, 4, lo=-10, hi=-1), kernel_shape=[3, 3], pads=[1, 1, 1, 1])  # pads never win
@@ -707,19 +709,31 @@ def main() -> int:
     prefix = [os.path.abspath(args.cli)] if args.runner == "cli" else runner_prefix(args.cli, "ort")
 
     by_id = {c.id: c for c in cases}
-    failed = []
+    failed, xfailed, xpassed = [], [], []
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_case, c, prefix, args.timeout) for c in cases]
         for fut in futures:  # in case order, so output reads like the list
             cid, ok, msg = fut.result()
-            if not ok:
-                failed.append(cid)
-            if not (ok and args.quiet):
-                print(f"{'OK  ' if ok else 'FAIL'} {cid:<26} {msg}", flush=True)
+            status = verdict(by_id[cid], ok, msg)
+            {"FAIL": failed, "XFAIL": xfailed, "XPASS": xpassed}.get(status, []).append(cid)
+            if status != "OK" or not args.quiet:
+                print(f"{status:<5} {cid:<26} {msg}", flush=True)
     ops_failed = sorted({by_id[cid].op for cid in failed})
-    print(f"\nop tests: {len(cases) - len(failed)}/{len(cases)} passed"
+    print(f"\nop tests: {len(cases) - len(failed) - len(xfailed)}/{len(cases)} passed, "
+          f"{len(failed)} failed, {len(xfailed)} known failures (xfail)"
+          + (f"; xfail cases that now pass (drop their xfail): {', '.join(xpassed)}" if xpassed else "")
           + (f"; failing ops: {', '.join(ops_failed)}" if failed else ""))
     return 1 if failed else 0
+
+
+def verdict(c: Case, ok: bool, msg: str) -> str:
+    """OK / FAIL, or for known limitations XFAIL (failed with a clean
+    error exit, as unsupported features must) / XPASS (works now)."""
+    if not c.xfail:
+        return "OK" if ok else "FAIL"
+    if ok:
+        return "XPASS"
+    return "XFAIL" if msg.startswith("exit ") else "FAIL"  # wrong values or a crash are real failures
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 // Further ops: RMSNormalization, Attention, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, TopK, OneHot,
 // NonZero, Compress, GatherND, ScatterND, ScatterElements, Hardmax, LpNormalization, MeanVarianceNormalization,
-// Shrink.
+// Shrink, Swish.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -456,7 +456,7 @@ void lower_MeanVarianceNormalization(Lower& L) {
     std::vector<int64_t> axes = L.node.get_ints("axes", {0, 2, 3});
     std::vector<bool> red(size_t(r), false);
     for (int64_t a : axes) red[size_t(norm_axis(L, a, r))] = true;
-    std::vector<int> perm, inv(size_t(r));
+    std::vector<int> perm, inv(static_cast<size_t>(r));
     for (int i = 0; i < r; i++)
         if (!red[size_t(i)]) perm.push_back(i);
     int64_t inner = 1;
@@ -513,6 +513,7 @@ void lower_TopK(Lower& L) {
     const Shape& xs = L.shape(0);
     int r = int(xs.size());
     if (K == 0) L.error("K = 0 gives an empty output, which ggml cannot hold");
+    if (!dtype_is_float(L.dtype(0))) L.error("TopK of integer data computed on the device is not supported");
     ggml_tensor* x = L.t(0);
     L.out(0, along_axis(L, x, xs, axis, RowK::TopKValues, K, largest), L.dtype(0), r);
     if (want(L, 1)) L.out(1, along_axis(L, x, xs, axis, RowK::TopKIndices, K, largest), DType::INT64, r);
@@ -531,7 +532,7 @@ void host_TopK(Lower& L) {
     for (int i = 0; i < axis; i++) outer *= x.shape[size_t(i)];
     for (size_t i = size_t(axis) + 1; i < x.shape.size(); i++) inner *= x.shape[i];
     std::vector<int64_t> map, ids;
-    std::vector<int64_t> idx(size_t(A));
+    std::vector<int64_t> idx(static_cast<size_t>(A));
     bool f = dtype_is_float(x.dtype);
     // Output order: [outer, K, inner].
     map.assign(size_t(outer * K * inner), 0);
@@ -646,7 +647,7 @@ void lower_GatherND(Lower& L) {
     for (int64_t i = b; i < b + last; i++) per_batch_rows *= ds[size_t(i)];
     int64_t nsl = ih.numel() / std::max<int64_t>(1, last);  // slices in total
     int64_t per_batch = nsl / std::max<int64_t>(1, batch);
-    std::vector<int64_t> rows(size_t(nsl));
+    std::vector<int64_t> rows(static_cast<size_t>(nsl));
     for (int64_t s = 0; s < nsl; s++) {
         int64_t row = 0;
         for (int64_t j = 0; j < last; j++) {
@@ -714,6 +715,18 @@ void lower_ScatterElements(Lower& L) {
         offs[size_t(k)] = off;
     }
     scatter_out(L, offs);
+}
+
+}  // namespace onnx2ggml
+
+namespace onnx2ggml {
+
+// ---- Swish (24): x * sigmoid(alpha * x) ----
+void lower_Swish(Lower& L) {
+    float alpha = L.node.get_float("alpha", 1.0f);
+    ggml_tensor* x = L.t(0);
+    ggml_tensor* y = ggml_mul(L.ctx, x, ggml_sigmoid(L.ctx, alpha == 1.0f ? x : ggml_scale(L.ctx, x, alpha)));
+    L.out(0, y, L.dtype(0), L.rank(0));
 }
 
 }  // namespace onnx2ggml

@@ -870,10 +870,6 @@ void lower_Resize(Lower& L) {
         }
         x = reshape_to(L, acc, ns);
         cur = ns;
-        xs.size();
-        // later axes index from the resized tensor
-        const_cast<Shape&>(xs);
-        (void)in;
     }
     L.out(0, x, L.dtype(0), r);
 }

@@ -183,6 +183,7 @@ void lower_Compress(Lower&);
 void lower_GatherND(Lower&);
 void lower_ScatterND(Lower&);
 void lower_ScatterElements(Lower&);
+void lower_Swish(Lower&);
 
 namespace {
 
@@ -265,6 +266,7 @@ const std::vector<OpDef>& table() {
         {"ScatterND", 11, lower_ScatterND, lower_ScatterND, {1}, false},
         {"ScatterElements", 11, lower_ScatterElements, lower_ScatterElements, {1}, false},
         {"Scatter", 9, lower_ScatterElements, lower_ScatterElements, {1}, false},
+        {"Swish", 24, lower_Swish, nullptr, {}, true},
         {"BitShift", 11, nullptr, host_BitShift, {}, false},
         {"BitwiseAnd", 18, nullptr, host_BitwiseAnd, {}, false},
         {"BitwiseOr", 18, nullptr, host_BitwiseOr, {}, false},

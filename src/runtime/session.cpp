@@ -34,8 +34,10 @@ struct CachedGraph {
     std::unique_ptr<Builder> builder;
     std::vector<std::string> output_names;
     std::map<int, std::vector<uint8_t>> keyed_data;  // input index -> data the graph was built for
-    RunStats build_stats;
+    ggml_backend_sched_t sched = nullptr;  // one per graph: its allocation is kept for reruns
+    bool allocated = false;
     ~CachedGraph() {
+        if (sched) ggml_backend_sched_free(sched);
         if (ctx) ggml_free(ctx);
     }
 };
@@ -51,7 +53,6 @@ public:
     }
     ~SessionImpl() override {
         cache_.clear();
-        if (sched_) ggml_backend_sched_free(sched_);
         if (cpu_) ggml_backend_free(cpu_);
         if (backend_) ggml_backend_free(backend_);
     }
@@ -70,8 +71,6 @@ private:
     std::shared_ptr<Model> model_;
     GraphPlan plan_;
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
-    ggml_backend_sched_t sched_ = nullptr;
-    size_t sched_size_ = 0;
     std::string device_;
     WeightCache weights_;
     std::map<std::string, std::unique_ptr<CachedGraph>> cache_;
@@ -237,15 +236,12 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
 
     double t1 = now_ms();
     if (ggml_graph_n_nodes(c->graph) > 0) {
-        size_t need = size_t(ggml_graph_size(c->graph));
-        if (!sched_ || sched_size_ < need) {
-            if (sched_) ggml_backend_sched_free(sched_);
+        if (!c->allocated) {
             ggml_backend_t bk[2] = {backend_, cpu_};
-            sched_ = ggml_backend_sched_new(bk, nullptr, cpu_ ? 2 : 1, need, false, true);
-            sched_size_ = need;
+            c->sched = ggml_backend_sched_new(bk, nullptr, cpu_ ? 2 : 1, size_t(ggml_graph_size(c->graph)), false, true);
+            O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), "could not allocate the graph's device memory");
+            c->allocated = true;
         }
-        ggml_backend_sched_reset(sched_);
-        O2G_CHECK(ggml_backend_sched_alloc_graph(sched_, c->graph), "could not allocate the graph's device memory");
         for (auto& [t, idx] : b.input_tensors) {
             if (!t->buffer) continue;  // input not used by the device graph
             const Tensor& in = *ins[size_t(idx)];
@@ -272,7 +268,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
                 ggml_backend_tensor_set(t, v.data(), 0, v.size() * 4);
             }
         }
-        O2G_CHECK(ggml_backend_sched_graph_compute(sched_, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
+        O2G_CHECK(ggml_backend_sched_graph_compute(c->sched, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
     }
     stats_.compute_ms = now_ms() - t1;
 
