@@ -11,15 +11,6 @@ namespace {
 struct UnaryParams { UnaryK k; float p0, p1; };
 struct BinaryParams { BinaryK k; };
 
-// Parameters must outlive the graph; they are few and small, so they are kept for the process.
-template <typename T>
-T* keep(const T& v) {
-    static std::mutex mu;
-    static std::deque<T> store;
-    std::lock_guard<std::mutex> lock(mu);
-    store.push_back(v);
-    return &store.back();
-}
 
 float apply_unary(UnaryK k, float x, float p0, float p1) {
     switch (k) {
@@ -178,17 +169,17 @@ ggml_tensor* custom_rows(Lower& L, ggml_tensor* x, ReduceK k) {
     bool arg = k == ReduceK::ArgMax || k == ReduceK::ArgMin || k == ReduceK::ArgMaxLast || k == ReduceK::ArgMinLast;
     int64_t ne0 = k == ReduceK::LogSoftmax ? x->ne[0] : 1;
     return ggml_custom_4d(L.ctx, arg ? GGML_TYPE_I32 : GGML_TYPE_F32, ne0, x->ne[1], x->ne[2], x->ne[3], args, 1,
-                          rows_kernel, GGML_N_TASKS_MAX, keep(RowParams{k}));
+                          rows_kernel, GGML_N_TASKS_MAX, keep_params(RowParams{k}));
 }
 
 ggml_tensor* custom_unary(Lower& L, ggml_tensor* x, UnaryK k, float p0, float p1) {
-    return ggml_map_custom1(L.ctx, L.cont(x), unary_kernel, GGML_N_TASKS_MAX, keep(UnaryParams{k, p0, p1}));
+    return ggml_map_custom1(L.ctx, L.cont(x), unary_kernel, GGML_N_TASKS_MAX, keep_params(UnaryParams{k, p0, p1}));
 }
 
 ggml_tensor* custom_binary(Lower& L, ggml_tensor* a, const Shape& sa, ggml_tensor* b, const Shape& sb,
                            const Shape& out, BinaryK k) {
     return ggml_map_custom2(L.ctx, full(L, a, sa, out), full(L, b, sb, out), binary_kernel, GGML_N_TASKS_MAX,
-                            keep(BinaryParams{k}));
+                            keep_params(BinaryParams{k}));
 }
 
 ggml_tensor* custom_where(Lower& L, ggml_tensor* c, const Shape& sc, ggml_tensor* a, const Shape& sa,

@@ -1,8 +1,21 @@
 // Exact elementwise kernels ggml lacks (erf, pow, comparisons, select), run as ggml custom ops on the CPU.
 #pragma once
+#include <deque>
+#include <mutex>
+
 #include "ops/op.h"
 
 namespace onnx2ggml {
+
+// Custom-kernel parameters must outlive the graph; they are few and small, so they live for the process.
+template <typename T>
+T* keep_params(const T& v) {
+    static std::mutex mu;
+    static std::deque<T> store;
+    std::lock_guard<std::mutex> lock(mu);
+    store.push_back(v);
+    return &store.back();
+}
 
 enum class UnaryK { Erf, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Reciprocal, RoundEven,
                     IsNaN, IsInfPos, IsInfNeg, IsInf, Not, Sign, Softsign, Mish, Selu, Celu, ThresholdedRelu,

@@ -16,15 +16,6 @@ namespace onnx2ggml {
 
 namespace {
 
-// Kernel parameters must outlive the graph; they are few and small, so they are kept for the process.
-template <typename T>
-T* keep(const T& v) {
-    static std::mutex mu;
-    static std::deque<T> store;
-    std::lock_guard<std::mutex> lock(mu);
-    store.push_back(v);
-    return &store.back();
-}
 
 bool want(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
 
@@ -112,7 +103,7 @@ ggml_tensor* rows_op(Lower& L, ggml_tensor* x, RowK k, int64_t K = 0, bool large
     bool topk = k == RowK::TopKValues || k == RowK::TopKIndices;
     return ggml_custom_4d(L.ctx, k == RowK::TopKIndices ? GGML_TYPE_I32 : GGML_TYPE_F32, topk ? K : x->ne[0],
                           x->ne[1], x->ne[2], x->ne[3], args, 1, row_kernel, GGML_N_TASKS_MAX,
-                          keep(RowParams{k, K, largest}));
+                          keep_params(RowParams{k, K, largest}));
 }
 
 // Applies a row kernel along ONNX `axis` (moved innermost and back).
@@ -200,7 +191,7 @@ void scatter_out(Lower& L, const std::vector<int64_t>& offs) {
     if (ggml_nelements(u) != int64_t(offs.size())) L.error("updates do not match the indices");
     ggml_tensor* args[3] = {d, u, L.constant(oh)};
     ggml_tensor* y = ggml_custom_4d(L.ctx, d->type, d->ne[0], d->ne[1], d->ne[2], d->ne[3], args, 3, scatter_kernel, 1,
-                                    keep(ScatterParams{red}));
+                                    keep_params(ScatterParams{red}));
     L.out(0, y, L.dtype(0), int(ds.size()));
 }
 
@@ -477,7 +468,7 @@ void lower_Shrink(Lower& L) {
     ShrinkParams p{L.node.get_float("lambd", 0.5f), L.node.get_float("bias", 0.0f)};
     ggml_tensor* x = L.cont(L.t(0));
     if (x->type != GGML_TYPE_F32) L.error("Shrink on the device needs float input");
-    L.out(0, ggml_map_custom1(L.ctx, x, shrink_kernel, GGML_N_TASKS_MAX, keep(p)), L.dtype(0), L.rank(0));
+    L.out(0, ggml_map_custom1(L.ctx, x, shrink_kernel, GGML_N_TASKS_MAX, keep_params(p)), L.dtype(0), L.rank(0));
 }
 
 void host_Shrink(Lower& L) {
