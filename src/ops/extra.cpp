@@ -273,9 +273,7 @@ void lower_RMSNormalization(Lower& L) {
     int r = int(xs.size());
     int axis = norm_axis(L, L.node.get_int("axis", -1), r);
     float eps = L.node.get_float("epsilon", 1e-5f);
-    int64_t inner = 1;
-    for (int i = axis; i < r; i++) inner *= xs[size_t(i)];
-    ggml_tensor* x = ggml_reshape_2d(L.ctx, L.cont(L.t(0)), inner, shape_numel(xs) / std::max<int64_t>(inner, 1));
+    ggml_tensor* x = rows_from_axis(L, L.t(0), xs, axis);
     ggml_tensor* y = reshape_to(L, ggml_rms_norm(L.ctx, x, eps), xs);
     if (broadcast_shapes(L, xs, L.shape(1)) != xs) L.error("scale does not broadcast to the input");
     y = ggml_mul(L.ctx, y, L.t(1));
@@ -424,9 +422,7 @@ void lower_Hardmax(Lower& L) {
     int r = int(xs.size());
     int axis = norm_axis(L, L.node.get_int("axis", L.opset >= 13 ? -1 : 1), r);
     if (L.opset < 13) {  // coerced to 2-D at axis
-        int64_t inner = 1;
-        for (int i = axis; i < r; i++) inner *= xs[size_t(i)];
-        ggml_tensor* v = ggml_reshape_2d(L.ctx, L.cont(L.t(0)), inner, shape_numel(xs) / std::max<int64_t>(inner, 1));
+        ggml_tensor* v = rows_from_axis(L, L.t(0), xs, axis);
         return L.out(0, reshape_to(L, rows_op(L, v, RowK::Hardmax), xs), L.dtype(0), r);
     }
     L.out(0, along_axis(L, L.t(0), xs, axis, RowK::Hardmax), L.dtype(0), r);
@@ -684,27 +680,8 @@ void lower_ScatterND(Lower& L) {
 
 void lower_ScatterElements(Lower& L) {
     const Shape& ds = L.shape(0);
-    int r = int(ds.size());
-    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
-    const HostTensor& ih = L.h(1);
-    const Shape& is = ih.shape;
-    if (int(is.size()) != r) L.error("indices rank must equal data rank");
-    auto dst = strides_of(ds), ist = strides_of(is);
-    std::vector<int64_t> offs(size_t(ih.numel()));
-    for (int64_t k = 0; k < ih.numel(); k++) {
-        int64_t off = 0, rem = k;
-        for (int d = 0; d < r; d++) {
-            int64_t c = rem / ist[size_t(d)];
-            rem %= ist[size_t(d)];
-            if (d == axis) {
-                c = ih.i64(k);
-                if (c < 0) c += ds[size_t(d)];
-                if (c < 0 || c >= ds[size_t(d)]) L.error("ScatterElements index out of range");
-            }
-            off += c * dst[size_t(d)];
-        }
-        offs[size_t(k)] = off;
-    }
+    int axis = norm_axis(L, L.node.get_int("axis", 0), int(ds.size()));
+    auto offs = element_offsets(L, ds, L.h(1), axis);
     scatter_out(L, offs);
 }
 

@@ -11,6 +11,10 @@ std::vector<int64_t> broadcast_index(const Shape& in, const Shape& out);
 // Row-major strides.
 std::vector<int64_t> strides_of(const Shape& s);
 
+// Flat element offsets into `data` for GatherElements/ScatterElements: index tensor `idx` replaces the
+// coordinate along `axis` (negative indices wrap; out-of-range ones are an error).
+std::vector<int64_t> element_offsets(Lower& L, const Shape& data, const HostTensor& idx, int axis);
+
 // Elementwise n-ary evaluation with broadcasting. Integer inputs use int64 math, others double.
 HostTensor host_map(Lower& L, DType out_dtype, const std::vector<int>& inputs,
                     const std::function<double(const double*)>& f_float,

@@ -71,6 +71,12 @@ ggml_tensor* broadcast_to(Lower& L, ggml_tensor* x, const Shape& from, const Sha
 
 bool folded_compatible(const Shape& from, const Shape& to) { return folded_repeat_ok(from, to); }
 
+ggml_tensor* rows_from_axis(Lower& L, ggml_tensor* x, const Shape& s, int axis) {
+    int64_t inner = 1;
+    for (size_t i = size_t(axis); i < s.size(); i++) inner *= s[i];
+    return ggml_reshape_2d(L.ctx, L.cont(x), inner, shape_numel(s) / std::max<int64_t>(inner, 1));
+}
+
 ggml_tensor* reshape_to(Lower& L, ggml_tensor* x, const Shape& s) {
     int64_t ne[4];
     shape_to_ne(L, s, ne);

@@ -451,9 +451,7 @@ void lower_LayerNormalization(Lower& L) {
     int r = int(xs.size());
     int axis = norm_axis(L, L.node.get_int("axis", -1), r);
     float eps = L.node.get_float("epsilon", 1e-5f);
-    int64_t inner = 1;
-    for (int i = axis; i < r; i++) inner *= xs[size_t(i)];
-    ggml_tensor* x = ggml_reshape_2d(L.ctx, L.cont(L.t(0)), inner, shape_numel(xs) / std::max<int64_t>(inner, 1));
+    ggml_tensor* x = rows_from_axis(L, L.t(0), xs, axis);
     ggml_tensor* y = reshape_to(L, ggml_norm(L.ctx, x, eps), xs);
     Shape ns(xs.begin() + axis, xs.end());
     auto param = [&](int i) {
@@ -491,9 +489,7 @@ static void softmax_like(Lower& L, int kind) {  // 0 softmax, 1 log-softmax, 2 h
         return kind == 0 ? ggml_soft_max(L.ctx, L.cont(v)) : custom_rows(L, v, ReduceK::LogSoftmax);
     };
     if (L.opset < 13) {  // coerced to 2-D at axis
-        int64_t inner = 1;
-        for (int i = axis; i < r; i++) inner *= xs[size_t(i)];
-        ggml_tensor* v = ggml_reshape_2d(L.ctx, L.cont(x), inner, shape_numel(xs) / std::max<int64_t>(inner, 1));
+        ggml_tensor* v = rows_from_axis(L, x, xs, axis);
         return L.out(0, reshape_to(L, apply(v), xs), L.dtype(0), r);
     }
     if (axis == r - 1) return L.out(0, apply(x), L.dtype(0), r);

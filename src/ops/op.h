@@ -84,6 +84,8 @@ Shape ne_to_shape(const ggml_tensor* t, int rank);
 Shape broadcast_shapes(const Lower& L, const Shape& a, const Shape& b);
 // Repeats x (ONNX shape `from`) up to shape `to`; returns x when nothing to do.
 ggml_tensor* broadcast_to(Lower& L, ggml_tensor* x, const Shape& from, const Shape& to);
+// Flattens x (ONNX shape s) to 2-D rows: ggml [prod(s[axis:]), prod(s[:axis])].
+ggml_tensor* rows_from_axis(Lower& L, ggml_tensor* x, const Shape& s, int axis);
 // Reshapes x to ONNX shape s (x made contiguous if needed).
 ggml_tensor* reshape_to(Lower& L, ggml_tensor* x, const Shape& s);
 

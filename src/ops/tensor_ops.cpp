@@ -430,51 +430,18 @@ void host_Gather(Lower& L) {
 
 void host_GatherElements(Lower& L) {
     const HostTensor& x = L.h(0);
-    int r = x.shape.size();
-    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
+    int axis = norm_axis(L, L.node.get_int("axis", 0), int(x.shape.size()));
     const HostTensor& ih = L.h(1);
-    Shape os = ih.shape;
-    auto xs = strides_of(x.shape), is = strides_of(os);
-    std::vector<int64_t> map(size_t(shape_numel(os)));
-    for (int64_t k = 0; k < int64_t(map.size()); k++) {
-        int64_t off = 0, rem = k;
-        for (int d = 0; d < r; d++) {
-            int64_t c = rem / is[size_t(d)];
-            rem %= is[size_t(d)];
-            if (d == axis) {
-                c = ih.i64(k);
-                if (c < 0) c += x.shape[size_t(d)];
-                if (c < 0 || c >= x.shape[size_t(d)]) L.error("GatherElements index out of range");
-            }
-            off += c * xs[size_t(d)];
-        }
-        map[size_t(k)] = off;
-    }
-    L.out_host(0, host_gather_flat(x, os, map));
+    L.out_host(0, host_gather_flat(x, ih.shape, element_offsets(L, x.shape, ih, axis)));
 }
 void lower_GatherElements(Lower& L) {
     // Flat gather: host-computed element offsets into a 1-D view of the data.
     const Shape& s = L.shape(0);
-    int r = int(s.size());
-    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
+    int axis = norm_axis(L, L.node.get_int("axis", 0), int(s.size()));
     const HostTensor& ih = L.h(1);
     Shape os = ih.shape;
-    auto xs = strides_of(s), is = strides_of(os);
-    HostTensor map = HostTensor::alloc(DType::INT32, {shape_numel(os)});
-    for (int64_t k = 0; k < map.numel(); k++) {
-        int64_t off = 0, rem = k;
-        for (int d = 0; d < r; d++) {
-            int64_t c = rem / is[size_t(d)];
-            rem %= is[size_t(d)];
-            if (d == axis) {
-                c = ih.i64(k);
-                if (c < 0) c += s[size_t(d)];
-                if (c < 0 || c >= s[size_t(d)]) L.error("GatherElements index out of range");
-            }
-            off += c * xs[size_t(d)];
-        }
-        map.set_i64(k, off);
-    }
+    auto offs = element_offsets(L, s, ih, axis);
+    HostTensor map = HostTensor::from_i64(DType::INT32, {int64_t(offs.size())}, offs);
     ggml_tensor* x = ggml_reshape_2d(L.ctx, L.cont(L.t(0)), 1, shape_numel(s));
     ggml_tensor* y = ggml_get_rows(L.ctx, x, L.constant(map));
     L.out(0, reshape_to(L, y, os), L.dtype(0), int(os.size()));
