@@ -193,14 +193,14 @@ O2G_UNARY(HardSwish, ggml_hardswish(ctx, x))
 O2G_UNARY(Identity, x)
 #undef O2G_UNARY
 
-void lower_IsNaN(Lower& L) { L.out(0, custom_unary(L, L.t(0), UnaryK::IsNaN), DType::BOOL, L.rank(0)); }
+void lower_IsNaN(Lower& L) { L.out_shape(0, custom_unary(L, L.t(0), UnaryK::IsNaN), DType::BOOL, L.shape(0)); }
 void lower_IsInf(Lower& L) {
     bool pos = L.node.get_int("detect_positive", 1) != 0, neg = L.node.get_int("detect_negative", 1) != 0;
     UnaryK k = pos && neg ? UnaryK::IsInf : pos ? UnaryK::IsInfPos : UnaryK::IsInfNeg;
     ggml_tensor* y = (pos || neg) ? custom_unary(L, L.t(0), k) : ggml_scale(L.ctx, L.t(0), 0.0f);
-    L.out(0, y, DType::BOOL, L.rank(0));
+    L.out_shape(0, y, DType::BOOL, L.shape(0));
 }
-void lower_Not(Lower& L) { L.out(0, custom_unary(L, L.t(0), UnaryK::Not), DType::BOOL, L.rank(0)); }
+void lower_Not(Lower& L) { L.out_shape(0, custom_unary(L, L.t(0), UnaryK::Not), DType::BOOL, L.shape(0)); }
 
 void lower_LeakyRelu(Lower& L) {
     out_same(L, ggml_leaky_relu(L.ctx, L.t(0), L.node.get_float("alpha", 0.01f), false));

@@ -64,6 +64,7 @@ struct OpDef {
     std::vector<int> host_inputs;  // inputs that must be known on the host (shapes, axes, ...)
     bool math;              // computes new float values (vs. moving data)
     bool shape_only = false;  // reads only its input's shape (Shape, Size)
+    bool control = false;     // drives subgraphs (If, Loop, Scan); its body nodes run one by one
 };
 
 // The newest implementation not above `opset`; null if none.

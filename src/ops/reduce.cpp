@@ -84,7 +84,18 @@ void lower_Reduce(Lower& L) {
     const Shape& in = L.shape(0);
     if (s.noop) return L.pass(0, 0);
     ReduceK k = kind_of(L.node.op_type);
-    if (shape_numel(in) == 0) L.error("reduction of an empty tensor is not supported on the device");
+    if (shape_numel(in) == 0) {  // the result does not depend on data: each output is the reduction's identity
+        double v = 0;
+        switch (k) {
+            case ReduceK::Prod: v = 1; break;
+            case ReduceK::Max: case ReduceK::LogSum: case ReduceK::LogSumExp: v = -INFINITY; break;
+            case ReduceK::Min: v = INFINITY; break;
+            case ReduceK::Mean: v = NAN; break;
+            default: break;
+        }
+        Shape os = reduced_shape(in, s);
+        return L.out_host(0, HostTensor::from_f64(L.dtype(0), os, std::vector<double>(size_t(shape_numel(os)), v)));
+    }
     ggml_tensor* x = to_rows(L, L.t(0), in, s.red);
     ggml_tensor* y = k == ReduceK::Sum ? ggml_sum_rows(L.ctx, x) : k == ReduceK::Mean ? ggml_mean(L.ctx, x)
                                                                                     : custom_rows(L, x, k);

@@ -81,6 +81,9 @@ void lower_Atanh(Lower&);
 void lower_AveragePool(Lower&);
 void lower_BatchNormalization(Lower&);
 void lower_Cast(Lower&);
+void lower_If(Lower&);
+void lower_Loop(Lower&);
+void lower_Scan(Lower&);
 void lower_CumSum(Lower&);
 void lower_Ceil(Lower&);
 void lower_Celu(Lower&);
@@ -184,6 +187,12 @@ void lower_GatherND(Lower&);
 void lower_ScatterND(Lower&);
 void lower_ScatterElements(Lower&);
 void lower_Swish(Lower&);
+// extra3.cpp
+void lower_LinearAttention(Lower&);
+void lower_CausalConvWithState(Lower&);
+void host_NonMaxSuppression(Lower&);
+void lower_TensorScatter(Lower&);
+void lower_RoiAlign(Lower&);
 
 namespace {
 
@@ -267,6 +276,11 @@ const std::vector<OpDef>& table() {
         {"ScatterElements", 11, lower_ScatterElements, lower_ScatterElements, {1}, false},
         {"Scatter", 9, lower_ScatterElements, lower_ScatterElements, {1}, false},
         {"Swish", 24, lower_Swish, nullptr, {}, true},
+        {"LinearAttention", 27, lower_LinearAttention, nullptr, {}, true},
+        {"CausalConvWithState", 27, lower_CausalConvWithState, nullptr, {}, true},
+        {"NonMaxSuppression", 10, nullptr, host_NonMaxSuppression, {0,1,2,3,4}, false},
+        {"TensorScatter", 24, lower_TensorScatter, lower_TensorScatter, {2}, false},
+        {"RoiAlign", 10, lower_RoiAlign, nullptr, {}, true},
         {"BitShift", 11, nullptr, host_BitShift, {}, false},
         {"BitwiseAnd", 18, nullptr, host_BitwiseAnd, {}, false},
         {"BitwiseOr", 18, nullptr, host_BitwiseOr, {}, false},
@@ -327,6 +341,9 @@ const std::vector<OpDef>& table() {
         {"ReduceSumSquare", 1, lower_Reduce, host_Reduce, {1}, true},
         {"ArgMax", 1, lower_ArgMax, host_ArgMax, {}, false},
         {"ArgMin", 1, lower_ArgMin, host_ArgMin, {}, false},
+        {"If", 1, nullptr, lower_If, {0}, false, false, true},
+        {"Loop", 1, nullptr, lower_Loop, {0, 1}, false, false, true},
+        {"Scan", 9, nullptr, lower_Scan, {}, false, false, true},
         {"CumSum", 11, lower_CumSum, host_CumSum, {1}, true},
     };
     return t;

@@ -613,7 +613,7 @@ void lower_Cast(Lower& L) {
         x = ggml_cast(L.ctx, ggml_cast(L.ctx, x, GGML_TYPE_F16), GGML_TYPE_F32);
     else if (to == DType::BFLOAT16 && from != DType::BFLOAT16)
         x = ggml_cast(L.ctx, ggml_cast(L.ctx, x, GGML_TYPE_BF16), GGML_TYPE_F32);
-    L.out(0, x, to, L.rank(0));
+    L.out_shape(0, x, to, L.shape(0));
 }
 void host_Cast(Lower& L) { L.out_host(0, L.h(0).cast(cast_target(L))); }
 
@@ -695,7 +695,7 @@ void lower_Trilu(Lower& L) {
     const Shape& s = L.shape(0);
     if (s.size() < 2) L.error("Trilu needs rank >= 2");
     HostTensor m = trilu_mask(L, s).cast(DType::FLOAT);
-    L.out(0, ggml_mul(L.ctx, L.t(0), L.constant(m)), L.dtype(0), L.rank(0));
+    L.out_shape(0, ggml_mul(L.ctx, L.t(0), L.constant(m)), L.dtype(0), L.shape(0));
 }
 void host_Trilu(Lower& L) {
     const HostTensor& x = L.h(0);

@@ -5,6 +5,17 @@
 
 namespace onnx2ggml {
 
+// Names a subgraph reads, including values of the enclosing graph it captures.
+static void subgraph_reads(const Graph& g, std::set<std::string>& out) {
+    for (const Node& n : g.nodes) {
+        for (const auto& i : n.inputs)
+            if (!i.empty()) out.insert(i);
+        for (const auto& a : n.attrs)
+            if (a.g) subgraph_reads(*a.g, out);
+    }
+    for (const auto& o : g.outputs) out.insert(o.name);
+}
+
 void remove_dead_nodes(const Model& m, GraphPlan& plan) {
     std::set<std::string> needed;
     for (const auto& o : m.graph.outputs) needed.insert(o.name);
@@ -18,6 +29,8 @@ void remove_dead_nodes(const Model& m, GraphPlan& plan) {
         live.push_back(*it);
         for (const auto& i : n.inputs)
             if (!i.empty()) needed.insert(i);
+        for (const auto& a : n.attrs)
+            if (a.g) subgraph_reads(*a.g, needed);
     }
     plan.live_nodes.assign(live.rbegin(), live.rend());
 }

@@ -150,7 +150,7 @@ ggml_tensor* Lower::cont(ggml_tensor* x) { return ggml_is_contiguous(x) ? x : gg
 
 ggml_tensor* Builder::tensor(Val& v) {
     if (v.t) return v.t;
-    O2G_CHECK(v.host, "internal: value '", v.name, "' has no data");
+    O2G_CHECK(v.host, "value '", v.name, "' of type ", dtype_name(v.dtype), " is not supported");
     value_keyed_inputs.insert(v.input_deps.begin(), v.input_deps.end());
     ggml_type type = device_type(v.dtype);
     if (v.is_weight) {
@@ -175,27 +175,42 @@ ggml_tensor* Builder::constant(const HostTensor& h, const std::string& name) {
     return tensor(v);
 }
 
-void Builder::bind_inputs(const std::vector<const Tensor*>& inputs) {
-    const Graph& g = model.graph;
+std::string Builder::add_const(const HostTensor& h, const std::string& hint) {
+    std::string name = fresh_name(hint);
+    Val v;
+    v.name = name;
+    v.dtype = h.dtype;
+    v.shape = h.shape;
+    v.host = std::make_shared<HostTensor>(h);
+    vals[name] = std::move(v);
+    return name;
+}
+
+void Builder::bind_initializers(const Graph& g) {
     for (auto& [name, td] : g.initializers) {
         Val v;
         v.name = name;
         v.dtype = td->dtype;
         v.shape = td->dims;
         v.is_weight = true;
-        if (td->data || td->nbytes == 0) {
-            if (dtype_supported(td->dtype)) {
-                HostTensor h;
-                h.dtype = td->dtype;
-                h.shape = td->dims;
-                h.data = td->data;
-                h.nbytes = td->nbytes;
-                h.keep = td->keep;
-                v.host = std::make_shared<HostTensor>(std::move(h));
-            }
+        if (!dtype_supported(td->dtype)) {  // kept so users get a clear type error
+            vals[name] = std::move(v);
+            continue;
         }
+        HostTensor h;
+        h.dtype = td->dtype;
+        h.shape = td->dims;
+        h.data = td->data;
+        h.nbytes = td->nbytes;
+        h.keep = td->keep;
+        v.host = std::make_shared<HostTensor>(std::move(h));
         vals[name] = std::move(v);
     }
+}
+
+void Builder::bind_inputs(const std::vector<const Tensor*>& inputs) {
+    const Graph& g = model.graph;
+    bind_initializers(g);
     for (size_t i = 0; i < g.inputs.size(); i++) {
         const ValueInfo& vi = g.inputs[i];
         const Tensor* in = inputs[i];
@@ -250,7 +265,7 @@ void Builder::run_node(const Node& n) {
     L.outs.resize(n.outputs.size());
 
     bool on_host;
-    if (def->shape_only) on_host = true;
+    if (def->shape_only || def->control) on_host = true;
     else if (def->host && all_host && (in_cone || !def->math || !any_float)) on_host = true;
     else if (def->ggml) on_host = false;
     else if (def->host && all_host) on_host = true;

@@ -62,8 +62,17 @@ public:
     std::vector<std::pair<ggml_tensor*, int>> input_tensors;  // tensor, graph input index
     std::set<int> value_keyed_inputs;  // inputs whose data the graph depends on
 
-private:
+    // Lowers one node (also used for subgraph bodies and nodes synthesized by control flow).
     void run_node(const Node& n);
+    // A value name no model uses (for nodes synthesized by control flow).
+    std::string fresh_name(const std::string& hint) { return hint + "#" + std::to_string(fresh_++); }
+    // Binds a host constant under a fresh name and returns the name.
+    std::string add_const(const HostTensor& h, const std::string& hint);
+    // Binds a subgraph's initializers (its nodes then run through run_node).
+    void bind_initializers(const Graph& g);
+
+private:
+    int fresh_ = 0;
     ggml_tensor* last_tensor_ = nullptr;  // newest tensor already named
 };
 

@@ -5,12 +5,18 @@
 
 namespace onnx2ggml {
 
-std::vector<UnsupportedOp> find_unsupported(const Model& m) {
-    std::vector<UnsupportedOp> r;
-    for (const Node& n : m.graph.nodes) {
+static void scan_graph(const Model& m, const Graph& g, std::vector<UnsupportedOp>& r) {
+    for (const Node& n : g.nodes) {
         int64_t opset = m.opset(n.domain);
         if (!find_op(n.domain, n.op_type, opset)) r.push_back({n.op_type, n.domain, n.name, opset});
+        for (const auto& a : n.attrs)
+            if (a.g) scan_graph(m, *a.g, r);  // subgraph bodies run too
     }
+}
+
+std::vector<UnsupportedOp> find_unsupported(const Model& m) {
+    std::vector<UnsupportedOp> r;
+    scan_graph(m, m.graph, r);
     return r;
 }
 
