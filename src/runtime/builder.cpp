@@ -162,7 +162,7 @@ ggml_tensor* Builder::tensor(Val& v) {
     v.t = ggml_new_tensor(ctx, type, 4, ne);
     ggml_set_name(v.t, v.name.c_str());
     ggml_set_input(v.t);
-    uploads.emplace_back(v.t, *v.host);
+    uploads.emplace_back(v.t, device_bytes(*v.host, type, v.name));
     return v.t;
 }
 

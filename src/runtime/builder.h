@@ -58,7 +58,8 @@ public:
     bool current_math = false;  // the node being lowered computes floats  // the node being lowered runs on the host
 
     // Constant/input tensors in the graph context, set after allocation.
-    std::vector<std::pair<ggml_tensor*, HostTensor>> uploads;
+    // Converted once at build time; graph memory is re-set on each run since ggml may reuse it.
+    std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     std::vector<std::pair<ggml_tensor*, int>> input_tensors;  // tensor, graph input index
     std::set<int> value_keyed_inputs;  // inputs whose data the graph depends on
 

@@ -257,17 +257,8 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
                 if (!f.empty()) ggml_backend_tensor_set(t, f.data(), 0, f.size() * 4);
             }
         }
-        for (auto& [t, h] : b.uploads) {
-            if (h.numel() == 0 || !t->buffer) continue;
-            if (t->type == GGML_TYPE_F32) {
-                auto f = h.to_f32();
-                ggml_backend_tensor_set(t, f.data(), 0, f.size() * 4);
-            } else {
-                std::vector<int32_t> v(size_t(h.numel()));
-                for (int64_t i = 0; i < h.numel(); i++) v[size_t(i)] = int32_t(h.i64(i));
-                ggml_backend_tensor_set(t, v.data(), 0, v.size() * 4);
-            }
-        }
+        for (auto& [t, bytes] : b.uploads)
+            if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         O2G_CHECK(ggml_backend_sched_graph_compute(c->sched, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
     }
     stats_.compute_ms = now_ms() - t1;
