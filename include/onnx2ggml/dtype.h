@@ -1,5 +1,6 @@
 // ONNX TensorProto element types (values match onnx.proto).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace onnx2ggml {
@@ -10,5 +11,12 @@ enum class DType : int32_t {
     COMPLEX128 = 15, BFLOAT16 = 16, FLOAT8E4M3FN = 17, FLOAT8E4M3FNUZ = 18, FLOAT8E5M2 = 19,
     FLOAT8E5M2FNUZ = 20, UINT4 = 21, INT4 = 22, FLOAT4E2M1 = 23, FLOAT8E8M0 = 24, UINT2 = 25, INT2 = 26,
 };
+
+const char* dtype_name(DType t);
+// Bytes per element; 0 for types we cannot hold as plain arrays (string, sub-byte, complex).
+size_t dtype_size(DType t);
+bool dtype_is_float(DType t);    // float, float16, bfloat16, double
+bool dtype_is_integer(DType t);  // signed or unsigned ints
+bool dtype_supported(DType t);   // types the runtime can hold
 
 }  // namespace onnx2ggml

@@ -193,6 +193,38 @@ void lower_CausalConvWithState(Lower&);
 void host_NonMaxSuppression(Lower&);
 void lower_TensorScatter(Lower&);
 void lower_RoiAlign(Lower&);
+void host_BitCast(Lower&);
+void lower_CumProd(Lower&);
+void host_CumProd(Lower&);
+void lower_HannWindow(Lower&);
+void lower_HammingWindow(Lower&);
+void lower_BlackmanWindow(Lower&);
+void host_Unique(Lower&);
+void lower_ReverseSequence(Lower&);
+void lower_CenterCropPad(Lower&);
+void lower_LRN(Lower&);
+void lower_Det(Lower&);
+void lower_RotaryEmbedding(Lower&);
+void lower_LpPool(Lower&);
+void lower_RNN(Lower&);
+void lower_GRU(Lower&);
+void lower_LSTM(Lower&);
+void lower_DeformConv(Lower&);
+void lower_MelWeightMatrix(Lower&);
+// extra2.cpp
+void lower_GridSample(Lower&);
+void lower_AffineGrid(Lower&);
+void lower_QuantizeLinear(Lower&);
+void lower_DequantizeLinear(Lower&);
+void lower_DynamicQuantizeLinear(Lower&);
+void lower_MatMulInteger(Lower&);
+void lower_QLinearMatMul(Lower&);
+void lower_ConvInteger(Lower&);
+void lower_QLinearConv(Lower&);
+void lower_MaxUnpool(Lower&);
+void lower_Col2Im(Lower&);
+void lower_DFT(Lower&);
+void lower_STFT(Lower&);
 
 namespace {
 
@@ -281,6 +313,23 @@ const std::vector<OpDef>& table() {
         {"NonMaxSuppression", 10, nullptr, host_NonMaxSuppression, {0,1,2,3,4}, false},
         {"TensorScatter", 24, lower_TensorScatter, lower_TensorScatter, {2}, false},
         {"RoiAlign", 10, lower_RoiAlign, nullptr, {}, true},
+        {"BitCast", 26, nullptr, host_BitCast, {0}, false},
+        {"CumProd", 26, lower_CumProd, host_CumProd, {1}, true},
+        {"HannWindow", 17, lower_HannWindow, nullptr, {0}, true},
+        {"HammingWindow", 17, lower_HammingWindow, nullptr, {0}, true},
+        {"BlackmanWindow", 17, lower_BlackmanWindow, nullptr, {0}, true},
+        {"Unique", 11, nullptr, host_Unique, {0}, false},
+        {"ReverseSequence", 10, lower_ReverseSequence, lower_ReverseSequence, {1}, false},
+        {"CenterCropPad", 18, lower_CenterCropPad, lower_CenterCropPad, {1}, false},
+        {"LRN", 1, lower_LRN, nullptr, {}, true},
+        {"Det", 11, lower_Det, nullptr, {}, true},
+        {"RotaryEmbedding", 23, lower_RotaryEmbedding, nullptr, {}, true},
+        {"LpPool", 1, lower_LpPool, nullptr, {}, true},
+        {"RNN", 7, lower_RNN, nullptr, {}, true},
+        {"GRU", 7, lower_GRU, nullptr, {}, true},
+        {"LSTM", 7, lower_LSTM, nullptr, {}, true},
+        {"DeformConv", 19, lower_DeformConv, nullptr, {}, true},
+        {"MelWeightMatrix", 17, lower_MelWeightMatrix, nullptr, {0,1,2,3,4}, true},
         {"BitShift", 11, nullptr, host_BitShift, {}, false},
         {"BitwiseAnd", 18, nullptr, host_BitwiseAnd, {}, false},
         {"BitwiseOr", 18, nullptr, host_BitwiseOr, {}, false},
@@ -345,6 +394,20 @@ const std::vector<OpDef>& table() {
         {"Loop", 1, nullptr, lower_Loop, {0, 1}, false, false, true},
         {"Scan", 9, nullptr, lower_Scan, {}, false, false, true},
         {"CumSum", 11, lower_CumSum, host_CumSum, {1}, true},
+        // extra2.cpp
+        {"GridSample", 16, lower_GridSample, nullptr, {}, true},
+        {"AffineGrid", 20, lower_AffineGrid, nullptr, {1}, true},
+        {"QuantizeLinear", 10, lower_QuantizeLinear, nullptr, {}, true},
+        {"DequantizeLinear", 10, lower_DequantizeLinear, nullptr, {}, true},
+        {"DynamicQuantizeLinear", 11, lower_DynamicQuantizeLinear, nullptr, {}, true},
+        {"MatMulInteger", 10, lower_MatMulInteger, nullptr, {}, true},
+        {"QLinearMatMul", 10, lower_QLinearMatMul, nullptr, {}, true},
+        {"ConvInteger", 10, lower_ConvInteger, nullptr, {}, true},
+        {"QLinearConv", 10, lower_QLinearConv, nullptr, {}, true},
+        {"MaxUnpool", 9, lower_MaxUnpool, lower_MaxUnpool, {1, 2}, false},
+        {"Col2Im", 18, lower_Col2Im, lower_Col2Im, {1, 2}, true},
+        {"DFT", 17, lower_DFT, nullptr, {1, 2}, true},
+        {"STFT", 17, lower_STFT, nullptr, {1, 3}, true},
     };
     return t;
 }

@@ -44,8 +44,8 @@ struct CachedGraph {
 
 class SessionImpl : public Session {
 public:
-    SessionImpl(const std::string& path, const SessionOptions& opts) {
-        model_ = load_model(path);
+    SessionImpl(std::shared_ptr<Model> model, const SessionOptions& opts) {
+        model_ = std::move(model);
         check_supported(*model_);
         plan_ = plan_graph(*model_);
         init_device(opts);
@@ -298,7 +298,11 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
 }  // namespace
 
 std::unique_ptr<Session> Session::open(const std::string& model_path, const SessionOptions& opts) {
-    return std::make_unique<SessionImpl>(model_path, opts);
+    return std::make_unique<SessionImpl>(load_model(model_path), opts);
+}
+
+std::unique_ptr<Session> Session::open(std::shared_ptr<Model> model, const SessionOptions& opts) {
+    return std::make_unique<SessionImpl>(std::move(model), opts);
 }
 
 }  // namespace onnx2ggml

@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "emit/emit.h"
 #include "ir/ir.h"
-#include "npy.h"
+#include "onnx2ggml/npy.h"
 #include "onnx2ggml/onnx2ggml.h"
 #include "ops/op.h"
 #include "passes/pipeline.h"
@@ -25,7 +26,8 @@ const char* kUsage =
     "usage:\n"
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
     "                [--stats FILE.json]\n"
-    "  onnx2ggml info MODEL.onnx\n";
+    "  onnx2ggml info MODEL.onnx\n"
+    "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--weights f32|f16|bf16]\n";
 
 std::string sanitize(const std::string& name) {
     std::string s = name;
@@ -85,6 +87,38 @@ int cmd_info(const std::vector<std::string>& args) {
     if (host.empty()) printf(" none");
     for (auto& [op, c] : host) printf(" %s x%d", op.c_str(), c);
     printf("\n");
+    return 0;
+}
+
+int cmd_compile(const std::vector<std::string>& args) {
+    std::string model;
+    CompileOptions o;
+    for (size_t i = 0; i < args.size(); i++) {
+        const std::string& a = args[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= args.size()) throw Error("option " + a + " needs a value\n" + kUsage);
+            return args[++i];
+        };
+        if (a == "-o" || a == "--output-dir") o.out_dir = next();
+        else if (a == "--name") o.name = next();
+        else if (a == "--weights") {
+            std::string w = next();
+            if (w == "f32") o.weights = DType::FLOAT;
+            else if (w == "f16") o.weights = DType::FLOAT16;
+            else if (w == "bf16") o.weights = DType::BFLOAT16;
+            else throw Error("--weights takes f32, f16 or bf16");
+        } else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
+        else if (model.empty()) model = a;
+        else throw Error("unexpected argument " + a + "\n" + kUsage);
+    }
+    if (model.empty() || o.out_dir.empty()) throw Error(std::string("compile needs MODEL and -o DIR\n") + kUsage);
+    auto m = load_model(model);
+    check_supported(*m);
+    std::string name = compile_model(*m, o);
+    printf("wrote %s/{%s.h, %s.cpp, main.cpp, CMakeLists.txt, %s.gguf}\n", o.out_dir.c_str(), name.c_str(), name.c_str(),
+           name.c_str());
+    printf("build: cmake -S %s -B %s/build && cmake --build %s/build   ->  %s/build/%s\n", o.out_dir.c_str(),
+           o.out_dir.c_str(), o.out_dir.c_str(), o.out_dir.c_str(), name.c_str());
     return 0;
 }
 
@@ -166,6 +200,7 @@ int main(int argc, char** argv) {
     try {
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
+        if (cmd == "compile") return cmd_compile(args);
         if (cmd == "--help" || cmd == "-h" || cmd == "help") {
             fputs(kUsage, stdout);
             return 0;

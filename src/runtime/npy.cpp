@@ -1,4 +1,4 @@
-#include "npy.h"
+#include "onnx2ggml/npy.h"
 
 #include <cstring>
 #include <fstream>

@@ -1,0 +1,23 @@
+// `onnx2ggml compile`: writes a model as a standalone C++ ggml program (sources, CMake, GGUF weights).
+#pragma once
+#include <string>
+
+#include "ir/ir.h"
+
+namespace onnx2ggml {
+
+struct CompileOptions {
+    std::string out_dir;
+    std::string name;                // program name; default: model file stem, sanitized
+    DType weights = DType::FLOAT;    // FLOAT, FLOAT16 or BFLOAT16 for float initializers
+};
+
+// Returns the program name used.
+std::string compile_model(const Model& m, const CompileOptions& opts);
+
+// Helpers shared with tests: a safe C++ identifier, string literal and comment text.
+std::string c_identifier(const std::string& s);
+std::string c_string(const std::string& s);
+std::string c_comment(const std::string& s);
+
+}  // namespace onnx2ggml
