@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: loader fuzzing, malformed inputs (under AddressSanitizer),
-# op tests and model tests against onnxruntime, and the official ONNX node tests against the allow-list.
+# op tests and model tests against onnxruntime, the official ONNX node tests against the allow-list,
+# and `onnx2ggml compile` (generated programs built and compared bit for bit with `onnx2ggml run`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -18,6 +19,7 @@ run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
 run $PY tests/op_tests.py -j 2
 run $PY tests/model_tests.py --threads 2
 run $PY tests/node_tests.py -j 2 --check
+run $PY tests/compile_tests.py
 echo
 if [ $status -eq 0 ]; then echo "all tests passed"; else echo "some tests FAILED"; fi
 exit $status

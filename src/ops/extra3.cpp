@@ -1,5 +1,8 @@
-// Recent ops: LinearAttention (27), CausalConvWithState (27), NonMaxSuppression (10, host), TensorScatter (24),
-// RoiAlign (10/16/22).
+// Recent and remaining ops: LinearAttention (27), CausalConvWithState (27), NonMaxSuppression (10, host),
+// TensorScatter (24), RoiAlign (10/16/22), BitCast (26, host), CumProd (26), Hann/Hamming/BlackmanWindow (17),
+// Unique (11, host), ReverseSequence (10), CenterCropPad (18), LRN, Det, RotaryEmbedding (23), LpPool, RNN, GRU,
+// LSTM, DeformConv (19/22, 2-D), MelWeightMatrix (17).
+// Float math runs in ggml: ggml ops where they fit, else ggml custom CPU kernels over contiguous F32 data.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
