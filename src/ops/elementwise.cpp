@@ -247,6 +247,7 @@ void lower_Clip(Lower& L) {
         if (L.has(1)) lo = float(L.h(1).f64(0));
         if (L.has(2)) hi = float(L.h(2).f64(0));
     }
+    if (lo > hi) lo = hi;  // the spec: every value becomes max when min > max
     out_same(L, ggml_clamp(L.ctx, L.t(0), lo, hi));
 }
 void host_Clip(Lower& L) {
@@ -264,6 +265,8 @@ void host_Clip(Lower& L) {
         if (L.has(2)) hi = L.h(2).f64(0);
     }
     int64_t ilo = L.has(1) ? L.h(1).i64(0) : INT64_MIN, ihi = L.has(2) ? L.h(2).i64(0) : INT64_MAX;
+    if (lo > hi) lo = hi;
+    if (ilo > ihi) ilo = ihi;
     L.out_host(0, host_map(
         L, L.dtype(0), {0},
         [lo, hi](const double* v) { return std::isnan(v[0]) ? v[0] : std::min(hi, std::max(lo, v[0])); },

@@ -686,12 +686,15 @@ void lower_Resize(Lower& L) {
     int r = int(xs.size());
     std::string mode = L.node.get_string("mode", "nearest");
     std::string ctm = L.node.get_string("coordinate_transformation_mode", L.opset < 11 ? "asymmetric" : "half_pixel");
-    std::string nm = L.node.get_string("nearest_mode", "round_prefer_floor");
+    // Upsample and Resize-10 index nearest neighbours by flooring.
+    bool legacy = L.node.op_type == "Upsample" || L.opset < 11;
+    std::string nm = L.node.get_string("nearest_mode", legacy ? "floor" : "round_prefer_floor");
     float cubic_a = L.node.get_float("cubic_coeff_a", -0.75f);
     bool exclude_outside = L.node.get_int("exclude_outside", 0) != 0;
     float extrap = L.node.get_float("extrapolation_value", 0.0f);
     if (L.node.get_int("antialias", 0) != 0) L.error("antialias is not supported");
     std::vector<double> scales(size_t(r), 1.0);
+    bool scale_given = false;
     Shape os = xs;
     std::vector<int64_t> axes = L.node.get_ints("axes");
     if (axes.empty())
@@ -734,6 +737,7 @@ void lower_Resize(Lower& L) {
                 }
             }
         } else if (has_scales) {
+            scale_given = true;
             auto sc = L.h(si).to_f64();
             for (size_t j = 0; j < axes.size(); j++) {
                 int a = int(axes[j]);
@@ -766,7 +770,11 @@ void lower_Resize(Lower& L) {
             float sf = float(sc);
             if (ctm == "half_pixel") c = double((float(o) + 0.5f) / sf - 0.5f);
             else if (ctm == "pytorch_half_pixel") c = on > 1 ? double((float(o) + 0.5f) / sf - 0.5f) : 0.0;
-            else if (ctm == "align_corners") c = on == 1 ? 0.0 : double(o) * double(in - 1) / double(on - 1);
+            else if (ctm == "align_corners") {
+                // With scales, the reference uses the unrounded output length in * scale.
+                double len = scale_given ? double(in) * sc : double(on);
+                c = len <= 1 ? 0.0 : double(o) * double(in - 1) / (len - 1);
+            }
             else if (ctm == "asymmetric") c = double(float(o) / sf);
             else if (ctm == "tf_half_pixel_for_nn") c = double((float(o) + 0.5f) / sf);
             else if (ctm == "half_pixel_symmetric") {
