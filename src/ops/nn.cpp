@@ -694,7 +694,6 @@ void lower_Resize(Lower& L) {
     float extrap = L.node.get_float("extrapolation_value", 0.0f);
     if (L.node.get_int("antialias", 0) != 0) L.error("antialias is not supported");
     std::vector<double> scales(size_t(r), 1.0);
-    bool scale_given = false;
     Shape os = xs;
     std::vector<int64_t> axes = L.node.get_ints("axes");
     if (axes.empty())
@@ -737,7 +736,6 @@ void lower_Resize(Lower& L) {
                 }
             }
         } else if (has_scales) {
-            scale_given = true;
             auto sc = L.h(si).to_f64();
             for (size_t j = 0; j < axes.size(); j++) {
                 int a = int(axes[j]);
@@ -770,11 +768,7 @@ void lower_Resize(Lower& L) {
             float sf = float(sc);
             if (ctm == "half_pixel") c = double((float(o) + 0.5f) / sf - 0.5f);
             else if (ctm == "pytorch_half_pixel") c = on > 1 ? double((float(o) + 0.5f) / sf - 0.5f) : 0.0;
-            else if (ctm == "align_corners") {
-                // With scales, the reference uses the unrounded output length in * scale.
-                double len = scale_given ? double(in) * sc : double(on);
-                c = len <= 1 ? 0.0 : double(o) * double(in - 1) / (len - 1);
-            }
+            else if (ctm == "align_corners") c = on == 1 ? 0.0 : double(o) * double(in - 1) / double(on - 1);
             else if (ctm == "asymmetric") c = double(float(o) / sf);
             else if (ctm == "tf_half_pixel_for_nn") c = double((float(o) + 0.5f) / sf);
             else if (ctm == "half_pixel_symmetric") {
