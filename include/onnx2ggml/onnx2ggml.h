@@ -27,6 +27,14 @@ struct SessionOptions {
     int threads = 0;          // 0: all cores
     std::string device;       // ggml device name (e.g. "CPU", "CUDA0"); empty: best available
     bool quiet = false;       // do not print the device on open
+    bool profile = false;     // time every ggml node (slower: one synchronisation per node)
+};
+
+// One timed ggml node; `value` is the ONNX value it computes (intermediates carry ".k").
+struct ProfileEntry {
+    std::string value;
+    std::string ggml_op;
+    double ms = 0;
 };
 
 struct RunStats {
@@ -51,6 +59,8 @@ public:
     virtual std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) = 0;
     virtual const RunStats& stats() const = 0;
     virtual std::string device() const = 0;
+    // Per-node timings of the last run (empty unless SessionOptions::profile).
+    virtual const std::vector<ProfileEntry>& profile() const = 0;
 };
 
 }  // namespace onnx2ggml

@@ -49,6 +49,7 @@ public:
         check_supported(*model_);
         plan_ = plan_graph(*model_);
         init_device(opts);
+        profiling_ = opts.profile;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
     }
     ~SessionImpl() override {
@@ -60,6 +61,7 @@ public:
     const Model& model() const override { return *model_; }
     const RunStats& stats() const override { return stats_; }
     std::string device() const override { return device_; }
+    const std::vector<ProfileEntry>& profile() const override { return profile_; }
 
     std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) override;
 
@@ -75,6 +77,19 @@ private:
     WeightCache weights_;
     std::map<std::string, std::unique_ptr<CachedGraph>> cache_;
     RunStats stats_;
+    bool profiling_ = false;
+    std::vector<ProfileEntry> profile_;
+    double last_ms_ = 0;
+
+    // Called by the scheduler around each node: asks, then reports it computed.
+    static bool on_node(ggml_tensor* t, bool ask, void* user) {
+        auto* s = static_cast<SessionImpl*>(user);
+        if (ask) return true;
+        double now = now_ms();
+        s->profile_.push_back({ggml_get_name(t), ggml_op_desc(t), now - s->last_ms_});
+        s->last_ms_ = now;
+        return true;
+    }
 };
 
 void set_threads(ggml_backend_t backend, int n) {
@@ -259,6 +274,9 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
         }
         for (auto& [t, bytes] : b.uploads)
             if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+        profile_.clear();
+        ggml_backend_sched_set_eval_callback(c->sched, profiling_ ? on_node : nullptr, this);
+        last_ms_ = now_ms();
         O2G_CHECK(ggml_backend_sched_graph_compute(c->sched, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
     }
     stats_.compute_ms = now_ms() - t1;

@@ -1,5 +1,9 @@
 // onnx2ggml CLI: run and inspect ONNX models on ggml.
+#include <sys/resource.h>
 #include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include <cstdio>
 #include <cstring>
@@ -25,7 +29,9 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
-    "                [--stats FILE.json]\n"
+    "                [--stats FILE.json] [--profile]\n"
+    "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
+    "                [--profile]\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--weights f32|f16|bf16]\n";
 
@@ -90,6 +96,118 @@ int cmd_info(const std::vector<std::string>& args) {
     return 0;
 }
 
+// Time per ONNX node and per ggml op from the last profiled run, largest first.
+void print_profile(const Session& s) {
+    const Graph& g = s.model().graph;
+    std::map<std::string, const Node*> producer;
+    for (const Node& n : g.nodes)
+        for (auto& o : n.outputs) producer[o] = &n;
+    std::map<std::string, double> by_node, by_op;
+    std::map<std::string, std::string> label;
+    double total = 0;
+    for (auto& e : s.profile()) {
+        std::string v = e.value.substr(0, e.value.find(" ("));  // ggml appends " (view)" etc.
+        auto dot = v.rfind('.');
+        if (!producer.count(v) && dot != std::string::npos) v = v.substr(0, dot);
+        auto it = producer.find(v);
+        std::string key = it != producer.end() ? it->second->op_type + " '" + it->second->name + "'" : "(" + v + ")";
+        by_node[key] += e.ms;
+        by_op[e.ggml_op] += e.ms;
+        total += e.ms;
+    }
+    auto print = [&](const char* title, const std::map<std::string, double>& m, size_t limit) {
+        std::vector<std::pair<double, std::string>> v;
+        for (auto& [k, ms] : m) v.emplace_back(ms, k);
+        std::sort(v.rbegin(), v.rend());
+        printf("%s (total %.2f ms):\n", title, total);
+        for (size_t i = 0; i < v.size() && i < limit; i++)
+            printf("  %9.3f ms %5.1f%%  %s\n", v[i].first, total > 0 ? 100 * v[i].first / total : 0.0, v[i].second.c_str());
+    };
+    print("time per ONNX node", by_node, 25);
+    print("time per ggml op", by_op, 40);
+}
+
+long peak_rss_kb() {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+std::map<std::string, Tensor> read_inputs(const Session& session, const std::string& model,
+                                          const std::vector<std::pair<std::string, std::string>>& inputs) {
+    const Graph& g = session.model().graph;
+    std::map<std::string, Tensor> feeds;
+    size_t positional = 0;
+    for (auto& [name, file] : inputs) {
+        std::string n = name;
+        if (n.empty()) {
+            if (positional >= g.inputs.size())
+                throw Error(model + ": more inputs given than the model has (" + std::to_string(g.inputs.size()) + ")");
+            n = g.inputs[positional++].name;
+        }
+        DType want = DType::UNDEFINED;
+        for (auto& vi : g.inputs)
+            if (vi.name == n) want = vi.dtype;
+        if (feeds.count(n)) throw Error("input '" + n + "' given twice");
+        feeds[n] = read_npy(file, want);
+    }
+    return feeds;
+}
+
+int cmd_bench(const std::vector<std::string>& args) {
+    std::string model;
+    std::vector<std::pair<std::string, std::string>> inputs;
+    SessionOptions opts;
+    int runs = 10, warmup = 2;
+    for (size_t i = 0; i < args.size(); i++) {
+        const std::string& a = args[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= args.size()) throw Error("option " + a + " needs a value\n" + kUsage);
+            return args[++i];
+        };
+        if (a == "--input" || a == "-i") {
+            std::string v = next();
+            auto eq = v.find('=');
+            if (eq == std::string::npos) inputs.emplace_back("", v);
+            else inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+        } else if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
+        else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
+        else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
+        else if (a == "--device") opts.device = next();
+        else if (a == "--profile") opts.profile = true;
+        else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
+        else if (model.empty()) model = a;
+        else throw Error("unexpected argument " + a + "\n" + kUsage);
+    }
+    if (model.empty()) throw Error(std::string("bench needs MODEL\n") + kUsage);
+    auto t0 = std::chrono::steady_clock::now();
+    auto session = Session::open(model, opts);
+    double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    auto feeds = read_inputs(*session, model, inputs);
+    session->run(feeds);  // first run builds the graph and uploads weights
+    const RunStats first = session->stats();
+    for (int i = 0; i < warmup; i++) session->run(feeds);
+    std::vector<double> times;
+    for (int i = 0; i < runs; i++) {
+        auto a = std::chrono::steady_clock::now();
+        session->run(feeds);
+        times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    }
+    std::vector<double> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    double median = sorted[sorted.size() / 2];
+    if (sorted.size() % 2 == 0) median = 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    printf("model: %s\ndevice: %s\n", model.c_str(), session->device().c_str());
+    printf("load: %.1f ms, graph build: %.1f ms, first run compute: %.1f ms\n", load_ms, first.build_ms, first.compute_ms);
+    printf("nodes: %d (%d ggml, %d host), ggml graph nodes: %d\n", first.nodes, first.ggml_nodes, first.host_nodes,
+           first.ggml_graph_nodes);
+    printf("runs: %d (after %d warm-up)\n", runs, warmup);
+    printf("peak RSS: %.1f MB\n", double(peak_rss_kb()) / 1024.0);
+    if (opts.profile) print_profile(*session);
+    printf("median_ms=%.3f min_ms=%.3f\n", median, sorted.front());
+    return 0;
+}
+
 int cmd_compile(const std::vector<std::string>& args) {
     std::string model;
     CompileOptions o;
@@ -141,6 +259,7 @@ int cmd_run(const std::vector<std::string>& args) {
         else if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
         else if (a == "--device") opts.device = next();
         else if (a == "--stats") stats_path = next();
+        else if (a == "--profile") opts.profile = true;
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
@@ -148,21 +267,7 @@ int cmd_run(const std::vector<std::string>& args) {
     if (model.empty() || out_dir.empty()) throw Error(std::string("run needs MODEL and --output-dir\n") + kUsage);
     auto session = Session::open(model, opts);
     const Graph& g = session->model().graph;
-    std::map<std::string, Tensor> feeds;
-    size_t positional = 0;
-    for (auto& [name, file] : inputs) {
-        std::string n = name;
-        if (n.empty()) {
-            if (positional >= g.inputs.size())
-                throw Error(model + ": more inputs given than the model has (" + std::to_string(g.inputs.size()) + ")");
-            n = g.inputs[positional++].name;
-        }
-        DType want = DType::UNDEFINED;
-        for (auto& vi : g.inputs)
-            if (vi.name == n) want = vi.dtype;
-        if (feeds.count(n)) throw Error("input '" + n + "' given twice");
-        feeds[n] = read_npy(file, want);
-    }
+    auto feeds = read_inputs(*session, model, inputs);
     auto outs = session->run(feeds);
     struct stat st;
     if (stat(out_dir.c_str(), &st) != 0) {
@@ -179,6 +284,7 @@ int cmd_run(const std::vector<std::string>& args) {
                path.c_str());
     }
     const RunStats& s = session->stats();
+    if (opts.profile) print_profile(*session);
     if (!stats_path.empty()) {
         std::ofstream f(stats_path);
         f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
@@ -201,6 +307,7 @@ int main(int argc, char** argv) {
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
         if (cmd == "compile") return cmd_compile(args);
+        if (cmd == "bench") return cmd_bench(args);
         if (cmd == "--help" || cmd == "-h" || cmd == "help") {
             fputs(kUsage, stdout);
             return 0;
