@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Speed of onnx2ggml against onnxruntime (CPU provider) on the same ONNX files, inputs and thread count,
+measured one after the other in one run. Prints a table of median/min times and the ratio ours / ort.
+
+Usage: .venv/bin/python scripts/bench.py [--threads 2] [--runs 10] [--filter REGEX] [--model FILE.onnx ...]
+Models default to every case of tests/models/manifest.json (external data regenerated from seeds);
+--model adds ONNX files with random inputs (float inputs normal, int64 inputs zeros) at their fixed shapes,
+with symbolic dims set by --dim NAME=VALUE.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests"))
+from model_data import make_inputs, regenerate_external_data  # noqa: E402
+
+
+def ours(cli, model, feeds, threads, runs, warmup, tmp):
+    args = [cli, "bench", model, "--threads", str(threads), "--runs", str(runs), "--warmup", str(warmup)]
+    for name, arr in feeds.items():
+        p = os.path.join(tmp, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
+        np.save(p, arr)
+        args += ["--input", f"{name}={p}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, None, r.stderr.strip().splitlines()[-1]
+    m = re.search(r"median_ms=([\d.]+) min_ms=([\d.]+)", r.stdout)
+    rss = re.search(r"peak RSS: ([\d.]+) MB", r.stdout)
+    return float(m.group(1)), float(m.group(2)), f"rss {rss.group(1)} MB" if rss else ""
+
+
+def onnxruntime(model, feeds, threads, runs, warmup):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    for _ in range(warmup + 1):
+        s.run(None, feeds)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        s.run(None, feeds)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times), min(times)
+
+
+def random_feeds(model_path, dims):
+    m = onnx.load(model_path, load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    rng = np.random.RandomState(0)
+    feeds = {}
+    for vi in m.graph.input:
+        if vi.name in inits:
+            continue
+        t = vi.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else dims.get(d.dim_param, 1) for d in t.shape.dim]
+        dt = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        feeds[vi.name] = rng.randn(*shape).astype(dt) if dt.kind == "f" else np.zeros(shape, dt)
+    return feeds
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--model", action="append", default=[])
+    ap.add_argument("--dim", action="append", default=[], help="NAME=VALUE for symbolic dims of --model files")
+    a = ap.parse_args()
+    dims = {k: int(v) for k, v in (d.split("=") for d in a.dim)}
+    jobs = []
+    manifest = json.load(open(os.path.join(REPO, "tests/models/manifest.json")))
+    for e in manifest["models"]:
+        path = os.path.normpath(os.path.join(REPO, "tests/models", e["file"]))
+        if e.get("external_data"):
+            path = regenerate_external_data(path, os.path.join(REPO, "build/model_data", e["name"]))
+        for ci, case in enumerate(e["cases"]):
+            label = e["name"] + " " + "/".join("x".join(map(str, v)) for v in case.values())
+            jobs.append((label, path, lambda e=e, case=case, ci=ci: make_inputs(e, case, ci)))
+    for p in a.model:
+        jobs.append((os.path.basename(p), p, lambda p=p: random_feeds(p, dims)))
+    jobs = [j for j in jobs if re.search(a.filter, j[0])]
+    print(f"threads={a.threads} runs={a.runs} warmup={a.warmup}; times in ms (median / min); ratio = ours / onnxruntime")
+    print(f"{'model':36} {'ours':>17} {'onnxruntime':>17} {'ratio':>6}  note")
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, path, feeds_fn in jobs:
+            feeds = feeds_fn()
+            om, on, note = ours(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp)
+            rm, rn = onnxruntime(path, feeds, a.threads, a.runs, a.warmup)
+            if om is None:
+                print(f"{label:36} {'failed':>17} {rm:8.2f} /{rn:7.2f} {'':>6}  {note}")
+                continue
+            print(f"{label:36} {om:8.2f} /{on:7.2f} {rm:8.2f} /{rn:7.2f} {om / rm:6.2f}  {note}")
+
+
+if __name__ == "__main__":
+    main()
