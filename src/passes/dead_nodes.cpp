@@ -21,7 +21,7 @@ void remove_dead_nodes(const Model& m, GraphPlan& plan) {
     for (const auto& o : m.graph.outputs) needed.insert(o.name);
     std::vector<int> live;
     for (auto it = plan.live_nodes.rbegin(); it != plan.live_nodes.rend(); ++it) {
-        const Node& n = m.graph.nodes[size_t(*it)];
+        const Node& n = plan.node(m, *it);
         bool used = false;
         for (const auto& o : n.outputs)
             if (!o.empty() && needed.count(o)) used = true;

@@ -8,14 +8,14 @@ namespace onnx2ggml {
 void mark_host_values(const Model& m, GraphPlan& plan) {
     auto& need = plan.need_host;
     for (int idx : plan.live_nodes) {
-        const Node& n = m.graph.nodes[size_t(idx)];
+        const Node& n = plan.node(m, idx);
         const OpDef* def = find_op(n.domain, n.op_type, m.opset(n.domain));
         if (!def) continue;
         for (int i : def->host_inputs)
             if (i < int(n.inputs.size()) && !n.inputs[size_t(i)].empty()) need.insert(n.inputs[size_t(i)]);
     }
     for (auto it = plan.live_nodes.rbegin(); it != plan.live_nodes.rend(); ++it) {
-        const Node& n = m.graph.nodes[size_t(*it)];
+        const Node& n = plan.node(m, *it);
         bool needed = false;
         for (const auto& o : n.outputs)
             if (need.count(o)) needed = true;

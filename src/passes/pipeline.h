@@ -16,6 +16,7 @@ struct Pass {
 const std::vector<Pass>& pipeline();
 GraphPlan plan_graph(const Model& m);
 
+void fold_conv_batchnorm(const Model& m, GraphPlan& plan);
 void remove_dead_nodes(const Model& m, GraphPlan& plan);
 void mark_host_values(const Model& m, GraphPlan& plan);
 

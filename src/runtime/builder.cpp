@@ -211,6 +211,11 @@ void Builder::bind_initializers(const Graph& g) {
 void Builder::bind_inputs(const std::vector<const Tensor*>& inputs) {
     const Graph& g = model.graph;
     bind_initializers(g);
+    if (!plan.initializers.empty()) {
+        Graph extra;
+        extra.initializers = plan.initializers;
+        bind_initializers(extra);
+    }
     for (size_t i = 0; i < g.inputs.size(); i++) {
         const ValueInfo& vi = g.inputs[i];
         const Tensor* in = inputs[i];
@@ -239,7 +244,7 @@ void Builder::bind_inputs(const std::vector<const Tensor*>& inputs) {
 }
 
 void Builder::build() {
-    for (int idx : plan.live_nodes) run_node(model.graph.nodes[size_t(idx)]);
+    for (int idx : plan.live_nodes) run_node(plan.node(model, idx));
 }
 
 void Builder::run_node(const Node& n) {

@@ -32,6 +32,13 @@ struct WeightCache {
 struct GraphPlan {
     std::vector<int> live_nodes;              // in topological order, dead code removed
     std::set<std::string> need_host;          // values whose data must be known at build time
+    std::map<int, Node> rewritten;            // node index -> node as rewritten by a pass
+    std::map<std::string, std::shared_ptr<TensorData>> initializers;  // constants added by passes
+
+    const Node& node(const Model& m, int idx) const {
+        auto it = rewritten.find(idx);
+        return it != rewritten.end() ? it->second : m.graph.nodes[size_t(idx)];
+    }
 };
 
 class Builder {

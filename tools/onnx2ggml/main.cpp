@@ -82,7 +82,7 @@ int cmd_info(const std::vector<std::string>& args) {
     GraphPlan plan = plan_graph(*m);
     std::map<std::string, int> host;
     for (int idx : plan.live_nodes) {
-        const Node& n = m->graph.nodes[size_t(idx)];
+        const Node& n = plan.node(*m, idx);
         const OpDef* d = find_op(n.domain, n.op_type, m->opset(n.domain));
         if (!d) continue;
         bool cone = false;
