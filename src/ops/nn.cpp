@@ -826,10 +826,20 @@ void lower_Resize(Lower& L) {
                 for (int t = 0; t < 4; t++) wts[size_t(o * 4 + t)] = exclude_outside ? cw[t] / sum : cw[t];
             } else L.error("mode '" + mode + "' is not supported");
         }
-        // Gather each tap and blend: sum_t w_t * x[idx_t]
-        ggml_tensor* acc = nullptr;
         Shape ns = cur;
         ns[size_t(a)] = on;
+        // Fast path: integer nearest upscaling (SD's 2x Upsample) is ggml's own nearest interpolation.
+        bool integer_nearest = T == 1 && !any_extrap && r <= 4 && on % in == 0;
+        for (int64_t o = 0; integer_nearest && o < on; o++) integer_nearest = idx[size_t(o)] == o / (on / in);
+        if (integer_nearest) {
+            int64_t ne[4];
+            shape_to_ne(L, ns, ne);
+            x = ggml_interpolate(L.ctx, L.cont(x), ne[0], ne[1], ne[2], ne[3], GGML_SCALE_MODE_NEAREST);
+            cur = ns;
+            continue;
+        }
+        // Gather each tap and blend: sum_t w_t * x[idx_t]
+        ggml_tensor* acc = nullptr;
         for (int t = 0; t < T; t++) {
             std::vector<int64_t> ti(static_cast<size_t>(on));
             Shape wsh(size_t(r - a), 1);
