@@ -165,6 +165,9 @@ def main():
     with open(ALLOWLIST) as f:
         passing = sorted(l.strip() for l in f if l.strip() and not l.startswith("#"))
     chosen = passing if a.all else sorted(random.Random(7).sample(passing, min(a.sample, len(passing))))
+    # Subgraph-carrying models always take part (they exercise nested graph emission).
+    chosen += [t for t in ("test_if", "test_loop11", "test_scan9_sum", "test_range_float_type_positive_delta_expanded")
+               if t in passing and t not in chosen]
     dirs, jobs_meta = [], []
     for i, t in enumerate(chosen):
         d = os.path.join(WORK, f"p{i}")

@@ -453,7 +453,7 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
         << "#include \"" << name << ".h\"\n\n#include <cstdio>\n#include <limits>\n#include <memory>\n\n"
         << "#include \"onnx2ggml/program.h\"\n\n"
         << "using namespace onnx2ggml;\nusing namespace onnx2ggml::program;\n\n";
-    for (auto it = e.functions.rbegin(); it != e.functions.rend(); ++it) src << *it << "\n";  // subgraphs first
+    for (auto& f : e.functions) src << f << "\n";  // emitted children first, so subgraphs precede their users
     std::string opsets = "{";
     for (auto& [d, v] : m.opsets) opsets += "{" + c_string(d) + ", " + int_lit(v) + "}, ";
     opsets += "}";
