@@ -13,6 +13,7 @@ need_apt=()
 for tool in cmake g++ make python3; do
   command -v "$tool" >/dev/null 2>&1 || need_apt+=("$tool")
 done
+[ -f /usr/include/zlib.h ] || need_apt+=(zlib1g-dev)   # PNG output of examples/txt2img
 if [ ${#need_apt[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${need_apt[@]}" | sed 's/^python3$/python3 python3-venv/' | tr '\n' ' ')
   if [ "$(id -u)" = 0 ]; then
