@@ -392,8 +392,8 @@ def ort_check(path, feeds, refs, threads):
 
 # ----------------------------------------------------------------------------- main
 
-def ref_file(part, ci, output):
-    return f"ref/{part}.{ci}.{model_data_sanitize(output)}.npy"
+def ref_file(part, ci, output, suffix=""):
+    return f"ref/{part}{suffix}.{ci}.{model_data_sanitize(output)}.npy"
 
 
 def model_data_sanitize(name):
@@ -487,7 +487,7 @@ def main():
             t_torch = time.perf_counter() - t0
             files = {}
             for name, arr in refs.items():
-                rel = ref_file(part, ci, name)
+                rel = ref_file(part, ci, name, suffix)
                 np.save(os.path.join(out_dir, rel), arr)
                 files[name] = rel
             entry["refs"].append(files)

@@ -2,6 +2,7 @@
 // Classifier-free guidance with the DDIM scheduler (eta = 0), configured like SD 1.5's diffusers pipeline.
 //
 //   txt2img --text-encoder te.onnx --unet unet.onnx --vae-decoder vae.onnx --tokens ids.npy
+//           [--uncond-tokens ids.npy] [--bos N] [--eos N] [--pad N]   (CLIP's 49406/49407/49407 by default)
 //           [--seed 42] [--steps 20] [--guidance 7.5] [--width 512] [--height 512] [--threads N]
 //           [--init-latent x.npy] [--save-latent out.npy] [-o image.png]
 #include <zlib.h>
@@ -25,7 +26,11 @@ using onnx2ggml::Tensor;
 namespace {
 
 constexpr int kSeqLen = 77;
-constexpr int64_t kBos = 49406, kEos = 49407;  // CLIP's start and end tokens (end also pads)
+
+// CLIP's start, end and padding tokens (SD 1.5's tokenizer pads with the end token).
+struct Special {
+    int64_t bos = 49406, eos = 49407, pad = 49407;
+};
 
 Tensor make(DType t, std::vector<int64_t> shape) {
     Tensor x;
@@ -35,15 +40,27 @@ Tensor make(DType t, std::vector<int64_t> shape) {
     return x;
 }
 
-// Token ids for [unconditional, prompt], each padded to 77 with the end token.
-Tensor token_batch(const std::vector<int64_t>& prompt) {
+// Token ids for [unconditional, prompt], each padded to 77. The unconditional row defaults to the
+// empty prompt: start, end, padding.
+Tensor token_batch(const std::vector<int64_t>& uncond, const std::vector<int64_t>& prompt, const Special& sp) {
     Tensor ids = make(DType::INT64, {2, kSeqLen});
     auto* p = ids.as<int64_t>();
-    for (int i = 0; i < 2 * kSeqLen; i++) p[i] = kEos;
-    p[0] = kBos;
-    size_t n = std::min<size_t>(prompt.size(), kSeqLen);
-    for (size_t i = 0; i < n; i++) p[kSeqLen + i] = prompt[i];
+    for (int i = 0; i < 2 * kSeqLen; i++) p[i] = sp.pad;
+    std::vector<int64_t> u = uncond.empty() ? std::vector<int64_t>{sp.bos, sp.eos} : uncond;
+    for (size_t i = 0; i < std::min<size_t>(u.size(), kSeqLen); i++) p[i] = u[i];
+    for (size_t i = 0; i < std::min<size_t>(prompt.size(), kSeqLen); i++) p[kSeqLen + i] = prompt[i];
     return ids;
+}
+
+std::vector<int64_t> read_ids(const std::string& path) {
+    Tensor t = onnx2ggml::read_npy(path);
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.numel(); i++) {
+        if (t.dtype == DType::INT64) v.push_back(t.as<int64_t>()[i]);
+        else if (t.dtype == DType::INT32) v.push_back(t.as<int32_t>()[i]);
+        else throw std::runtime_error(path + ": token ids must be int32 or int64");
+    }
+    return v;
 }
 
 // DDIM schedule as in diffusers for SD 1.5: scaled_linear betas 0.00085..0.012 over 1000 steps,
@@ -111,7 +128,8 @@ int input_index(const Session& s, DType want, int fallback) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string te_path, unet_path, vae_path, tokens_path, out = "txt2img.png", init_latent, save_latent;
+    std::string te_path, unet_path, vae_path, tokens_path, uncond_path, out = "txt2img.png", init_latent, save_latent;
+    Special sp;
     int steps = 20, width = 512, height = 512, threads = 0;
     unsigned seed = 42;
     float guidance = 7.5f;
@@ -125,6 +143,10 @@ int main(int argc, char** argv) {
         else if (a == "--unet") unet_path = next();
         else if (a == "--vae-decoder") vae_path = next();
         else if (a == "--tokens") tokens_path = next();
+        else if (a == "--uncond-tokens") uncond_path = next();
+        else if (a == "--bos") sp.bos = std::stoll(next());
+        else if (a == "--eos") sp.eos = std::stoll(next());
+        else if (a == "--pad") sp.pad = std::stoll(next());
         else if (a == "--seed") seed = unsigned(std::stoul(next()));
         else if (a == "--steps") steps = std::stoi(next());
         else if (a == "--guidance") guidance = std::stof(next());
@@ -136,6 +158,7 @@ int main(int argc, char** argv) {
         else if (a == "-o" || a == "--output") out = next();
         else {
             fprintf(stderr, "usage: txt2img --text-encoder TE.onnx --unet UNET.onnx --vae-decoder VAE.onnx --tokens IDS.npy\n"
+                            "               [--uncond-tokens IDS.npy] [--bos N] [--eos N] [--pad N]\n"
                             "               [--seed N] [--steps N] [--guidance G] [--width W] [--height H] [--threads N]\n"
                             "               [--init-latent X.npy] [--save-latent OUT.npy] [-o IMAGE.png]\n");
             return 2;
@@ -154,12 +177,10 @@ int main(int argc, char** argv) {
         auto vae = Session::open(vae_path, opts);
 
         // 1. text embeddings for [uncond, prompt]
-        Tensor tok = onnx2ggml::read_npy(tokens_path);
-        std::vector<int64_t> prompt;
-        for (int64_t i = 0; i < tok.numel(); i++)
-            prompt.push_back(tok.dtype == DType::INT64 ? tok.as<int64_t>()[i] : tok.as<int32_t>()[i]);
+        std::vector<int64_t> prompt = read_ids(tokens_path), uncond;
+        if (!uncond_path.empty()) uncond = read_ids(uncond_path);
         const auto& te_in = te->model().graph.inputs;
-        Tensor ctx = te->run({{te_in[0].name, token_batch(prompt)}})[0];  // [2, 77, D]
+        Tensor ctx = te->run({{te_in[0].name, token_batch(uncond, prompt, sp)}})[0];  // [2, 77, D]
 
         // 2. latent noise
         int64_t lh = height / 8, lw = width / 8, n = 4 * lh * lw;
