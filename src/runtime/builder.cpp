@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "ggml-cpu.h"
 
 namespace onnx2ggml {
 
@@ -40,6 +41,24 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
     }
     int64_t ne[4];
     shape_to_ne(h.shape, ne);
+    if (zero_copy && type == GGML_TYPE_F32 && h.dtype == DType::FLOAT && h.keep && h.nbytes > 0 &&
+        reinterpret_cast<uintptr_t>(h.data) % 64 == 0) {
+        // No second copy: a CPU buffer wraps the mmapped (or pass-owned) bytes directly.
+        if (!mapped_ctx) {
+            ggml_init_params mp = {ggml_tensor_overhead() * 65536, nullptr, true};
+            mapped_ctx = ggml_init(mp);
+        }
+        ggml_tensor* t = ggml_new_tensor(mapped_ctx, type, 4, ne);
+        ggml_set_name(t, key.c_str());
+        void* ptr = const_cast<uint8_t*>(h.data);
+        ggml_backend_buffer_t buf = ggml_backend_cpu_buffer_from_ptr(ptr, h.nbytes);
+        O2G_CHECK(buf && ggml_backend_tensor_alloc(buf, t, ptr) == GGML_STATUS_SUCCESS, "could not map weight '", key, "'");
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        buffers.push_back(buf);
+        keep.push_back(h.keep);
+        tensors[key] = t;
+        return t;
+    }
     ggml_tensor* t = ggml_new_tensor(pending_ctx, type, 4, ne);
     ggml_set_name(t, key.c_str());
     tensors[key] = t;
@@ -67,6 +86,7 @@ void WeightCache::commit() {
 
 WeightCache::~WeightCache() {
     for (auto b : buffers) ggml_backend_buffer_free(b);
+    if (mapped_ctx) ggml_free(mapped_ctx);
     for (auto c : ctxs) ggml_free(c);
     if (pending_ctx) ggml_free(pending_ctx);
 }

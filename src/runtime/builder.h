@@ -16,6 +16,9 @@ namespace onnx2ggml {
 // Persistent device copies of initializers, shared by every graph built for one model.
 struct WeightCache {
     ggml_backend_buffer_type_t buft = nullptr;
+    bool zero_copy = false;  // CPU device: aligned f32 weights are used in place from the file mapping
+    ggml_context* mapped_ctx = nullptr;
+    std::vector<std::shared_ptr<const void>> keep;
     std::map<std::string, ggml_tensor*> tensors;
     std::vector<ggml_context*> ctxs;
     std::vector<ggml_backend_buffer_t> buffers;

@@ -51,6 +51,7 @@ public:
         init_device(opts);
         profiling_ = opts.profile;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
+        weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     }
     ~SessionImpl() override {
         cache_.clear();
