@@ -28,8 +28,18 @@ stored: tests/sd15_data.py regenerates them from seeds. Each exported graph is a
 onnxruntime against PyTorch at every case (printed; --no-ort-check skips it).
 
 Full-size graphs are written with all initializers in one external data file
-(<part>.onnx.data), which the UNet (~3.4 GB of fp32 weights) needs anyway.
-Exporter: the TorchScript exporter (dynamo=False); --dynamo selects torch.export instead.
+(<part>.onnx.data, 64-byte aligned so onnx2ggml can map it without copying), which the UNet
+(~3.4 GB of fp32 weights) needs anyway.
+
+Exporter: the TorchScript exporter (dynamo=False). --dynamo selects the torch.export-based one; it also
+works with onnx2ggml but is slower to export and, with embedded weights, writes graphs about twice as
+large. Opset 17 with TorchScript gives <part>.onnx and manifest.json; other variants get a suffix
+(<part>.opset20.onnx + manifest.opset20.json, ".dynamo" for --dynamo) so they can sit side by side.
+`--opset max` is 20 for TorchScript and 23 for --dynamo (torch 2.9).
+
+--weights: a diffusers folder is read with from_pretrained(local_files_only=True) and its own configs;
+a single file (the original CompVis/runwayml layout, e.g. v1-5-pruned-emaonly.safetensors) is converted
+with diffusers' convert_ldm_*_checkpoint into the SD 1.5 configs below, and must match them exactly.
 """
 import argparse
 import io
@@ -53,7 +63,6 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 PARTS = ["vae_encoder", "vae_decoder", "unet", "text_encoder"]
-TORCHSCRIPT_MAX_OPSET = 20  # torch.onnx._constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET in torch 2.9
 
 # ----------------------------------------------------------------------------- configs
 
@@ -91,10 +100,10 @@ SMALL = {
 SEQ = 77  # CLIP context length
 
 
-def part_io(cfg, part):
-    """Input specs, output names, dynamic axes, example shapes and test cases of one part."""
-    vocab = cfg["text_encoder"]["vocab_size"]
-    ctx = cfg["unet"]["cross_attention_dim"]
+def part_io(part, ctx, vocab):
+    """Input specs, output names, dynamic axes, example shapes and test cases of one part.
+
+    ctx: the UNet's cross_attention_dim; vocab: the text encoder's vocab_size."""
     if part == "vae_encoder":
         return dict(
             inputs=[{"name": "sample", "dtype": "float32", "distribution": "uniform", "range": [-1.0, 1.0]}],
@@ -265,6 +274,17 @@ def make_wrapper(part, cfg, prefix, weights, cache):
             "text_encoder": TextEncoder}[part](m).eval()
 
 
+def count_params(part, wrapper):
+    """Parameters the part's graph uses (the VAE wrappers share one AutoencoderKL)."""
+    if part == "vae_encoder":
+        mods = [wrapper.vae.encoder, wrapper.vae.quant_conv]
+    elif part == "vae_decoder":
+        mods = [wrapper.vae.decoder, wrapper.vae.post_quant_conv]
+    else:
+        mods = [wrapper]
+    return sum(p.numel() for m in mods if m is not None for p in m.parameters())
+
+
 # ----------------------------------------------------------------------------- export
 
 def _consolidate_external_data(onnx_path, location):
@@ -393,11 +413,20 @@ def ort_check(path, feeds, refs, threads):
 # ----------------------------------------------------------------------------- main
 
 def ref_file(part, ci, output, suffix=""):
-    return f"ref/{part}{suffix}.{ci}.{model_data_sanitize(output)}.npy"
+    return f"ref/{part}{suffix}.{ci}.{sanitize(output)}.npy"
 
 
-def model_data_sanitize(name):
+def sanitize(name):
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def loaded_configs(cache):
+    """JSON-able configs of the models loaded with --weights."""
+    out = {}
+    for kind, m in cache.items():
+        conf = m.config.to_dict() if hasattr(m.config, "to_dict") else dict(m.config)
+        out[kind] = {k: v for k, v in conf.items() if not k.startswith("_") or k == "_class_name"}
+    return out
 
 
 def shape_str(case):
@@ -422,7 +451,8 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.opset == "max":
-        opset = 23 if args.dynamo else TORCHSCRIPT_MAX_OPSET
+        from torch.onnx import _constants
+        opset = _constants.ONNX_MAX_OPSET if args.dynamo else _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET
     else:
         opset = int(args.opset)
     cfg = SMALL if args.small else FULL
@@ -438,7 +468,9 @@ def main():
 
     import diffusers
     import transformers
-    manifest_path = os.path.join(out_dir, "manifest.json" if opset == 17 else f"manifest.opset{opset}.json")
+    # opset 17 / TorchScript keeps plain names; other variants get a suffix so they can sit side by side
+    suffix = ("" if opset == 17 else f".opset{opset}") + (".dynamo" if args.dynamo else "")
+    manifest_path = os.path.join(out_dir, f"manifest{suffix}.json")
     old = {}
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
@@ -446,16 +478,19 @@ def main():
 
     cache = {}
     entries = []
-    suffix = "" if opset == 17 else f".opset{opset}"
     for part in PARTS:
         if part not in parts:
             if part in old:
                 entries.append(old[part])
             continue
-        io_spec = part_io(cfg, part)
-        cases = io_spec["small_cases"] if args.small else io_spec["full_cases"]
         wrapper = make_wrapper(part, cfg, prefix, args.weights, cache)
-        n_params = sum(p.numel() for p in wrapper.parameters())
+        # with --weights the loaded configs decide the context width and vocabulary
+        ctx = cache["unet"].config.cross_attention_dim if "unet" in cache else cfg["unet"]["cross_attention_dim"]
+        vocab = cache["text_encoder"].config.vocab_size if "text_encoder" in cache \
+            else cfg["text_encoder"]["vocab_size"]
+        io_spec = part_io(part, ctx, vocab)
+        cases = io_spec["small_cases"] if args.small else io_spec["full_cases"]
+        n_params = count_params(part, wrapper)
         fname = part + suffix + ".onnx"
         path = os.path.join(out_dir, fname)
         proto, t_export = export_part(wrapper, part, io_spec, path, opset, args.dynamo, external=not args.small)
@@ -508,11 +543,11 @@ def main():
         "versions": {"torch": torch.__version__.split("+")[0], "diffusers": diffusers.__version__,
                      "transformers": transformers.__version__, "onnx": onnx.__version__},
         "weights": "random (seeded)" if args.weights is None else os.path.basename(os.path.normpath(args.weights)),
-        "configs": cfg,
+        "configs": cfg if args.weights is None else loaded_configs(cache),
         "parts": entries,
     }
     with open(manifest_path, "w") as f:
-        json.dump(manifest, f, indent=1)
+        json.dump(manifest, f, indent=1, default=str)
         f.write("\n")
     print(f"wrote {manifest_path}")
 

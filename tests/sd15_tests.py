@@ -142,6 +142,7 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
             st = json.load(f)
         run["compute_s"] = st.get("compute_ms", 0) / 1e3
         run["build_s"] = st.get("build_ms", 0) / 1e3
+        run["stats"] = st
     run["outputs"] = check_outputs(entry, manifest_dir, ci, out_dir) if rc == 0 else []
     run["error"] = None if rc == 0 else f"exit {rc}: " + " | ".join(log.strip().splitlines()[-3:])[-400:]
     result["runs"]["onnx2ggml"] = run
@@ -235,15 +236,17 @@ def main(argv=None):
             shutil.rmtree(work, ignore_errors=True)
 
     hdr = ("part", "inputs", "runtime", "output", "max_abs_err", "rel_err", "tol", "result",
-           "wall_s", "compute_s", "rss_MiB")
+           "wall_s", "compute_s", "rss_MiB", "note")
     table = [(r[0], r[1], r[2], r[3], fmt(r[4]), fmt(r[5]), f"{r[6]:.0e}", "PASS" if r[7] else "FAIL",
-              f"{r[8]['wall_s']:.2f}", fmt(r[8].get("compute_s"), ".2f"), fmt(r[8]["rss_mib"], ".0f"))
+              f"{r[8]['wall_s']:.2f}", fmt(r[8].get("compute_s"), ".2f"), fmt(r[8]["rss_mib"], ".0f"),
+              (r[8]["error"] or "")[:200])
              for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(hdr, *table)]
+    widths[-1] = 0
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     print()
     print(line(hdr))
-    print(line(["-" * w for w in widths]))
+    print(line(["-" * w for w in widths[:-1]] + ["----"]))
     for t in table:
         print(line(t))
     failed = sum(1 for r in rows if not r[7])

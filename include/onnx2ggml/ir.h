@@ -34,6 +34,7 @@ struct TensorData {
     const uint8_t* data = nullptr;
     size_t nbytes = 0;
     std::shared_ptr<const void> keep;
+    bool mapped = false;  // data lives in a read-only file mapping (pages can be dropped and re-read)
 
     int64_t numel() const;
 };

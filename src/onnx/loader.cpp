@@ -231,6 +231,7 @@ struct Parser {
         size_t need = size_t(n * esize);
         if (external_loc) {
             td->data = external(td->name, ext_location, ext_offset, ext_length, need, td->keep);
+            td->mapped = true;
             td->nbytes = need;
             return td;
         }
@@ -240,6 +241,7 @@ struct Parser {
             td->data = reinterpret_cast<const uint8_t*>(raw.data());
             td->nbytes = need;
             td->keep = keep;
+            td->mapped = keep != nullptr;
             return td;
         }
         // Typed fields: decode once into an owned buffer.

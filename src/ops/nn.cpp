@@ -1,4 +1,7 @@
 // Neural-network ops: Conv, ConvTranspose, pools, normalizations, Softmax, MatMul, Gemm, Einsum, Resize.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,6 +25,12 @@ ggml_tensor* permute_onnx(Lower& L, ggml_tensor* x, int r, const std::vector<int
     return ggml_cont(L.ctx, ggml_permute(L.ctx, x, g[0], g[1], g[2], g[3]));
 }
 
+void drop_pages(const uint8_t* p, size_t n) {
+    uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    uintptr_t b = (uintptr_t(p) + page - 1) & ~(page - 1), e = (uintptr_t(p) + n) & ~(page - 1);
+    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+}
+
 // A weight transformed once on the host and cached on the device under `key`.
 ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&)) {
     Val& v = L.in(i);
@@ -29,7 +38,10 @@ ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTenso
     auto it = L.b.weights.tensors.find(key);
     if (it != L.b.weights.tensors.end()) return it->second;
     HostTensor h = fn(*v.host);
-    return L.b.weights.get(key, h, GGML_TYPE_F32);
+    ggml_tensor* t = L.b.weights.get(key, h, GGML_TYPE_F32);
+    // The original is only read for this transform: give its mapped pages back (re-read if needed later).
+    if (v.host->mapped) drop_pages(v.host->data, v.host->nbytes);
+    return t;
 }
 
 HostTensor transpose_last2(const HostTensor& w) {

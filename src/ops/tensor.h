@@ -24,6 +24,7 @@ struct HostTensor {
     const uint8_t* data = nullptr;
     size_t nbytes = 0;
     std::shared_ptr<const void> keep;
+    bool mapped = false;  // see TensorData::mapped
 
     int64_t numel() const { return shape_numel(shape); }
     // Element i converted; valid for every supported dtype.

@@ -223,6 +223,7 @@ void Builder::bind_initializers(const Graph& g) {
         h.data = td->data;
         h.nbytes = td->nbytes;
         h.keep = td->keep;
+        h.mapped = td->mapped;
         v.host = std::make_shared<HostTensor>(std::move(h));
         vals[name] = std::move(v);
     }

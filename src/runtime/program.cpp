@@ -116,6 +116,7 @@ Weights::Weights(const std::string& path) : path_(path) {
         }
         td->nbytes = need;
         td->keep = m;
+        td->mapped = true;
         tensors_[td->name] = td;
     }
 }
