@@ -55,6 +55,15 @@ def conv_bn(second_consumer: bool):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9)
 
 
+def silu(shared: bool):
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if shared:  # the sigmoid is also an output: no fusion
+        outs.append(helper.make_tensor_value_info("s", TensorProto.FLOAT, None))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 12])], outs)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
@@ -62,7 +71,9 @@ def main():
     x = np.random.RandomState(1).randn(1, 3, 10, 12).astype(np.float32)
     failures = 0
     cases = [("fold_conv_batchnorm: Conv -> BN folds", conv_bn(False), 1),
-             ("fold_conv_batchnorm: Conv output also used: no fold", conv_bn(True), 2)]
+             ("fold_conv_batchnorm: Conv output also used: no fold", conv_bn(True), 2),
+             ("fuse_silu: Mul(x, Sigmoid(x)) becomes one ggml_silu", silu(False), 1),
+             ("fuse_silu: Sigmoid also used: no fusion", silu(True), 2)]
     for label, model, want_nodes in cases:
         with tempfile.TemporaryDirectory() as tmp:
             stats, rel = run(a.cli, model, {"x": x}, tmp)

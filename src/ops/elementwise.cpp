@@ -163,6 +163,7 @@ void host_Mean(Lower& L) { host_variadic(L, 3); }
     }
 O2G_UNARY(Relu, ggml_relu(ctx, x))
 O2G_UNARY(Sigmoid, ggml_sigmoid(ctx, x))
+O2G_UNARY(SiLU, ggml_silu(ctx, x))
 O2G_UNARY(Tanh, ggml_tanh(ctx, x))
 O2G_UNARY(Exp, ggml_exp(ctx, x))
 O2G_UNARY(Log, ggml_log(ctx, x))

@@ -147,6 +147,7 @@ void lower_Resize(Lower&);
 void lower_Round(Lower&);
 void lower_Selu(Lower&);
 void lower_Sigmoid(Lower&);
+void lower_SiLU(Lower&);
 void lower_Sign(Lower&);
 void lower_Sin(Lower&);
 void lower_Sinh(Lower&);
@@ -243,6 +244,7 @@ const std::vector<OpDef>& table() {
         {"Min", 1, lower_Min, host_Min, {}, true},
         {"Relu", 1, lower_Relu, host_Relu, {}, true},
         {"Sigmoid", 1, lower_Sigmoid, nullptr, {}, true},
+        {"onnx2ggml.SiLU", 1, lower_SiLU, nullptr, {}, true},  // produced by the fuse_silu pass
         {"Tanh", 1, lower_Tanh, nullptr, {}, true},
         {"Exp", 1, lower_Exp, host_Exp, {}, true},
         {"Log", 1, lower_Log, host_Log, {}, true},

@@ -5,6 +5,7 @@ namespace onnx2ggml {
 const std::vector<Pass>& pipeline() {
     static const std::vector<Pass> passes = {
         {"fold_conv_batchnorm", fold_conv_batchnorm},
+        {"fuse_silu", fuse_silu},
         {"remove_dead_nodes", remove_dead_nodes},
         {"mark_host_values", mark_host_values},
     };

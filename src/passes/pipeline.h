@@ -17,6 +17,7 @@ const std::vector<Pass>& pipeline();
 GraphPlan plan_graph(const Model& m);
 
 void fold_conv_batchnorm(const Model& m, GraphPlan& plan);
+void fuse_silu(const Model& m, GraphPlan& plan);
 void remove_dead_nodes(const Model& m, GraphPlan& plan);
 void mark_host_values(const Model& m, GraphPlan& plan);
 

@@ -1,6 +1,7 @@
 // Session: device choice, input validation, graph build and cache per input signature, execution.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <unistd.h>
@@ -56,6 +57,7 @@ public:
     ~SessionImpl() override {
         cache_.clear();
         if (cpu_) ggml_backend_free(cpu_);
+        if (accel_) ggml_backend_free(accel_);
         if (backend_) ggml_backend_free(backend_);
     }
 
@@ -73,7 +75,7 @@ private:
 
     std::shared_ptr<Model> model_;
     GraphPlan plan_;
-    ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
+    ggml_backend_t backend_ = nullptr, cpu_ = nullptr, accel_ = nullptr;
     std::string device_;
     WeightCache weights_;
     std::map<std::string, std::unique_ptr<CachedGraph>> cache_;
@@ -135,6 +137,18 @@ void SessionImpl::init_device(const SessionOptions& opts) {
     int threads = opts.threads > 0 ? opts.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
         set_threads(backend_, threads);
+        // On the CPU, an accelerator library built into ggml (BLAS) takes the large matrix products first.
+        if (getenv("ONNX2GGML_NO_BLAS") == nullptr)
+            for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+                ggml_backend_dev_t d = ggml_backend_dev_get(i);
+                if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_ACCEL) continue;
+                if (ggml_backend_t b = ggml_backend_dev_init(d, nullptr)) {
+                    set_threads(b, threads);
+                    accel_ = b;
+                    device_ += " + " + std::string(ggml_backend_dev_name(d));
+                    break;
+                }
+            }
     } else {
         cpu_ = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
         if (cpu_) set_threads(cpu_, threads);
@@ -253,8 +267,11 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     double t1 = now_ms();
     if (ggml_graph_n_nodes(c->graph) > 0) {
         if (!c->allocated) {
-            ggml_backend_t bk[2] = {backend_, cpu_};
-            c->sched = ggml_backend_sched_new(bk, nullptr, cpu_ ? 2 : 1, size_t(ggml_graph_size(c->graph)), false, true);
+            std::vector<ggml_backend_t> bk;  // in priority order
+            if (accel_) bk.push_back(accel_);
+            bk.push_back(backend_);
+            if (cpu_) bk.push_back(cpu_);
+            c->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c->graph)), false, true);
             O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), "could not allocate the graph's device memory");
             c->allocated = true;
         }
