@@ -51,6 +51,7 @@ public:
         plan_ = plan_graph(*model_);
         init_device(opts);
         profiling_ = opts.profile;
+        quiet_ = opts.quiet;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
         weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     }
@@ -72,6 +73,8 @@ private:
     void init_device(const SessionOptions& opts);
     std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key);
     std::unique_ptr<CachedGraph> build(const std::vector<const Tensor*>& ins);
+    // On a GPU, says which ggml ops the scheduler moved to the CPU (never a silent fallback).
+    void warn_cpu_fallback(CachedGraph& c);
 
     std::shared_ptr<Model> model_;
     GraphPlan plan_;
@@ -81,6 +84,7 @@ private:
     std::map<std::string, std::unique_ptr<CachedGraph>> cache_;
     RunStats stats_;
     bool profiling_ = false;
+    bool quiet_ = false;
     std::vector<ProfileEntry> profile_;
     double last_ms_ = 0;
 
@@ -242,6 +246,24 @@ std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>
     return c;
 }
 
+void SessionImpl::warn_cpu_fallback(CachedGraph& c) {
+    if (!cpu_ || quiet_) return;
+    std::map<std::string, int> ops;
+    int n = 0;
+    for (int i = 0; i < ggml_graph_n_nodes(c.graph); i++) {
+        ggml_tensor* t = ggml_graph_node(c.graph, i);
+        if (ggml_backend_sched_get_tensor_backend(c.sched, t) == cpu_) {
+            ops[ggml_op_desc(t)]++;
+            n++;
+        }
+    }
+    if (n == 0) return;
+    std::string list;
+    for (auto& [op, k] : ops) list += " " + op + " x" + std::to_string(k);
+    fprintf(stderr, "onnx2ggml: warning: %d of %d ggml nodes run on the CPU, not %s:%s\n", n, ggml_graph_n_nodes(c.graph),
+            device_.c_str(), list.c_str());
+}
+
 std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs) {
     std::string key;
     auto ins = check_inputs(inputs, key);
@@ -274,6 +296,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
             c->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c->graph)), false, true);
             O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), "could not allocate the graph's device memory");
             c->allocated = true;
+            warn_cpu_fallback(*c);
         }
         for (auto& [t, idx] : b.input_tensors) {
             if (!t->buffer) continue;  // input not used by the device graph
