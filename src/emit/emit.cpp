@@ -243,7 +243,6 @@ void write_gguf(const std::string& path, std::vector<WeightEntry>& ws) {
     std::vector<const char*> shape_ptrs;
     for (auto& s : shapes) shape_ptrs.push_back(s.c_str());
     gguf_set_val_str(g, "general.architecture", "onnx2ggml");
-    gguf_set_val_u32(g, "general.alignment", 64);  // lets the CPU backend use weights in place
     gguf_set_arr_str(g, "onnx2ggml.names", names.data(), names.size());
     gguf_set_arr_str(g, "onnx2ggml.shapes", shape_ptrs.data(), shape_ptrs.size());
     gguf_set_arr_data(g, "onnx2ggml.dtypes", GGUF_TYPE_INT32, types.data(), types.size());

@@ -42,7 +42,7 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
     int64_t ne[4];
     shape_to_ne(h.shape, ne);
     if (zero_copy && type == GGML_TYPE_F32 && h.dtype == DType::FLOAT && h.keep && h.nbytes > 0 &&
-        reinterpret_cast<uintptr_t>(h.data) % 64 == 0) {
+        reinterpret_cast<uintptr_t>(h.data) % 32 == 0) {  // ggml's tensor alignment
         // No second copy: a CPU buffer wraps the mmapped (or pass-owned) bytes directly.
         if (!mapped_ctx) {
             ggml_init_params mp = {ggml_tensor_overhead() * 65536, nullptr, true};
