@@ -127,7 +127,12 @@ void print_profile(const Session& s) {
     print("time per ggml op", by_op, 40);
 }
 
+// Peak resident set of this process (VmHWM; getrusage's maxrss survives exec and can report the parent's).
 long peak_rss_kb() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss;
