@@ -159,6 +159,13 @@ std::map<std::string, Tensor> read_inputs(const Session& session, const std::str
     return feeds;
 }
 
+// "--input NAME=FILE" or "--input FILE" (positional).
+void add_input(std::vector<std::pair<std::string, std::string>>& inputs, const std::string& v) {
+    auto eq = v.find('=');
+    if (eq == std::string::npos) inputs.emplace_back("", v);
+    else inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+}
+
 int cmd_bench(const std::vector<std::string>& args) {
     std::string model;
     std::vector<std::pair<std::string, std::string>> inputs;
@@ -170,12 +177,7 @@ int cmd_bench(const std::vector<std::string>& args) {
             if (i + 1 >= args.size()) throw Error("option " + a + " needs a value\n" + kUsage);
             return args[++i];
         };
-        if (a == "--input" || a == "-i") {
-            std::string v = next();
-            auto eq = v.find('=');
-            if (eq == std::string::npos) inputs.emplace_back("", v);
-            else inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-        } else if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
+        if (a == "--input" || a == "-i") add_input(inputs, next()); else if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
         else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
         else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
         else if (a == "--device") opts.device = next();
@@ -255,12 +257,7 @@ int cmd_run(const std::vector<std::string>& args) {
             if (i + 1 >= args.size()) throw Error("option " + a + " needs a value\n" + kUsage);
             return args[++i];
         };
-        if (a == "--input" || a == "-i") {
-            std::string v = next();
-            auto eq = v.find('=');
-            if (eq == std::string::npos) inputs.emplace_back("", v);
-            else inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-        } else if (a == "--output-dir" || a == "-o") out_dir = next();
+        if (a == "--input" || a == "-i") add_input(inputs, next()); else if (a == "--output-dir" || a == "-o") out_dir = next();
         else if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
         else if (a == "--device") opts.device = next();
         else if (a == "--stats") stats_path = next();
