@@ -130,10 +130,18 @@ ggml_tensor* pad_crop_2d(Lower& L, ggml_tensor* x, int64_t wb, int64_t we, int64
 
 // Dense 2-D convolution through an F32 im2col (ggml_conv_2d's F16 im2col loses fp32 parity).
 ggml_tensor* conv2d_f32(Lower& L, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh) {
+    int64_t M = k->ne[3];
+    ggml_tensor* k2 = ggml_reshape_2d(L.ctx, L.cont(k), k->ne[0] * k->ne[1] * k->ne[2], M);  // [CKK, M]
+    if (k->ne[0] == 1 && k->ne[1] == 1 && sw == 1 && sh == 1 && pw == 0 && ph == 0 && x->ne[3] == 1) {
+        // 1x1 conv, batch 1: a plain matrix product over channels; one transpose instead of im2col + permute.
+        int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
+        ggml_tensor* xt = ggml_cont(L.ctx, ggml_transpose(L.ctx, ggml_reshape_2d(L.ctx, L.cont(x), W * H, C)));
+        return ggml_reshape_4d(L.ctx, ggml_mul_mat(L.ctx, xt, k2), W, H, M, 1);  // [W*H, M]
+    }
     ggml_tensor* col = ggml_im2col(L.ctx, k, L.cont(x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
-    ggml_tensor* y = ggml_mul_mat(L.ctx, ggml_reshape_2d(L.ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]),
-                                  ggml_reshape_2d(L.ctx, L.cont(k), k->ne[0] * k->ne[1] * k->ne[2], k->ne[3]));
-    y = ggml_reshape_4d(L.ctx, y, col->ne[1], col->ne[2], col->ne[3], k->ne[3]);  // [OW, OH, N, M]
+    ggml_tensor* y = ggml_mul_mat(L.ctx, ggml_reshape_2d(L.ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]), k2);
+    if (col->ne[3] == 1) return ggml_reshape_4d(L.ctx, y, col->ne[1], col->ne[2], M, 1);  // batch 1: already [OW, OH, M]
+    y = ggml_reshape_4d(L.ctx, y, col->ne[1], col->ne[2], col->ne[3], M);  // [OW, OH, N, M]
     return ggml_cont(L.ctx, ggml_permute(L.ctx, y, 0, 1, 3, 2));
 }
 
