@@ -45,6 +45,7 @@ struct RunStats {
     bool cache_hit = false;   // graph reused from an earlier run with the same shapes
     double build_ms = 0, compute_ms = 0;
     int ggml_graph_nodes = 0;
+    std::map<std::string, int> ggml_ops;  // ggml graph nodes per op (GROUP_NORM, SOFT_MAX, ...): shows fusions
 };
 
 class Session {

@@ -9,6 +9,7 @@
 
 #include "ops/custom.h"
 #include "ops/host.h"
+#include "ops/winograd.h"
 #include "runtime/builder.h"
 
 namespace onnx2ggml {
@@ -29,19 +30,6 @@ void drop_pages(const uint8_t* p, size_t n) {
     uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     uintptr_t b = (uintptr_t(p) + page - 1) & ~(page - 1), e = (uintptr_t(p) + n) & ~(page - 1);
     if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
-}
-
-// A weight transformed once on the host and cached on the device under `key`.
-ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&)) {
-    Val& v = L.in(i);
-    std::string key = v.name + suffix;
-    auto it = L.b.weights.tensors.find(key);
-    if (it != L.b.weights.tensors.end()) return it->second;
-    HostTensor h = fn(*v.host);
-    ggml_tensor* t = L.b.weights.get(key, h, GGML_TYPE_F32);
-    // The original is only read for this transform: give its mapped pages back (re-read if needed later).
-    if (v.host->mapped) drop_pages(v.host->data, v.host->nbytes);
-    return t;
 }
 
 HostTensor transpose_last2(const HostTensor& w) {
@@ -203,6 +191,18 @@ ggml_tensor* dilate_input(Lower& L, ggml_tensor* x, int dim, int64_t s) {
 
 }  // namespace
 
+ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&)) {
+    Val& v = L.in(i);
+    std::string key = v.name + suffix;
+    auto it = L.b.weights.tensors.find(key);
+    if (it != L.b.weights.tensors.end()) return it->second;
+    HostTensor h = fn(*v.host);
+    ggml_tensor* t = L.b.weights.get(key, h, GGML_TYPE_F32);
+    // The original is only read for this transform: give its mapped pages back (re-read if needed later).
+    if (v.host->mapped) drop_pages(v.host->data, v.host->nbytes);
+    return t;
+}
+
 // ---- Conv (1-D and 2-D) ----
 void lower_Conv(Lower& L) {
     const Shape& xs = L.shape(0);
@@ -236,8 +236,25 @@ void lower_Conv(Lower& L) {
         pw = int(wb);
         ph = int(hb);
     } else x = pad_crop_2d(L, x, wb, we, hb, he);
-    ggml_tensor* y = conv2d_core(L, x, k, group, int(strides[1]), int(strides[0]), int(dil[1]), int(dil[0]), pw, ph);
-    if (L.has(2)) y = ggml_add(L.ctx, y, ggml_reshape_4d(L.ctx, L.t(2), 1, 1, shape_numel(L.shape(2)), 1));
+    // 3x3 stride-1 convolutions with a constant weight take the Winograd path on the CPU (fewer multiply-adds).
+    int wino = sp == 2 && group == 1 && ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 &&
+                       strides[1] == 1 && dil[0] == 1 && dil[1] == 1 && L.in(1).is_weight && L.in(1).host &&
+                       L.dtype(0) == DType::FLOAT && L.b.weights.native_cpu
+                   ? winograd_tile(L, xs[0] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
+                   : 0;
+    ggml_tensor* y;
+    if (wino) {
+        ggml_tensor* bias = nullptr;
+        if (L.has(2)) {
+            bias = L.t(2);
+            if (bias->type != GGML_TYPE_F32) bias = ggml_cast(L.ctx, bias, GGML_TYPE_F32);
+            bias = L.cont(bias);
+        }
+        y = conv2d_winograd(L, wino, x, 1, bias, pw, ph);
+    } else {
+        y = conv2d_core(L, x, k, group, int(strides[1]), int(strides[0]), int(dil[1]), int(dil[0]), pw, ph);
+        if (L.has(2)) y = ggml_add(L.ctx, y, ggml_reshape_4d(L.ctx, L.t(2), 1, 1, shape_numel(L.shape(2)), 1));
+    }
     if (sp == 1) y = ggml_reshape_3d(L.ctx, y, y->ne[0], y->ne[2], y->ne[3]);
     L.out(0, y, L.dtype(0), int(xs.size()));
 }

@@ -16,7 +16,8 @@ namespace onnx2ggml {
 // Persistent device copies of initializers, shared by every graph built for one model.
 struct WeightCache {
     ggml_backend_buffer_type_t buft = nullptr;
-    bool zero_copy = false;  // CPU device: aligned f32 weights are used in place from the file mapping
+    bool zero_copy = false;
+    bool native_cpu = false;  // the device is the CPU: custom CPU kernels (Winograd conv) run where the graph runs  // CPU device: aligned f32 weights are used in place from the file mapping
     ggml_context* mapped_ctx = nullptr;
     std::vector<std::shared_ptr<const void>> keep;
     std::map<std::string, ggml_tensor*> tensors;

@@ -54,6 +54,7 @@ public:
         quiet_ = opts.quiet;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
         weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
+        weights_.native_cpu = weights_.zero_copy && accel_ == nullptr;
     }
     ~SessionImpl() override {
         cache_.clear();
@@ -285,6 +286,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     stats_.cache_hit = hit;
     stats_.build_ms = hit ? 0 : now_ms() - t0;
     stats_.ggml_graph_nodes = ggml_graph_n_nodes(c->graph);
+    for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) stats_.ggml_ops[ggml_op_desc(ggml_graph_node(c->graph, i))]++;
 
     double t1 = now_ms();
     if (ggml_graph_n_nodes(c->graph) > 0) {

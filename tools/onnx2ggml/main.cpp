@@ -291,7 +291,13 @@ int cmd_run(const std::vector<std::string>& args) {
         std::ofstream f(stats_path);
         f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
           << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
-          << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms << "}\n";
+          << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms << ", \"ggml_ops\": {";
+        const char* sep = "";
+        for (auto& [op, n] : s.ggml_ops) {
+            f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers
+            sep = ", ";
+        }
+        f << "}}\n";
     }
     return 0;
 }

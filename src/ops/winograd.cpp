@@ -1,0 +1,259 @@
+// Winograd F(m x m, 3 x 3) convolution for the CPU: input transform and output transform are custom kernels,
+// the 36 (or 16) small products in between are one batched ggml_mul_mat. Compared with an F32 im2col this does
+// 2.25x (m = 2) or 4x (m = 4) fewer multiply-adds and moves 4x / 2.25x the input instead of 9x.
+#include "ops/winograd.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "ops/custom.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+// Transform matrices (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks"): y = A^T[(G g G^T) .* (B^T d B)]A.
+template <int M> struct Mat;
+template <> struct Mat<2> {
+    static constexpr int A = 4;
+    static constexpr float BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+    static constexpr double G[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+    static constexpr float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+};
+template <> struct Mat<4> {
+    static constexpr int A = 6;
+    static constexpr float BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                       {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+    static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                       {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                       {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                       {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                       {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                       {0, 0, 1}};
+    static constexpr float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+};
+
+constexpr int LANES = 16;  // channels (input transform) or tiles (output transform) handled together
+
+struct Params {
+    int m, pw, ph;
+    int64_t W, H, C, N, OW, OH, TW, TH;
+};
+
+// x [W, H, C, N] -> V [C, T, A*A], T = N*TH*TW tiles; each work item is one tile row and 16 channels.
+template <int M>
+void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    using K = Mat<M>;
+    constexpr int A = K::A;
+    const Params& p = *static_cast<const Params*>(ud);
+    const ggml_tensor* xt = dst->src[0];
+    const float* x = static_cast<const float*>(xt->data);
+    float* v = static_cast<float*>(dst->data);
+    const int64_t T = p.N * p.TH * p.TW, CB = (p.C + LANES - 1) / LANES;
+    const int64_t items = p.N * p.TH * CB, per = (items + nth - 1) / nth;
+    const int64_t i0 = std::min(items, per * ith), i1 = std::min(items, i0 + per);
+    alignas(64) float d[A][A][LANES], t[A][A][LANES];
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t cb = it % CB, row = it / CB, ty = row % p.TH, n = row / p.TH;
+        const int64_t c0 = cb * LANES, nc = std::min<int64_t>(LANES, p.C - c0);
+        const int64_t y0 = ty * M - p.ph;
+        for (int64_t tx = 0; tx < p.TW; tx++) {
+            const int64_t x0 = tx * M - p.pw;
+            const bool inside = y0 >= 0 && x0 >= 0 && y0 + A <= p.H && x0 + A <= p.W;
+            for (int64_t l = 0; l < LANES; l++) {
+                if (l >= nc) {
+                    for (int i = 0; i < A; i++)
+                        for (int j = 0; j < A; j++) d[i][j][l] = 0;
+                    continue;
+                }
+                const float* plane = x + size_t(((n * p.C) + c0 + l) * p.H) * size_t(p.W);
+                for (int i = 0; i < A; i++) {
+                    const int64_t yy = y0 + i;
+                    for (int j = 0; j < A; j++) {
+                        const int64_t xx = x0 + j;
+                        d[i][j][l] = inside || (yy >= 0 && yy < p.H && xx >= 0 && xx < p.W) ? plane[yy * p.W + xx] : 0.f;
+                    }
+                }
+            }
+            // t = B^T d, then v = t B, 16 channels per vector.
+            for (int a = 0; a < A; a++)
+                for (int j = 0; j < A; j++) {
+                    float acc[LANES] = {};
+                    for (int i = 0; i < A; i++) {
+                        const float c = K::BT[a][i];
+                        if (c == 0) continue;
+                        for (int l = 0; l < LANES; l++) acc[l] += c * d[i][j][l];
+                    }
+                    std::memcpy(t[a][j], acc, sizeof acc);
+                }
+            const int64_t tile = (n * p.TH + ty) * p.TW + tx;
+            for (int a = 0; a < A; a++)
+                for (int b = 0; b < A; b++) {
+                    float acc[LANES] = {};
+                    for (int j = 0; j < A; j++) {
+                        const float c = K::BT[b][j];
+                        if (c == 0) continue;
+                        for (int l = 0; l < LANES; l++) acc[l] += c * t[a][j][l];
+                    }
+                    float* o = v + (size_t(a * A + b) * size_t(T) + size_t(tile)) * size_t(p.C) + size_t(c0);
+                    std::memcpy(o, acc, sizeof(float) * size_t(nc));
+                }
+        }
+    }
+}
+
+// Mt [T, M_out, A*A] (+ bias [M_out]) -> y [OW, OH, M_out, N]; each work item is one output channel and tile row,
+// 16 tiles per vector.
+template <int M>
+void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    using K = Mat<M>;
+    constexpr int A = K::A;
+    const Params& p = *static_cast<const Params*>(ud);
+    const ggml_tensor* mt = dst->src[0];
+    const ggml_tensor* bias = dst->src[1];
+    const float* mm = static_cast<const float*>(mt->data);
+    float* y = static_cast<float*>(dst->data);
+    const int64_t T = p.N * p.TH * p.TW, CO = dst->ne[2];
+    const int64_t items = p.N * CO * p.TH, per = (items + nth - 1) / nth;
+    const int64_t i0 = std::min(items, per * ith), i1 = std::min(items, i0 + per);
+    alignas(64) float s[A][A][LANES], t[M][A][LANES], r[M][M][LANES];
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t ty = it % p.TH, rest = it / p.TH, co = rest % CO, n = rest / CO;
+        const float b0 = bias ? static_cast<const float*>(bias->data)[co] : 0.f;
+        float* plane = y + size_t((n * CO + co) * p.OH) * size_t(p.OW);
+        for (int64_t tx0 = 0; tx0 < p.TW; tx0 += LANES) {
+            const int64_t nt = std::min<int64_t>(LANES, p.TW - tx0);
+            const int64_t tile0 = (n * p.TH + ty) * p.TW + tx0;
+            for (int a = 0; a < A; a++)
+                for (int b = 0; b < A; b++) {
+                    const float* src = mm + (size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(T) + size_t(tile0);
+                    std::memcpy(s[a][b], src, sizeof(float) * size_t(nt));
+                    for (int64_t l = nt; l < LANES; l++) s[a][b][l] = 0;
+                }
+            for (int i = 0; i < M; i++)
+                for (int b = 0; b < A; b++) {
+                    float acc[LANES] = {};
+                    for (int a = 0; a < A; a++) {
+                        const float c = K::AT[i][a];
+                        if (c == 0) continue;
+                        for (int l = 0; l < LANES; l++) acc[l] += c * s[a][b][l];
+                    }
+                    std::memcpy(t[i][b], acc, sizeof acc);
+                }
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < M; j++) {
+                    float acc[LANES];
+                    for (int l = 0; l < LANES; l++) acc[l] = b0;
+                    for (int b = 0; b < A; b++) {
+                        const float c = K::AT[j][b];
+                        if (c == 0) continue;
+                        for (int l = 0; l < LANES; l++) acc[l] += c * t[i][b][l];
+                    }
+                    std::memcpy(r[i][j], acc, sizeof acc);
+                }
+            for (int i = 0; i < M; i++) {
+                const int64_t oy = ty * M + i;
+                if (oy >= p.OH) break;
+                float* orow = plane + oy * p.OW;
+                for (int64_t l = 0; l < nt; l++) {
+                    const int64_t ox = (tx0 + l) * M;
+                    for (int j = 0; j < M && ox + j < p.OW; j++) orow[ox + j] = r[i][j][l];
+                }
+            }
+        }
+    }
+}
+
+template <int M>
+HostTensor transform_weights(const HostTensor& w) {
+    using K = Mat<M>;
+    constexpr int A = K::A;
+    const int64_t CO = w.shape[0], CI = w.shape[1];
+    HostTensor out = HostTensor::alloc(DType::FLOAT, {A * A, CO, CI});
+    std::vector<float> conv;
+    const float* g = reinterpret_cast<const float*>(w.data);
+    if (w.dtype != DType::FLOAT) {
+        conv = w.to_f32();
+        g = conv.data();
+    }
+    float* o = reinterpret_cast<float*>(out.mut());
+    auto rows = [&](int64_t co0, int64_t co1) {
+        for (int64_t co = co0; co < co1; co++)
+            for (int64_t ci = 0; ci < CI; ci++) {
+                const float* k = g + size_t((co * CI + ci) * 9);
+                double gk[A][3];  // G g
+                for (int a = 0; a < A; a++)
+                    for (int j = 0; j < 3; j++)
+                        gk[a][j] = K::G[a][0] * k[j] + K::G[a][1] * k[3 + j] + K::G[a][2] * k[6 + j];
+                for (int a = 0; a < A; a++)
+                    for (int b = 0; b < A; b++)
+                        o[(size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(CI) + size_t(ci)] =
+                            float(gk[a][0] * K::G[b][0] + gk[a][1] * K::G[b][1] + gk[a][2] * K::G[b][2]);
+            }
+    };
+    // Large weights (UNet) take seconds: split output channels over the machine's threads.
+    const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(CO, int64_t(std::thread::hardware_concurrency())));
+    if (nt == 1 || CO * CI < 65536) {
+        rows(0, CO);
+        return out;
+    }
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < nt; t++) pool.emplace_back(rows, CO * t / nt, CO * (t + 1) / nt);
+    for (auto& th : pool) th.join();
+    return out;
+}
+
+template <int M>
+ggml_tensor* build(Lower& L, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, int ph) {
+    constexpr int A = Mat<M>::A;
+    x = L.cont(x);
+    Params p{};
+    p.m = M;
+    p.pw = pw;
+    p.ph = ph;
+    p.W = x->ne[0];
+    p.H = x->ne[1];
+    p.C = x->ne[2];
+    p.N = x->ne[3];
+    p.OW = p.W + 2 * pw - 2;
+    p.OH = p.H + 2 * ph - 2;
+    p.TW = (p.OW + M - 1) / M;
+    p.TH = (p.OH + M - 1) / M;
+    const Params* pp = keep_params(p);
+    const std::string& wname = L.in(wi).name;
+    const int64_t CO = L.shape(wi)[0];
+    ggml_tensor* u = cached_weight(L, wi, M == 2 ? "#wino2" : "#wino4", transform_weights<M>);  // [CI, CO, A*A]
+    ggml_tensor* args[1] = {x};
+    ggml_tensor* v = ggml_custom_4d(L.ctx, GGML_TYPE_F32, p.C, p.N * p.TH * p.TW, A * A, 1, args, 1, input_kernel<M>,
+                                    GGML_N_TASKS_MAX, const_cast<Params*>(pp));
+    ggml_format_name(v, "%s#wino_in", wname.c_str());
+    ggml_tensor* mt = ggml_mul_mat(L.ctx, v, u);  // [T, CO, A*A]
+    ggml_tensor* oargs[2] = {mt, bias};
+    ggml_tensor* y = ggml_custom_4d(L.ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1, output_kernel<M>,
+                                    GGML_N_TASKS_MAX, const_cast<Params*>(pp));
+    return y;
+}
+
+}  // namespace
+
+int winograd_tile(Lower& L, int64_t out_pixels) {
+    static const int forced = [] {
+        const char* e = getenv("ONNX2GGML_WINOGRAD");
+        return e ? atoi(e) : -1;
+    }();
+    if (forced == 0 || forced == 2 || forced == 4) return forced;
+    // The transformed weight is 4x (m = 4) or 1.8x (m = 2) the original: worth it only where many output pixels
+    // share it. Deep, narrow layers (UNet at 8x8) keep im2col and their original weights.
+    if (out_pixels >= 2048) return 4;
+    if (out_pixels >= 512) return 2;
+    return 0;
+}
+
+ggml_tensor* conv2d_winograd(Lower& L, int m, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, int ph) {
+    return m == 2 ? build<2>(L, x, wi, bias, pw, ph) : build<4>(L, x, wi, bias, pw, ph);
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,140 @@
+// fuse_group_norm: how PyTorch (opset < 18) exports GroupNorm,
+//   Reshape(x, [0, G, -1]) -> InstanceNormalization(ones, zeros) -> Reshape(back to Shape(x)) -> Mul(gamma) -> Add(beta)
+// optionally followed by SiLU (already fused by fuse_silu), becomes one onnx2ggml.GroupNorm node: one kernel with
+// the affine and the activation applied while normalizing, instead of five full passes over the tensor.
+#include <map>
+
+#include "passes/pipeline.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+struct Graphs {
+    const Model& m;
+    GraphPlan& plan;
+    std::map<std::string, int> uses, producer;
+
+    Graphs(const Model& m, GraphPlan& p) : m(m), plan(p) {
+        for (int idx : plan.live_nodes) count_uses(plan.node(m, idx));
+        for (auto& o : m.graph.outputs) uses[o.name]++;
+        for (int idx : plan.live_nodes)
+            for (auto& o : plan.node(m, idx).outputs) producer[o] = idx;
+    }
+    // Uses by live nodes (as rewritten by earlier passes), including names read inside subgraphs.
+    void count_uses(const Node& n) {
+        for (auto& i : n.inputs) uses[i]++;
+        for (auto& a : n.attrs)
+            if (a.g)
+                for (const Node& s : a.g->nodes) count_uses(s);
+    }
+    // The single live consumer of `v` with op type `op`, or -1.
+    int only_consumer(const std::string& v, const char* op) {
+        if (uses[v] != 1) return -1;
+        for (int idx : plan.live_nodes) {
+            const Node& n = plan.node(m, idx);
+            for (auto& i : n.inputs)
+                if (i == v) return n.op_type == op && n.domain.empty() ? idx : -1;
+        }
+        return -1;
+    }
+    const Node* producer_of(const std::string& v, const char* op) {
+        auto it = producer.find(v);
+        if (it == producer.end()) return nullptr;
+        const Node& n = plan.node(m, it->second);
+        return n.op_type == op && n.domain.empty() ? &n : nullptr;
+    }
+    // Constant data: an initializer or the output of a Constant node.
+    const TensorData* constant(const std::string& v) {
+        auto it = m.graph.initializers.find(v);
+        if (it != m.graph.initializers.end()) return it->second->data || it->second->nbytes == 0 ? it->second.get() : nullptr;
+        const Node* c = producer_of(v, "Constant");
+        if (!c) return nullptr;
+        const Attribute* a = c->attr("value");
+        return a && a->type == AttrType::TENSOR && a->t && a->t->data ? a->t.get() : nullptr;
+    }
+};
+
+bool all_equal(const TensorData* t, int64_t n, float v) {
+    if (!t || t->dtype != DType::FLOAT || t->numel() != n) return false;
+    const float* f = reinterpret_cast<const float*>(t->data);
+    for (int64_t i = 0; i < n; i++)
+        if (f[i] != v) return false;
+    return true;
+}
+
+// A per-channel parameter of a rank-4 [N, C, H, W] tensor: shape [C, 1, 1] or [1, C, 1, 1].
+int64_t channel_param(const TensorData* t) {
+    if (!t || t->dtype != DType::FLOAT) return -1;
+    const auto& d = t->dims;
+    if (d.size() != 3 && d.size() != 4) return -1;
+    if (d.size() == 4 && d[0] != 1) return -1;
+    if (d[d.size() - 1] != 1 || d[d.size() - 2] != 1) return -1;
+    return d[d.size() - 3];
+}
+
+}  // namespace
+
+void fuse_group_norm(const Model& m, GraphPlan& plan) {
+    Graphs g(m, plan);
+    std::set<int> removed;
+    for (int idx : plan.live_nodes) {
+        if (removed.count(idx)) continue;
+        const Node& in = plan.node(m, idx);
+        if (in.op_type != "InstanceNormalization" || !in.domain.empty() || in.inputs.size() != 3) continue;
+        const Node* r1 = g.producer_of(in.inputs[0], "Reshape");
+        if (!r1 || g.uses[in.inputs[0]] != 1 || r1->get_int("allowzero", 0) != 0) continue;
+        const TensorData* shape = g.constant(r1->inputs[1]);
+        if (!shape || shape->dtype != DType::INT64 || shape->numel() != 3) continue;
+        const int64_t* sv = reinterpret_cast<const int64_t*>(shape->data);
+        const int64_t G = sv[1];
+        if (sv[0] != 0 || G <= 0 || sv[2] != -1) continue;
+        if (!all_equal(g.constant(in.inputs[1]), G, 1.f) || !all_equal(g.constant(in.inputs[2]), G, 0.f)) continue;
+        const std::string& x = r1->inputs[0];
+        int r2 = g.only_consumer(in.outputs[0], "Reshape");
+        if (r2 < 0) continue;
+        const Node* shp = g.producer_of(plan.node(m, r2).inputs[1], "Shape");
+        if (!shp || shp->inputs[0] != x || shp->has("start") || shp->has("end")) continue;
+        int mul = g.only_consumer(plan.node(m, r2).outputs[0], "Mul");
+        if (mul < 0) continue;
+        const Node& mn = plan.node(m, mul);
+        const std::string& gamma = mn.inputs[0] == plan.node(m, r2).outputs[0] ? mn.inputs[1] : mn.inputs[0];
+        int add = g.only_consumer(mn.outputs[0], "Add");
+        if (add < 0) continue;
+        const Node& an = plan.node(m, add);
+        const std::string& beta = an.inputs[0] == mn.outputs[0] ? an.inputs[1] : an.inputs[0];
+        int64_t C = channel_param(g.constant(gamma));
+        if (C <= 0 || C % G || channel_param(g.constant(beta)) != C) continue;
+        int last = add;
+        int silu = g.only_consumer(an.outputs[0], "onnx2ggml.SiLU");
+        if (silu >= 0) last = silu;
+
+        Node fused;
+        fused.op_type = "onnx2ggml.GroupNorm";  // internal op, produced only by this pass
+        fused.name = in.name;
+        fused.inputs = {x, gamma, beta};
+        fused.outputs = plan.node(m, last).outputs;
+        Attribute a;
+        a.type = AttrType::INT;
+        a.name = "num_groups";
+        a.i = G;
+        fused.attrs.push_back(a);
+        a.name = "silu";
+        a.i = silu >= 0;
+        fused.attrs.push_back(a);
+        Attribute e;
+        e.type = AttrType::FLOAT;
+        e.name = "epsilon";
+        e.f = in.get_float("epsilon", 1e-5f);
+        fused.attrs.push_back(e);
+        for (int dead : {g.producer[in.inputs[0]], idx, r2, mul, add})
+            if (dead != last) removed.insert(dead);
+        plan.rewritten[last] = fused;
+    }
+    std::vector<int> live;
+    for (int idx : plan.live_nodes)
+        if (!removed.count(idx)) live.push_back(idx);
+    plan.live_nodes = live;
+}
+
+}  // namespace onnx2ggml
