@@ -92,3 +92,50 @@ void lower_GroupNormFused(Lower& L) {
 }
 
 }  // namespace onnx2ggml
+
+namespace onnx2ggml {
+
+namespace {
+
+// A scalar scale input: folded into the softmax when known at build time, else multiplied on the device.
+bool host_scalar(Lower& L, int i, float& v) {
+    if (!L.has(i)) {
+        v = 1.f;
+        return true;
+    }
+    Val& s = L.in(i);
+    if (!s.host || s.host->numel() != 1) return false;
+    v = float(s.host->f64(0));
+    return true;
+}
+
+}  // namespace
+
+// onnx2ggml.Attention(Q, K, V [B, T, H, D], sq, sk) -> [B, H, Tq, Dv]: fuse_attention.
+void lower_AttentionFused(Lower& L) {
+    const Shape &qs = L.shape(0), &ks = L.shape(1), &vs = L.shape(2);
+    if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4 || qs[0] != ks[0] || ks[0] != vs[0] || qs[2] != ks[2] ||
+        ks[2] != vs[2] || qs[3] != ks[3] || ks[1] != vs[1])
+        L.error("fused attention: Q, K, V shapes do not match");
+    float scale = 1.f, f;
+    ggml_tensor* q = L.t(0);  // ggml [D, H, Tq, B]
+    ggml_tensor* k = L.t(1);
+    for (int i : {3, 4}) {
+        if (host_scalar(L, i, f)) {
+            scale *= f;
+        } else {
+            ggml_tensor*& side = i == 3 ? q : k;
+            ggml_tensor* s = L.t(i);
+            if (s->type != GGML_TYPE_F32) s = ggml_cast(L.ctx, s, GGML_TYPE_F32);
+            side = ggml_mul(L.ctx, L.cont(side), s);
+        }
+    }
+    q = ggml_cont(L.ctx, ggml_permute(L.ctx, q, 0, 2, 1, 3));                    // [D, Tq, H, B]
+    k = ggml_cont(L.ctx, ggml_permute(L.ctx, k, 0, 2, 1, 3));                    // [D, Tk, H, B]
+    ggml_tensor* vt = ggml_cont(L.ctx, ggml_permute(L.ctx, L.t(2), 1, 2, 0, 3));  // [Tk, Dv, H, B]
+    ggml_tensor* kq = mul_mat(L, k, q);                                          // [Tk, Tq, H, B]
+    kq = ggml_soft_max_ext(L.ctx, kq, nullptr, scale, 0.0f);
+    L.out(0, mul_mat(L, vt, kq), L.dtype(0), 4);  // [Dv, Tq, H, B] = ONNX [B, H, Tq, Dv]
+}
+
+}  // namespace onnx2ggml

@@ -65,7 +65,7 @@ ggml_tensor* matmul_core(Lower& L, ggml_tensor* a, const Shape& as, ggml_tensor*
     }
     (void)as;
     (void)bs_t;
-    return ggml_mul_mat(L.ctx, bt, L.cont(a));
+    return mul_mat(L, bt, L.cont(a));
 }
 
 std::vector<int64_t> ints_or(const Node& n, const char* name, size_t len, int64_t def) {
@@ -124,10 +124,10 @@ ggml_tensor* conv2d_f32(Lower& L, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         // 1x1 conv, batch 1: a plain matrix product over channels; one transpose instead of im2col + permute.
         int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
         ggml_tensor* xt = ggml_cont(L.ctx, ggml_transpose(L.ctx, ggml_reshape_2d(L.ctx, L.cont(x), W * H, C)));
-        return ggml_reshape_4d(L.ctx, ggml_mul_mat(L.ctx, xt, k2), W, H, M, 1);  // [W*H, M]
+        return ggml_reshape_4d(L.ctx, mul_mat(L, xt, k2), W, H, M, 1);  // [W*H, M]
     }
     ggml_tensor* col = ggml_im2col(L.ctx, k, L.cont(x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
-    ggml_tensor* y = ggml_mul_mat(L.ctx, ggml_reshape_2d(L.ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]), k2);
+    ggml_tensor* y = mul_mat(L, ggml_reshape_2d(L.ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]), k2);
     if (col->ne[3] == 1) return ggml_reshape_4d(L.ctx, y, col->ne[1], col->ne[2], M, 1);  // batch 1: already [OW, OH, M]
     y = ggml_reshape_4d(L.ctx, y, col->ne[1], col->ne[2], col->ne[3], M);  // [OW, OH, N, M]
     return ggml_cont(L.ctx, ggml_permute(L.ctx, y, 0, 1, 3, 2));
@@ -190,6 +190,17 @@ ggml_tensor* dilate_input(Lower& L, ggml_tensor* x, int dim, int64_t s) {
 }
 
 }  // namespace
+
+ggml_tensor* mul_mat(Lower& L, ggml_tensor* a, ggml_tensor* b) {
+    const int64_t K = a->ne[0], pad = (16 - K % 16) % 16;
+    // Worth a copy of both operands when the product is large (attention with 40-wide heads, K = 77 tokens).
+    if (pad && L.b.weights.native_cpu && a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32 && K >= 16 &&
+        a->ne[1] >= 16 && b->ne[1] >= 16) {
+        a = ggml_pad(L.ctx, L.cont(a), int(pad), 0, 0, 0);
+        b = ggml_pad(L.ctx, L.cont(b), int(pad), 0, 0, 0);
+    }
+    return ggml_mul_mat(L.ctx, a, b);
+}
 
 ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&)) {
     Val& v = L.in(i);
@@ -567,7 +578,7 @@ void lower_MatMul(Lower& L) {
     shape_to_ne(L, os, ne);
     if (y->ne[2] != ne[2] || y->ne[3] != ne[3]) {  // a had smaller batch than b
         ggml_tensor* ar = ggml_repeat_4d(L.ctx, L.cont(a), a->ne[0], a->ne[1], ne[2], ne[3]);
-        y = ggml_mul_mat(L.ctx, bt, ar);
+        y = mul_mat(L, bt, ar);
     }
     Shape fs = os;
     if (a1) fs.erase(fs.end() - 2);
@@ -581,7 +592,7 @@ void lower_Gemm(Lower& L) {
     ggml_tensor* a = L.t(0);
     if (ta) a = ggml_cont(L.ctx, ggml_transpose(L.ctx, a));
     ggml_tensor* bt = tb ? L.t(1) : transposed_rhs(L, 1);  // ggml [K, N]
-    ggml_tensor* y = ggml_mul_mat(L.ctx, bt, L.cont(a));    // [N, M]
+    ggml_tensor* y = mul_mat(L, bt, L.cont(a));    // [N, M]
     if (alpha != 1.0f) y = ggml_scale(L.ctx, y, alpha);
     if (L.has(2) && beta != 0.0f) {
         Shape ys = {y->ne[1], y->ne[0]};
@@ -698,7 +709,7 @@ void lower_Einsum(Lower& L) {
             L.error("Einsum operand of rank > 4 is not supported");
         a = ggml_reshape_3d(L.ctx, L.cont(arrange(a, ta, batch + fa + k)), K, M, B);
         b = ggml_reshape_3d(L.ctx, L.cont(arrange(b, tb, batch + fb + k)), K, N, B);
-        y = ggml_mul_mat(L.ctx, b, a);  // [N, M, B] = ONNX [B, M, N]
+        y = mul_mat(L, b, a);  // [N, M, B] = ONNX [B, M, N]
         t = batch + fa + fb;
         for (char c : t) s.push_back(dim[c]);
         if (s.size() > 4) L.error("Einsum intermediate of rank > 4 is not supported");

@@ -149,6 +149,7 @@ void lower_Selu(Lower&);
 void lower_Sigmoid(Lower&);
 void lower_SiLU(Lower&);
 void lower_GroupNormFused(Lower&);
+void lower_AttentionFused(Lower&);
 void lower_Sign(Lower&);
 void lower_Sin(Lower&);
 void lower_Sinh(Lower&);
@@ -247,6 +248,7 @@ const std::vector<OpDef>& table() {
         {"Sigmoid", 1, lower_Sigmoid, nullptr, {}, true},
         {"onnx2ggml.SiLU", 1, lower_SiLU, nullptr, {}, true},  // produced by the fuse_silu pass
         {"onnx2ggml.GroupNorm", 1, lower_GroupNormFused, nullptr, {}, true},  // fuse_group_norm
+        {"onnx2ggml.Attention", 1, lower_AttentionFused, nullptr, {}, true},  // fuse_attention
         {"Tanh", 1, lower_Tanh, nullptr, {}, true},
         {"Exp", 1, lower_Exp, host_Exp, {}, true},
         {"Log", 1, lower_Log, host_Log, {}, true},

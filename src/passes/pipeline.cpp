@@ -7,6 +7,7 @@ const std::vector<Pass>& pipeline() {
         {"fold_conv_batchnorm", fold_conv_batchnorm},
         {"fuse_silu", fuse_silu},
         {"fuse_group_norm", fuse_group_norm},
+        {"fuse_attention", fuse_attention},
         {"remove_dead_nodes", remove_dead_nodes},
         {"mark_host_values", mark_host_values},
     };

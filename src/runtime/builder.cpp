@@ -334,6 +334,7 @@ void Builder::run_node(const Node& n) {
     for (ggml_tensor* t = last_tensor_ ? ggml_get_next_tensor(ctx, last_tensor_) : ggml_get_first_tensor(ctx); t;
          t = ggml_get_next_tensor(ctx, t)) {
         if (ggml_get_name(t)[0] == 0) ggml_format_name(t, "%s.%d", n.outputs.empty() ? "" : n.outputs[0].c_str(), k++);
+        if (!n.outputs.empty()) origin[t] = n.outputs[0];
         last_tensor_ = t;
     }
 

@@ -73,6 +73,8 @@ public:
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     std::vector<std::pair<ggml_tensor*, int>> input_tensors;  // tensor, graph input index
     std::set<int> value_keyed_inputs;  // inputs whose data the graph depends on
+    // ONNX value each ggml tensor was created for (ggml names are cut at 63 bytes; profiles use this).
+    std::map<const ggml_tensor*, std::string> origin;
 
     // Lowers one node (also used for subgraph bodies and nodes synthesized by control flow).
     void run_node(const Node& n);

@@ -87,6 +87,7 @@ private:
     bool profiling_ = false;
     bool quiet_ = false;
     std::vector<ProfileEntry> profile_;
+    const std::map<const ggml_tensor*, std::string>* origin_ = nullptr;  // of the graph being profiled
     double last_ms_ = 0;
 
     // Called by the scheduler around each node: asks, then reports it computed.
@@ -94,7 +95,9 @@ private:
         auto* s = static_cast<SessionImpl*>(user);
         if (ask) return true;
         double now = now_ms();
-        s->profile_.push_back({ggml_get_name(t), ggml_op_desc(t), now - s->last_ms_});
+        auto it = s->origin_ ? s->origin_->find(t) : decltype(s->origin_->end()){};
+        std::string value = s->origin_ && it != s->origin_->end() ? it->second : ggml_get_name(t);
+        s->profile_.push_back({value, ggml_op_desc(t), now - s->last_ms_});
         s->last_ms_ = now;
         return true;
     }
@@ -318,6 +321,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
         for (auto& [t, bytes] : b.uploads)
             if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         profile_.clear();
+        origin_ = &b.origin;
         ggml_backend_sched_set_eval_callback(c->sched, profiling_ ? on_node : nullptr, this);
         last_ms_ = now_ms();
         O2G_CHECK(ggml_backend_sched_graph_compute(c->sched, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");

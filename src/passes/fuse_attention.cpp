@@ -1,0 +1,112 @@
+// fuse_attention: scaled dot-product attention as PyTorch exports it (heads split by Reshape + Transpose),
+//   S = MatMul(Transpose(Q,[0,2,1,3]) [* sq], Transpose(K,[0,2,3,1]) [* sk]);  P = Softmax(S, -1);
+//   O = MatMul(P, Transpose(V,[0,2,1,3]))
+// becomes one onnx2ggml.Attention(Q, K, V, sq, sk) node over the un-transposed [B, T, H, D] projections:
+// the head transposes become views, the scales move into ggml_soft_max_ext, and K is copied once instead of twice.
+#include <map>
+
+#include "passes/pipeline.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+struct Uses {
+    std::map<std::string, int> uses, producer;
+    const Model& m;
+    GraphPlan& plan;
+    Uses(const Model& m, GraphPlan& p) : m(m), plan(p) {
+        for (int idx : plan.live_nodes) count(plan.node(m, idx));
+        for (auto& o : m.graph.outputs) uses[o.name]++;
+        for (int idx : plan.live_nodes)
+            for (auto& o : plan.node(m, idx).outputs) producer[o] = idx;
+    }
+    void count(const Node& n) {
+        for (auto& i : n.inputs) uses[i]++;
+        for (auto& a : n.attrs)
+            if (a.g)
+                for (const Node& s : a.g->nodes) count(s);
+    }
+    // Producer of v if it is `op` (default domain) and v has no other use; -1 otherwise.
+    int sole(const std::string& v, const char* op) {
+        auto it = producer.find(v);
+        if (it == producer.end() || uses[v] != 1) return -1;
+        const Node& n = plan.node(m, it->second);
+        return n.op_type == op && n.domain.empty() ? it->second : -1;
+    }
+};
+
+}  // namespace
+
+void fuse_attention(const Model& m, GraphPlan& plan) {
+    Uses u(m, plan);
+    std::set<int> removed;
+    // Uses of each value by Shape/Size nodes, which read only its shape: the producer may stay for them (its
+    // ggml tensor is then never computed, since nothing reads its data).
+    std::map<std::string, int> shape_uses;
+    for (int idx : plan.live_nodes) {
+        const Node& n = plan.node(m, idx);
+        if ((n.op_type == "Shape" || n.op_type == "Size") && n.domain.empty() && !n.inputs.empty()) shape_uses[n.inputs[0]]++;
+    }
+    auto transposed = [&](const std::string& v, std::vector<int64_t> perm, int& idx) -> const Node* {
+        auto it = u.producer.find(v);
+        idx = -1;
+        if (it == u.producer.end() || removed.count(it->second)) return nullptr;
+        const Node& t = plan.node(m, it->second);
+        if (t.op_type != "Transpose" || !t.domain.empty() || t.get_ints("perm") != perm) return nullptr;
+        int others = u.uses[v] - shape_uses[v];
+        if (others != 1) return nullptr;
+        if (shape_uses[v] == 0) idx = it->second;  // removable
+        return &t;
+    };
+    for (int idx : plan.live_nodes) {
+        const Node& o = plan.node(m, idx);
+        if (o.op_type != "MatMul" || !o.domain.empty() || o.inputs.size() != 2 || removed.count(idx)) continue;
+        int sm_i = u.sole(o.inputs[0], "Softmax");
+        if (sm_i < 0) continue;
+        const Node& sm = plan.node(m, sm_i);
+        int64_t axis = sm.get_int("axis", m.opset("") >= 13 ? -1 : 1);
+        if (axis != -1 && axis != 3) continue;  // rank 4 is checked below through the transposes
+        int s_i = u.sole(sm.inputs[0], "MatMul");
+        if (s_i < 0) continue;
+        const Node& s = plan.node(m, s_i);
+        // Optional scalar scale on each side: Mul(Transpose(..), scale).
+        std::string q_in = s.inputs[0], k_in = s.inputs[1], sq, sk;
+        int mq = -1, mk = -1;
+        auto unscale = [&](std::string& v, std::string& scale, int& mul) {
+            int i = u.sole(v, "Mul");
+            if (i < 0) return;
+            const Node& n = plan.node(m, i);
+            for (int side = 0; side < 2; side++) {
+                auto p = u.producer.find(n.inputs[size_t(side)]);
+                if (p != u.producer.end() && plan.node(m, p->second).op_type == "Transpose") {
+                    v = n.inputs[size_t(side)];
+                    scale = n.inputs[size_t(1 - side)];
+                    mul = i;
+                    return;
+                }
+            }
+        };
+        unscale(q_in, sq, mq);
+        unscale(k_in, sk, mk);
+        int tq, tk, tv;
+        const Node* nq = transposed(q_in, {0, 2, 1, 3}, tq);
+        const Node* nk = transposed(k_in, {0, 2, 3, 1}, tk);
+        const Node* nv = transposed(o.inputs[1], {0, 2, 1, 3}, tv);
+        if (!nq || !nk || !nv) continue;
+        Node fused;
+        fused.op_type = "onnx2ggml.Attention";  // internal op, produced only by this pass
+        fused.name = s.name;
+        fused.inputs = {nq->inputs[0], nk->inputs[0], nv->inputs[0], sq, sk};
+        fused.outputs = o.outputs;
+        for (int dead : {tq, tk, tv, s_i, sm_i, mq, mk})
+            if (dead >= 0) removed.insert(dead);
+        plan.rewritten[idx] = fused;
+    }
+    std::vector<int> live;
+    for (int idx : plan.live_nodes)
+        if (!removed.count(idx)) live.push_back(idx);
+    plan.live_nodes = live;
+}
+
+}  // namespace onnx2ggml
