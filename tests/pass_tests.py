@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""One test per optimization pass: the pass must fire (seen in --stats node counts) and the numbers must
-stay within the fp32 bar against onnxruntime (max relative error 1e-5).
+"""One test per optimization pass: the pass must fire (seen in --stats node counts and ggml op counts) and the
+numbers must stay within the fp32 bar against onnxruntime (max relative error 1e-5). Each pass also has a case
+where it must not fire.
 
 Usage: .venv/bin/python tests/pass_tests.py [--cli build/onnx2ggml]
 """
@@ -21,14 +22,14 @@ from onnx import TensorProto, helper, numpy_helper
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(cli, model, feeds, tmp):
+def run(cli, model, feeds, tmp, env=None):
     path = os.path.join(tmp, "m.onnx")
     onnx.save(model, path)
     args = [cli, "run", path, "-o", os.path.join(tmp, "out"), "--stats", os.path.join(tmp, "s.json")]
     for k, v in feeds.items():
         np.save(os.path.join(tmp, k + ".npy"), v)
         args += ["--input", f"{k}={os.path.join(tmp, k + '.npy')}"]
-    r = subprocess.run(args, capture_output=True, text=True)
+    r = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if r.returncode:
         raise RuntimeError(r.stderr)
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
@@ -64,22 +65,127 @@ def silu(shared: bool):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9)
 
 
+def conv3x3(n, c, h, w, m, pads, bias=True):
+    rng = np.random.RandomState(2)
+    inits = [numpy_helper.from_array(rng.randn(m, c, 3, 3).astype(np.float32) * 0.2, "w")]
+    ins = ["x", "w"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.randn(m).astype(np.float32), "b"))
+        ins.append("b")
+    nodes = [helper.make_node("Conv", ins, ["y"], pads=pads)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    x = rng.randn(n, c, h, w).astype(np.float32)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9), {"x": x}
+
+
+def group_norm(silu_after: bool, gamma_shape=(16, 1, 1)):
+    """PyTorch's opset-17 GroupNorm export: Reshape -> InstanceNormalization -> Reshape(Shape(x)) -> Mul -> Add."""
+    rng = np.random.RandomState(3)
+    C, G = 16, 4
+    inits = [numpy_helper.from_array(np.array([0, G, -1], np.int64), "gshape"),
+             numpy_helper.from_array(np.ones(G, np.float32), "ones"),
+             numpy_helper.from_array(np.zeros(G, np.float32), "zeros"),
+             numpy_helper.from_array(rng.randn(*gamma_shape).astype(np.float32), "gamma"),
+             numpy_helper.from_array(rng.randn(*gamma_shape).astype(np.float32), "beta")]
+    nodes = [helper.make_node("Reshape", ["x", "gshape"], ["r"]),
+             helper.make_node("InstanceNormalization", ["r", "ones", "zeros"], ["n"], epsilon=1e-6),
+             helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Reshape", ["n", "xs"], ["r2"]),
+             helper.make_node("Mul", ["r2", "gamma"], ["m"]),
+             helper.make_node("Add", ["m", "beta"], ["a"])]
+    out = "a"
+    if silu_after:
+        nodes += [helper.make_node("Sigmoid", ["a"], ["s"]), helper.make_node("Mul", ["a", "s"], ["y"])]
+        out = "y"
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 12, 10])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
+    x = (rng.randn(2, C, 12, 10) * 3 + 1).astype(np.float32)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
+
+
+def attention(k_shared: bool, D=40):
+    """SDPA as torch exports it: heads split by Reshape + Transpose, sqrt(scale) on Q and K, Softmax, MatMul."""
+    rng = np.random.RandomState(4)
+    B, T, S, H = 2, 64, 77, 4
+    s = np.array((1 / np.sqrt(D)) ** 0.5, np.float32)
+    inits = [numpy_helper.from_array(s, "sq"), numpy_helper.from_array(np.array([B, T, H, D], np.int64), "qshape"),
+             numpy_helper.from_array(np.array([B, S, H, D], np.int64), "kvshape")]
+    nodes = [helper.make_node("Reshape", ["q", "qshape"], ["qr"]),
+             helper.make_node("Reshape", ["k", "kvshape"], ["kr"]),
+             helper.make_node("Reshape", ["v", "kvshape"], ["vr"]),
+             helper.make_node("Transpose", ["qr"], ["qt"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["vr"], ["vt"], perm=[0, 2, 1, 3]),
+             helper.make_node("Mul", ["qt", "sq"], ["qs"]), helper.make_node("Mul", ["kt", "sq"], ["ks"]),
+             helper.make_node("MatMul", ["qs", "ks"], ["sc"]), helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "vt"], ["o"])]
+    outs = [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)]
+    if k_shared:  # the transposed K is also an output: no fusion
+        outs.append(helper.make_tensor_value_info("kt", TensorProto.FLOAT, None))
+    ins = [helper.make_tensor_value_info("q", TensorProto.FLOAT, [B, T, H * D]),
+           helper.make_tensor_value_info("k", TensorProto.FLOAT, [B, S, H * D]),
+           helper.make_tensor_value_info("v", TensorProto.FLOAT, [B, S, H * D])]
+    g = helper.make_graph(nodes, "g", ins, outs, inits)
+    feeds = {"q": rng.randn(B, T, H * D).astype(np.float32), "k": rng.randn(B, S, H * D).astype(np.float32),
+             "v": rng.randn(B, S, H * D).astype(np.float32)}
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
+
+
+def matmul(K):
+    rng = np.random.RandomState(5)
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [3, 50, K]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, K, 70])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    feeds = {"a": rng.randn(3, 50, K).astype(np.float32), "b": rng.randn(3, K, 70).astype(np.float32)}
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
     a = ap.parse_args()
-    x = np.random.RandomState(1).randn(1, 3, 10, 12).astype(np.float32)
+    x = {"x": np.random.RandomState(1).randn(1, 3, 10, 12).astype(np.float32)}
     failures = 0
-    cases = [("fold_conv_batchnorm: Conv -> BN folds", conv_bn(False), 1),
-             ("fold_conv_batchnorm: Conv output also used: no fold", conv_bn(True), 2),
-             ("fuse_silu: Mul(x, Sigmoid(x)) becomes one ggml_silu", silu(False), 1),
-             ("fuse_silu: Sigmoid also used: no fusion", silu(True), 2)]
-    for label, model, want_nodes in cases:
+    W = "ONNX2GGML_WINOGRAD"
+    # (label, (model, feeds), ONNX nodes that must run, {ggml op: count; None = must be absent}, env)
+    cases = [("fold_conv_batchnorm: Conv -> BN folds", (conv_bn(False), x), 1, {}, {}),
+             ("fold_conv_batchnorm: Conv output also used: no fold", (conv_bn(True), x), 2, {}, {}),
+             ("fuse_silu: Mul(x, Sigmoid(x)) becomes one ggml_silu", (silu(False), x), 1, {"SILU": 1}, {}),
+             ("fuse_silu: Sigmoid also used: no fusion", (silu(True), x), 2, {"SILU": None}, {}),
+             ("fuse_group_norm: 6-node GroupNorm + SiLU becomes one kernel", group_norm(True), 1,
+              {"CUSTOM": 1, "SILU": 1, "NORM": None, "MUL": None, "ADD": None}, {}),
+             ("fuse_group_norm: without SiLU", group_norm(False), 1, {"CUSTOM": 1, "SILU": None}, {}),
+             ("fuse_group_norm: affine per pixel ([12,10]), not per channel: no fusion", group_norm(False, (12, 10)), 6,
+              {"CUSTOM": None}, {}),
+             ("fuse_attention: Transpose/Mul/MatMul/Softmax/MatMul becomes soft_max_ext", attention(False), 4,
+              {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {}),
+             ("fuse_attention: transposed K also an output: no fusion", attention(True), 11, {"MUL": 2}, {}),
+             ("matmul K=40: shared dim padded to 48 for the CPU sgemm", matmul(40), 1, {"PAD": 2, "MUL_MAT": 1}, {}),
+             ("matmul K=64: no padding", matmul(64), 1, {"PAD": None}, {}),
+             ("conv path: Winograd F(4,3) chosen for a 48x48 output", conv3x3(1, 8, 48, 48, 16, [1, 1, 1, 1]), 1,
+              {"CUSTOM": 2, "IM2COL": None, "ADD": None}, {}),
+             ("conv path: im2col kept for a 6x6 output", conv3x3(1, 8, 6, 6, 16, [1, 1, 1, 1]), 1,
+              {"CUSTOM": None, "IM2COL": 1}, {}),
+             ("conv path: forced F(4,3), odd sizes, batch 2, no bias", conv3x3(2, 5, 13, 11, 7, [1, 1, 1, 1], False),
+              1, {"CUSTOM": 2, "IM2COL": None}, {W: "4"}),
+             ("conv path: forced F(2,3), no padding", conv3x3(1, 6, 9, 14, 5, [0, 0, 0, 0]), 1,
+              {"CUSTOM": 2, "IM2COL": None}, {W: "2"}),
+             ("conv path: forced F(4,3), asymmetric pads", conv3x3(1, 6, 10, 10, 4, [0, 1, 2, 0]), 1,
+              {"CUSTOM": 2, "IM2COL": None}, {W: "4"}),
+             ("conv path: forced im2col", conv3x3(1, 8, 48, 48, 16, [1, 1, 1, 1]), 1, {"CUSTOM": None, "IM2COL": 1},
+              {W: "0"})]
+    for label, (model, feeds), want_nodes, want_ops, env in cases:
         with tempfile.TemporaryDirectory() as tmp:
-            stats, rel = run(a.cli, model, {"x": x}, tmp)
-        ok = stats["nodes"] == want_nodes and rel <= 1e-5
+            stats, rel = run(a.cli, model, feeds, tmp, env)
+        ops = stats.get("ggml_ops", {})
+        bad_ops = [f"{op}={ops.get(op, 0)} (want {'none' if n is None else n})" for op, n in want_ops.items()
+                   if (n is None and ops.get(op, 0)) or (n is not None and ops.get(op, 0) != n)]
+        ok = stats["nodes"] == want_nodes and rel <= 1e-5 and not bad_ops
         failures += not ok
-        print(f"{'OK  ' if ok else 'FAIL'} {label}: {stats['nodes']} node(s) ran (want {want_nodes}), rel err {rel:.2e}")
+        print(f"{'OK  ' if ok else 'FAIL'} {label}: {stats['nodes']} node(s) ran (want {want_nodes}), rel err {rel:.2e}"
+              + (f"; ggml ops: {', '.join(bad_ops)}" if bad_ops else ""))
     print("pass tests: " + ("all passed" if not failures else f"{failures} FAILED"))
     return 1 if failures else 0
 
