@@ -28,6 +28,9 @@ struct SessionOptions {
     std::string device;       // ggml device name (e.g. "CPU", "CUDA0"); empty: best available
     bool quiet = false;       // do not print the device on open
     bool profile = false;     // time every ggml node (slower: one synchronisation per node)
+    // Storage of constant MatMul/Gemm weights: "f32" (exact), or "f16", "bf16", "q8_0" (faster, less exact;
+    // ggml then also rounds the activations they multiply). Convolutions stay f32.
+    std::string weights = "f32";
 };
 
 // One timed ggml node; `value` is the ONNX value it computes (intermediates carry ".k").

@@ -47,10 +47,20 @@ HostTensor transpose_last2(const HostTensor& w) {
     return out;
 }
 
+HostTensor identity(const HostTensor& w) { return w; }
+
+// Storage type of a constant matrix-product weight: --weights, where ggml's CPU kernels take that row length.
+ggml_type matmul_type(Lower& L, const Val& w) {
+    ggml_type t = L.b.weights.matmul_type;
+    int64_t K = w.rank() >= 2 ? w.shape[w.shape.size() - 2] : 0;  // the shared dim, ne0 once transposed
+    if (t == GGML_TYPE_F32 || w.dtype != DType::FLOAT || K % 32 != 0) return GGML_TYPE_F32;
+    return t;
+}
+
 // B^T for B = input i of ONNX shape [..., K, N]: ggml tensor with ne [K, N, ...].
 ggml_tensor* transposed_rhs(Lower& L, int i) {
     Val& v = L.in(i);
-    if (v.is_weight && v.host && v.rank() >= 2) return cached_weight(L, i, "#T", transpose_last2);
+    if (v.is_weight && v.host && v.rank() >= 2) return cached_weight(L, i, "#T", transpose_last2, matmul_type(L, v));
     return ggml_cont(L.ctx, ggml_transpose(L.ctx, L.t(i)));
 }
 
@@ -202,13 +212,14 @@ ggml_tensor* mul_mat(Lower& L, ggml_tensor* a, ggml_tensor* b) {
     return ggml_mul_mat(L.ctx, a, b);
 }
 
-ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&)) {
+ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&),
+                           ggml_type type) {
     Val& v = L.in(i);
-    std::string key = v.name + suffix;
+    std::string key = v.name + suffix + (type == GGML_TYPE_F32 ? "" : std::string("#") + ggml_type_name(type));
     auto it = L.b.weights.tensors.find(key);
     if (it != L.b.weights.tensors.end()) return it->second;
     HostTensor h = fn(*v.host);
-    ggml_tensor* t = L.b.weights.get(key, h, GGML_TYPE_F32);
+    ggml_tensor* t = L.b.weights.get(key, h, type);
     // The original is only read for this transform: give its mapped pages back (re-read if needed later).
     if (v.host->mapped) drop_pages(v.host->data, v.host->nbytes);
     return t;
@@ -591,7 +602,12 @@ void lower_Gemm(Lower& L) {
     float alpha = L.node.get_float("alpha", 1.0f), beta = L.node.get_float("beta", 1.0f);
     ggml_tensor* a = L.t(0);
     if (ta) a = ggml_cont(L.ctx, ggml_transpose(L.ctx, a));
-    ggml_tensor* bt = tb ? L.t(1) : transposed_rhs(L, 1);  // ggml [K, N]
+    ggml_tensor* bt;  // ggml [K, N]
+    if (!tb) bt = transposed_rhs(L, 1);
+    else if (L.in(1).is_weight && L.in(1).host && L.rank(1) == 2 && L.b.weights.matmul_type != GGML_TYPE_F32 &&
+             L.in(1).dtype == DType::FLOAT && L.shape(1)[1] % 32 == 0)
+        bt = cached_weight(L, 1, "", identity, L.b.weights.matmul_type);
+    else bt = L.t(1);
     ggml_tensor* y = mul_mat(L, bt, L.cont(a));    // [N, M]
     if (alpha != 1.0f) y = ggml_scale(L.ctx, y, alpha);
     if (L.has(2) && beta != 0.0f) {

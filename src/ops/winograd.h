@@ -6,8 +6,10 @@
 
 namespace onnx2ggml {
 
-// A constant weight (input i) transformed once on the host and cached on the device under its name + suffix.
-ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&));
+// A constant weight (input i) transformed once on the host and cached on the device under its name + suffix,
+// stored as `type` (F32, or the reduced precision of --weights for matrix-product weights).
+ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&),
+                           ggml_type type = GGML_TYPE_F32);
 
 // Output tile size for a 3x3 stride-1 convolution with N*OH*OW output pixels: 4 or 2, or 0 for the im2col path.
 // ONNX2GGML_WINOGRAD=0|2|4 forces one choice (measurements, tests).

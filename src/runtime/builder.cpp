@@ -12,6 +12,13 @@ ggml_type device_type(DType t) { return dtype_is_integer(t) ? GGML_TYPE_I32 : GG
 // Host data converted to the device element type (F32 or I32).
 static std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name) {
     int64_t n = h.numel();
+    if (type == GGML_TYPE_F16 || type == GGML_TYPE_BF16 || type == GGML_TYPE_Q8_0) {  // --weights: reduced precision
+        std::vector<float> f = h.to_f32();
+        const int64_t row = h.shape.empty() ? 1 : h.shape.back(), rows = row ? n / row : 0;
+        std::vector<uint8_t> out(ggml_row_size(type, row) * size_t(rows));
+        if (n) ggml_quantize_chunk(type, f.data(), out.data(), 0, rows, row, nullptr);
+        return out;
+    }
     std::vector<uint8_t> out(size_t(n) * 4);
     if (type == GGML_TYPE_F32) {
         if (h.dtype == DType::FLOAT) {

@@ -17,7 +17,8 @@ namespace onnx2ggml {
 struct WeightCache {
     ggml_backend_buffer_type_t buft = nullptr;
     bool zero_copy = false;
-    bool native_cpu = false;  // the device is the CPU: custom CPU kernels (Winograd conv) run where the graph runs  // CPU device: aligned f32 weights are used in place from the file mapping
+    bool native_cpu = false;
+    ggml_type matmul_type = GGML_TYPE_F32;  // constant MatMul/Gemm weights (SessionOptions::weights)  // the device is the CPU: custom CPU kernels (Winograd conv) run where the graph runs  // CPU device: aligned f32 weights are used in place from the file mapping
     ggml_context* mapped_ctx = nullptr;
     std::vector<std::shared_ptr<const void>> keep;
     std::map<std::string, ggml_tensor*> tensors;
