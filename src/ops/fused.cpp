@@ -81,6 +81,7 @@ void lower_GroupNormFused(Lower& L) {
         ggml_tensor* args[3] = {x, gamma, beta};
         y = ggml_custom_4d(L.ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 3, group_norm_kernel,
                            GGML_N_TASKS_MAX, keep_params(GroupNormParams{G, eps}));
+        L.b.kernel[y] = "group_norm";
         if (silu) y = ggml_silu_inplace(L.ctx, y);  // ggml's vectorized exp
     } else {  // other backends: ggml's own kernels
         y = ggml_group_norm(L.ctx, x, int(G), eps);

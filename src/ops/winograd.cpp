@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/custom.h"
+#include "runtime/builder.h"
 
 namespace onnx2ggml {
 
@@ -230,10 +231,12 @@ ggml_tensor* build(Lower& L, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, 
     ggml_tensor* v = ggml_custom_4d(L.ctx, GGML_TYPE_F32, p.C, p.N * p.TH * p.TW, A * A, 1, args, 1, input_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
     ggml_format_name(v, "%s#wino_in", wname.c_str());
+    L.b.kernel[v] = M == 2 ? "winograd2_input" : "winograd4_input";
     ggml_tensor* mt = mul_mat(L, v, u);  // [T, CO, A*A]
     ggml_tensor* oargs[2] = {mt, bias};
     ggml_tensor* y = ggml_custom_4d(L.ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1, output_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
+    L.b.kernel[y] = M == 2 ? "winograd2_output" : "winograd4_output";
     return y;
 }
 

@@ -76,6 +76,13 @@ public:
     std::set<int> value_keyed_inputs;  // inputs whose data the graph depends on
     // ONNX value each ggml tensor was created for (ggml names are cut at 63 bytes; profiles use this).
     std::map<const ggml_tensor*, std::string> origin;
+    // Our custom CPU kernels by name ("winograd_input", "group_norm"): stats and profiles show them instead of
+    // ggml's generic CUSTOM.
+    std::map<const ggml_tensor*, std::string> kernel;
+    std::string op_name(const ggml_tensor* t) const {
+        auto it = kernel.find(t);
+        return it != kernel.end() ? "CUSTOM:" + it->second : ggml_op_desc(t);
+    }
 
     // Lowers one node (also used for subgraph bodies and nodes synthesized by control flow).
     void run_node(const Node& n);

@@ -93,6 +93,7 @@ private:
     bool quiet_ = false;
     std::vector<ProfileEntry> profile_;
     const std::map<const ggml_tensor*, std::string>* origin_ = nullptr;  // of the graph being profiled
+    const Builder* builder_ = nullptr;
     double last_ms_ = 0;
 
     // Called by the scheduler around each node: asks, then reports it computed.
@@ -102,7 +103,7 @@ private:
         double now = now_ms();
         auto it = s->origin_ ? s->origin_->find(t) : decltype(s->origin_->end()){};
         std::string value = s->origin_ && it != s->origin_->end() ? it->second : ggml_get_name(t);
-        s->profile_.push_back({value, ggml_op_desc(t), now - s->last_ms_});
+        s->profile_.push_back({value, s->builder_ ? s->builder_->op_name(t) : ggml_op_desc(t), now - s->last_ms_});
         s->last_ms_ = now;
         return true;
     }
@@ -294,7 +295,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     stats_.cache_hit = hit;
     stats_.build_ms = hit ? 0 : now_ms() - t0;
     stats_.ggml_graph_nodes = ggml_graph_n_nodes(c->graph);
-    for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) stats_.ggml_ops[ggml_op_desc(ggml_graph_node(c->graph, i))]++;
+    for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) stats_.ggml_ops[b.op_name(ggml_graph_node(c->graph, i))]++;
 
     double t1 = now_ms();
     if (ggml_graph_n_nodes(c->graph) > 0) {
@@ -327,6 +328,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
             if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         profile_.clear();
         origin_ = &b.origin;
+        builder_ = &b;
         ggml_backend_sched_set_eval_callback(c->sched, profiling_ ? on_node : nullptr, this);
         last_ms_ = now_ms();
         O2G_CHECK(ggml_backend_sched_graph_compute(c->sched, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
