@@ -7,12 +7,14 @@
 #   RUNS=5 scripts/sdcpp_bench.sh
 #   SDCPP_F32_CONV=1 scripts/sdcpp_bench.sh      # also a patched build whose Conv2d weights stay F32
 #   SDCPP_EXTRA_ARGS="--vae-conv-direct" scripts/sdcpp_bench.sh
+#   SDCPP_LLAMAFILE=OFF scripts/sdcpp_bench.sh   # ggml without llamafile sgemm (sd.cpp's own default)
 #
 # Everything lives in build/sdcpp/ (git-ignored); each step is skipped when already done:
 #   1. pip download of the pinned sdist of stable-diffusion-cpp-python (it vendors stable-diffusion.cpp
 #      and ggml under vendor/), unpacked into build/sdcpp/
-#   2. cmake build (Release, GGML_NATIVE=ON, CPU only, no WebP/WebM) of the CLI `sd-cli` into
-#      build/sdcpp/build (nice -n 19, -j$JOBS)
+#   2. cmake build (Release, GGML_NATIVE=ON, GGML_LLAMAFILE=ON as in onnx2ggml's own ggml build, CPU
+#      only, no WebP/WebM) of the CLI `sd-cli` into build/sdcpp/build (nice -n 19, -j$JOBS); the
+#      vendored ggml defaults to GGML_LLAMAFILE=OFF, which SDCPP_LLAMAFILE=OFF keeps (build-nollamafile)
 #   3. build/sdcpp/sd15_random_f32.safetensors: the SD 1.5 UNet, VAE and CLIP text encoder from
 #      scripts/export_sd15.py:build_model (same seeds, hence the same weights as the ONNX graphs
 #      under build/sd15_full/), all fp32, keys in the diffusers/transformers layout with the prefixes
@@ -21,17 +23,18 @@
 #   4. RUNS runs of sd-cli txt2img 256x256, 1 euler step, cfg 7 (cond and uncond), --type f32;
 #      prints the min over runs of "sampling completed, taking Xs" (the UNet step) and
 #      "decode_first_stage completed, taking Xs" (the VAE decode) and a final line
-#      sdcpp_vae_decode_ms=<x> sdcpp_unet_step_ms=<y> sdcpp_conv_weights=f16
+#      sdcpp_vae_decode_ms=<x> sdcpp_unet_step_ms=<y> sdcpp_conv_weights=f16 sdcpp_llamafile=on
 #
 # Precision: stable-diffusion.cpp creates every Conv2d weight as GGML_TYPE_F16 (Conv2d::init_params in
 # src/ggml_extend.hpp), whatever the file or --type says, and ggml_conv_2d im2cols into the kernel's
 # type, so all convolutions are F16 x F16 GEMMs (F32 accumulation); Linear, norms and attention stay
 # F32. SDCPP_F32_CONV=1 additionally builds a copy with that one line patched to F32 (build/sdcpp/
-# src-f32conv, build/sdcpp/build-f32conv) and measures it too (final line with sdcpp_conv_weights=f32).
+# src-f32conv, build/sdcpp/build-f32conv) and measures it too (its line, sdcpp_conv_weights=f32,
+# comes just before the final one).
 #
 # Env: RUNS (2), THREADS (2), JOBS (2, build parallelism), SDCPP_PY_VERSION (pinned sdist version),
-#      SDCPP_F32_CONV (0), SDCPP_EXTRA_ARGS (extra sd-cli flags, word-split), PYTHON (.venv/bin/python),
-#      SDCPP_DIR (build/sdcpp).
+#      SDCPP_LLAMAFILE (ON), SDCPP_F32_CONV (0), SDCPP_EXTRA_ARGS (extra sd-cli flags, word-split),
+#      PYTHON (.venv/bin/python), SDCPP_DIR (build/sdcpp).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,6 +43,9 @@ RUNS=${RUNS:-2}
 THREADS=${THREADS:-2}
 JOBS=${JOBS:-2}
 SDCPP_F32_CONV=${SDCPP_F32_CONV:-0}
+SDCPP_LLAMAFILE=${SDCPP_LLAMAFILE:-ON}
+case $SDCPP_LLAMAFILE in ON | OFF) ;; *) echo "SDCPP_LLAMAFILE must be ON or OFF" >&2; exit 1 ;; esac
+SUFFIX=$([[ $SDCPP_LLAMAFILE == ON ]] || printf %s -nollamafile)
 SDCPP_EXTRA_ARGS=${SDCPP_EXTRA_ARGS:-}
 PY=${PYTHON:-$REPO/.venv/bin/python}
 WORK=${SDCPP_DIR:-$REPO/build/sdcpp}
@@ -70,13 +76,15 @@ fi
 # ----------------------------------------------------------------------------- 2. build sd-cli
 build_cli() {  # build_cli SRC_DIR BUILD_DIR TAG
     local src=$1 build=$2 tag=$3
-    [[ -x $build/bin/sd-cli ]] && return 0
-    if [[ ! -f $build/CMakeCache.txt ]]; then
-        log "configuring stable-diffusion.cpp ($tag: Release, GGML_NATIVE=ON, CPU)"
+    if [[ -x $build/bin/sd-cli ]] && grep -qsx "GGML_LLAMAFILE:BOOL=$SDCPP_LLAMAFILE" "$build/CMakeCache.txt"; then
+        return 0
+    fi
+    if ! grep -qsx "GGML_LLAMAFILE:BOOL=$SDCPP_LLAMAFILE" "$build/CMakeCache.txt"; then
+        log "configuring stable-diffusion.cpp ($tag: Release, GGML_NATIVE=ON, GGML_LLAMAFILE=$SDCPP_LLAMAFILE, CPU)"
         # GIT_EXE=/bin/false: the unpacked tree has no .git, and git would otherwise report the commit
         # of the enclosing onnx2ggml checkout as the stable-diffusion.cpp / ggml commit.
         nice -n 19 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-            -DSD_CUDA=OFF -DSD_WEBP=OFF -DSD_WEBM=OFF -DGIT_EXE=/bin/false \
+            -DGGML_LLAMAFILE="$SDCPP_LLAMAFILE" -DSD_CUDA=OFF -DSD_WEBP=OFF -DSD_WEBM=OFF -DGIT_EXE=/bin/false \
             >"$LOGS/cmake_configure_$tag.log" 2>&1 || { tail -30 "$LOGS/cmake_configure_$tag.log" >&2; die "cmake configure failed"; }
     fi
     log "building sd-cli ($tag; nice -n 19, -j$JOBS; several minutes on 2 cores)"
@@ -84,7 +92,7 @@ build_cli() {  # build_cli SRC_DIR BUILD_DIR TAG
         || { tail -30 "$LOGS/cmake_build_$tag.log" >&2; die "build failed"; }
     [[ -x $build/bin/sd-cli ]] || die "no $build/bin/sd-cli after the build"
 }
-build_cli "$SRC" "$WORK/build" f16conv
+build_cli "$SRC" "$WORK/build$SUFFIX" "f16conv$SUFFIX"
 
 if [[ $SDCPP_F32_CONV == 1 ]]; then
     SRC32=$WORK/src-f32conv
@@ -97,7 +105,7 @@ if [[ $SDCPP_F32_CONV == 1 ]]; then
         [[ $(grep -c 'onnx2ggml sdcpp_bench: F32 conv' "$f") == 1 ]] || die "Conv2d patch did not apply exactly once in $f"
         touch "$SRC32/.patched"
     fi
-    build_cli "$SRC32" "$WORK/build-f32conv" f32conv
+    build_cli "$SRC32" "$WORK/build-f32conv$SUFFIX" "f32conv$SUFFIX"
 fi
 
 # ----------------------------------------------------------------------------- 3. checkpoint
@@ -145,7 +153,7 @@ EOF
 fi
 
 # ----------------------------------------------------------------------------- 4. runs
-CLI=$WORK/build/bin/sd-cli
+CLI=$WORK/build$SUFFIX/bin/sd-cli
 echo "stable-diffusion-cpp-python sdist: $SDCPP_PY_VERSION ($(basename "$SDIST"), sha256 $(sha256sum "$SDIST" | cut -c1-16)...)"
 echo "vendored ggml version: $(sed -n 's/^set(GGML_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))/\2/p' "$SRC/ggml/CMakeLists.txt" | paste -sd.)"
 echo "sd-cli --version: $("$CLI" --version 2>&1 | head -1 || true)  (the sdist carries no git metadata: no upstream commit recorded)"
@@ -178,18 +186,20 @@ bench() {  # bench CLI TAG -> prints per-run lines; sets BEST_UNET BEST_VAE
     done
 }
 
-bench "$CLI" f16conv
-F16_LINE="sdcpp_vae_decode_ms=$BEST_VAE sdcpp_unet_step_ms=$BEST_UNET sdcpp_conv_weights=f16"
+LF=$(tr '[:upper:]' '[:lower:]' <<<"$SDCPP_LLAMAFILE")
+bench "$CLI" "f16conv$SUFFIX"
+F16_LINE="sdcpp_vae_decode_ms=$BEST_VAE sdcpp_unet_step_ms=$BEST_UNET sdcpp_conv_weights=f16 sdcpp_llamafile=$LF"
 if [[ $SDCPP_F32_CONV == 1 ]]; then
-    bench "$WORK/build-f32conv/bin/sd-cli" f32conv
-    F32_LINE="sdcpp_vae_decode_ms=$BEST_VAE sdcpp_unet_step_ms=$BEST_UNET sdcpp_conv_weights=f32"
+    bench "$WORK/build-f32conv$SUFFIX/bin/sd-cli" "f32conv$SUFFIX"
+    F32_LINE="sdcpp_vae_decode_ms=$BEST_VAE sdcpp_unet_step_ms=$BEST_UNET sdcpp_conv_weights=f32 sdcpp_llamafile=$LF"
 fi
 
 cat <<EOF
 note: stable-diffusion.cpp runs CFG as two batch-1 UNet passes (cond, then uncond) per step, so
       sdcpp_unet_step_ms = the whole 1-step "sampling completed" time = cond pass + uncond pass, which
       corresponds to our single batch-2 UNet step. Both figures include sd.cpp's per-call graph build
-      and compute-buffer allocation; its log resolution is 10 ms. Min over RUNS=$RUNS runs, $THREADS threads.
+      and compute-buffer allocation; its log resolution is 10 ms. Min over RUNS=$RUNS runs, $THREADS threads,
+      ggml built with GGML_NATIVE=ON GGML_LLAMAFILE=$SDCPP_LLAMAFILE (onnx2ggml builds its ggml with ON).
       Precision: sd.cpp keeps every Conv2d weight in F16 (converted at load, even with --type f32) and
       ggml_conv_2d im2cols the activations to F16 as well (F32 accumulation); Linear, GroupNorm and
       attention (no --fa) run in F32.$([[ $SDCPP_F32_CONV == 1 ]] && echo " The f32conv build patches that one line to F32 (F32 im2col and GEMM).")

@@ -132,6 +132,22 @@ def attention(k_shared: bool, D=40):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
 
 
+def gelu(div_form: bool, half=0.5):
+    """GELU as torch exports it before opset 20: Mul(Mul(x, Add(Erf(x / sqrt2), 1)), 0.5)."""
+    inits = [numpy_helper.from_array(np.array(1.4142135, np.float32), "sqrt2"),
+             numpy_helper.from_array(np.array(0.70710677, np.float32), "rsqrt2"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+             numpy_helper.from_array(np.array(half, np.float32), "half")]
+    first = (helper.make_node("Div", ["x", "sqrt2"], ["d"]) if div_form
+             else helper.make_node("Mul", ["rsqrt2", "x"], ["d"]))
+    nodes = [first, helper.make_node("Erf", ["d"], ["e"]), helper.make_node("Add", ["e", "one"], ["a"]),
+             helper.make_node("Mul", ["x", "a"], ["m"]), helper.make_node("Mul", ["m", "half"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 77, 96])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    x = (np.random.RandomState(6).randn(2, 77, 96) * 3).astype(np.float32)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
+
+
 def matmul(K):
     rng = np.random.RandomState(5)
     g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
@@ -162,6 +178,9 @@ def main():
              ("fuse_attention: Transpose/Mul/MatMul/Softmax/MatMul becomes soft_max_ext", attention(False), 4,
               {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {}),
              ("fuse_attention: transposed K also an output: no fusion", attention(True), 11, {"MUL": 2}, {}),
+             ("fuse_gelu: erf GELU (Div form) becomes one ggml_gelu_erf", gelu(True), 1, {"GELU_ERF": 1}, {}),
+             ("fuse_gelu: erf GELU (Mul by 1/sqrt2 form)", gelu(False), 1, {"GELU_ERF": 1}, {}),
+             ("fuse_gelu: scale 0.25 is not GELU: no fusion", gelu(True, 0.25), 5, {"GELU_ERF": None}, {}),
              ("matmul K=40: shared dim padded to 48 for the CPU sgemm", matmul(40), 1, {"PAD": 2, "MUL_MAT": 1}, {}),
              ("matmul K=64: no padding", matmul(64), 1, {"PAD": None}, {}),
              ("conv path: Winograd F(4,3) chosen for a 48x48 output", conv3x3(1, 8, 48, 48, 16, [1, 1, 1, 1]), 1,

@@ -49,6 +49,9 @@ struct RunStats {
     double build_ms = 0, compute_ms = 0;
     int ggml_graph_nodes = 0;
     std::map<std::string, int> ggml_ops;  // ggml graph nodes per op (GROUP_NORM, SOFT_MAX, ...): shows fusions
+    double compute_buffer_mb = 0;  // intermediates as allocated by ggml-alloc (memory reused, ops in place)
+    double unshared_mb = 0;        // the same intermediates if none shared memory
+    double weights_mb = 0;         // weights on the device (f32 weights on the CPU are mapped from the file)
 };
 
 class Session {

@@ -249,6 +249,7 @@ const std::vector<OpDef>& table() {
         {"onnx2ggml.SiLU", 1, lower_SiLU, nullptr, {}, true},  // produced by the fuse_silu pass
         {"onnx2ggml.GroupNorm", 1, lower_GroupNormFused, nullptr, {}, true},  // fuse_group_norm
         {"onnx2ggml.Attention", 1, lower_AttentionFused, nullptr, {}, true},  // fuse_attention
+        {"onnx2ggml.Gelu", 1, lower_Gelu, nullptr, {}, true},  // fuse_gelu (erf form)
         {"Tanh", 1, lower_Tanh, nullptr, {}, true},
         {"Exp", 1, lower_Exp, host_Exp, {}, true},
         {"Log", 1, lower_Log, host_Log, {}, true},

@@ -4,56 +4,11 @@
 // the affine and the activation applied while normalizing, instead of five full passes over the tensor.
 #include <map>
 
-#include "passes/pipeline.h"
+#include "passes/match.h"
 
 namespace onnx2ggml {
 
 namespace {
-
-struct Graphs {
-    const Model& m;
-    GraphPlan& plan;
-    std::map<std::string, int> uses, producer;
-
-    Graphs(const Model& m, GraphPlan& p) : m(m), plan(p) {
-        for (int idx : plan.live_nodes) count_uses(plan.node(m, idx));
-        for (auto& o : m.graph.outputs) uses[o.name]++;
-        for (int idx : plan.live_nodes)
-            for (auto& o : plan.node(m, idx).outputs) producer[o] = idx;
-    }
-    // Uses by live nodes (as rewritten by earlier passes), including names read inside subgraphs.
-    void count_uses(const Node& n) {
-        for (auto& i : n.inputs) uses[i]++;
-        for (auto& a : n.attrs)
-            if (a.g)
-                for (const Node& s : a.g->nodes) count_uses(s);
-    }
-    // The single live consumer of `v` with op type `op`, or -1.
-    int only_consumer(const std::string& v, const char* op) {
-        if (uses[v] != 1) return -1;
-        for (int idx : plan.live_nodes) {
-            const Node& n = plan.node(m, idx);
-            for (auto& i : n.inputs)
-                if (i == v) return n.op_type == op && n.domain.empty() ? idx : -1;
-        }
-        return -1;
-    }
-    const Node* producer_of(const std::string& v, const char* op) {
-        auto it = producer.find(v);
-        if (it == producer.end()) return nullptr;
-        const Node& n = plan.node(m, it->second);
-        return n.op_type == op && n.domain.empty() ? &n : nullptr;
-    }
-    // Constant data: an initializer or the output of a Constant node.
-    const TensorData* constant(const std::string& v) {
-        auto it = m.graph.initializers.find(v);
-        if (it != m.graph.initializers.end()) return it->second->data || it->second->nbytes == 0 ? it->second.get() : nullptr;
-        const Node* c = producer_of(v, "Constant");
-        if (!c) return nullptr;
-        const Attribute* a = c->attr("value");
-        return a && a->type == AttrType::TENSOR && a->t && a->t->data ? a->t.get() : nullptr;
-    }
-};
 
 bool all_equal(const TensorData* t, int64_t n, float v) {
     if (!t || t->dtype != DType::FLOAT || t->numel() != n) return false;
@@ -76,7 +31,7 @@ int64_t channel_param(const TensorData* t) {
 }  // namespace
 
 void fuse_group_norm(const Model& m, GraphPlan& plan) {
-    Graphs g(m, plan);
+    GraphIndex g(m, plan);
     std::set<int> removed;
     for (int idx : plan.live_nodes) {
         if (removed.count(idx)) continue;

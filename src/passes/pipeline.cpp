@@ -8,6 +8,7 @@ const std::vector<Pass>& pipeline() {
         {"fuse_silu", fuse_silu},
         {"fuse_group_norm", fuse_group_norm},
         {"fuse_attention", fuse_attention},
+        {"fuse_gelu", fuse_gelu},
         {"remove_dead_nodes", remove_dead_nodes},
         {"mark_host_values", mark_host_values},
     };

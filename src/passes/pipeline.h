@@ -20,6 +20,7 @@ void fold_conv_batchnorm(const Model& m, GraphPlan& plan);
 void fuse_silu(const Model& m, GraphPlan& plan);
 void fuse_group_norm(const Model& m, GraphPlan& plan);
 void fuse_attention(const Model& m, GraphPlan& plan);
+void fuse_gelu(const Model& m, GraphPlan& plan);
 void remove_dead_nodes(const Model& m, GraphPlan& plan);
 void mark_host_values(const Model& m, GraphPlan& plan);
 

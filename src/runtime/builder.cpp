@@ -91,6 +91,12 @@ void WeightCache::commit() {
     pending.clear();
 }
 
+double WeightCache::megabytes() const {
+    double b = 0;
+    for (auto buf : buffers) b += double(ggml_backend_buffer_get_size(buf));
+    return b / 1048576.0;
+}
+
 WeightCache::~WeightCache() {
     for (auto b : buffers) ggml_backend_buffer_free(b);
     if (mapped_ctx) ggml_free(mapped_ctx);

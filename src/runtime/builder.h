@@ -30,6 +30,7 @@ struct WeightCache {
 
     ggml_tensor* get(const std::string& key, const HostTensor& h, ggml_type type);
     void commit();  // allocate and upload pending tensors
+    double megabytes() const;  // device weights, including those used in place from the file mapping
     ~WeightCache();
 };
 

@@ -37,6 +37,7 @@ struct CachedGraph {
     std::map<int, std::vector<uint8_t>> keyed_data;  // input index -> data the graph was built for
     ggml_backend_sched_t sched = nullptr;  // one per graph: its allocation is kept for reruns
     bool allocated = false;
+    double compute_mb = 0, unshared_mb = 0;  // graph memory as allocated, and what it would be without reuse
     ~CachedGraph() {
         if (sched) ggml_backend_sched_free(sched);
         if (ctx) ggml_free(ctx);
@@ -307,6 +308,12 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
             c->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c->graph)), false, true);
             O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), "could not allocate the graph's device memory");
             c->allocated = true;
+            // ggml-alloc reuses memory of dead intermediates and computes in place where it can: report both.
+            for (ggml_backend_t be : bk) c->compute_mb += double(ggml_backend_sched_get_buffer_size(c->sched, be)) / 1048576.0;
+            for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) {
+                ggml_tensor* t = ggml_graph_node(c->graph, i);
+                if (!t->view_src) c->unshared_mb += double(ggml_nbytes(t)) / 1048576.0;
+            }
             warn_cpu_fallback(*c);
         }
         for (auto& [t, idx] : b.input_tensors) {
@@ -334,6 +341,9 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
         O2G_CHECK(ggml_backend_sched_graph_compute(c->sched, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
     }
     stats_.compute_ms = now_ms() - t1;
+    stats_.compute_buffer_mb = c->compute_mb;
+    stats_.unshared_mb = c->unshared_mb;
+    stats_.weights_mb = weights_.megabytes();
 
     std::vector<Tensor> outs;
     for (size_t i = 0; i < c->output_names.size(); i++) {

@@ -210,6 +210,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     printf("nodes: %d (%d ggml, %d host), ggml graph nodes: %d\n", first.nodes, first.ggml_nodes, first.host_nodes,
            first.ggml_graph_nodes);
     printf("runs: %d (after %d warm-up)\n", runs, warmup);
+    printf("memory: weights %.1f MB, compute buffer %.1f MB (%.1f MB of intermediates without reuse)\n",
+           first.weights_mb, first.compute_buffer_mb, first.unshared_mb);
     printf("peak RSS: %.1f MB\n", double(peak_rss_kb()) / 1024.0);
     if (opts.profile) print_profile(*session);
     printf("median_ms=%.3f min_ms=%.3f\n", median, sorted.front());
@@ -293,7 +295,9 @@ int cmd_run(const std::vector<std::string>& args) {
         std::ofstream f(stats_path);
         f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
           << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
-          << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms << ", \"ggml_ops\": {";
+          << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms
+          << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
+          << ", \"ggml_ops\": {";
         const char* sep = "";
         for (auto& [op, n] : s.ggml_ops) {
             f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers
