@@ -52,6 +52,7 @@ struct RunStats {
     double compute_buffer_mb = 0;  // intermediates as allocated by ggml-alloc (memory reused, ops in place)
     double unshared_mb = 0;        // the same intermediates if none shared memory
     double weights_mb = 0;         // weights on the device (f32 weights on the CPU are mapped from the file)
+    double gflop = 0;              // dense conv/matmul/attention work per run (direct-convolution count)
 };
 
 class Session {

@@ -212,6 +212,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     printf("runs: %d (after %d warm-up)\n", runs, warmup);
     printf("memory: weights %.1f MB, compute buffer %.1f MB (%.1f MB of intermediates without reuse)\n",
            first.weights_mb, first.compute_buffer_mb, first.unshared_mb);
+    printf("work: %.2f GFLOP per run (dense conv/matmul/attention), %.1f GFLOP/s at the median\n", first.gflop,
+           first.gflop / (median / 1e3));
     printf("peak RSS: %.1f MB\n", double(peak_rss_kb()) / 1024.0);
     if (opts.profile) print_profile(*session);
     printf("median_ms=%.3f min_ms=%.3f\n", median, sorted.front());
