@@ -39,6 +39,8 @@ def ours(cli, model, feeds, threads, runs, warmup, tmp):
         return None, None, r.stderr.strip().splitlines()[-1]
     m = re.search(r"median_ms=([\d.]+) min_ms=([\d.]+)", r.stdout)
     rss = re.search(r"peak RSS: ([\d.]+) MB", r.stdout)
+    work = re.search(r"work: ([\d.]+) GFLOP", r.stdout)
+    ours.gflop = float(work.group(1)) if work else 0.0
     return float(m.group(1)), float(m.group(2)), f"rss {rss.group(1)} MB" if rss else ""
 
 
@@ -81,6 +83,8 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("--model", action="append", default=[])
     ap.add_argument("--dim", action="append", default=[], help="NAME=VALUE for symbolic dims of --model files")
+    ap.add_argument("--peak", type=float, default=0.0,
+                    help="this machine's fp32 peak in GFLOP/s (scripts/peak_flops.sh) to print the share reached")
     a = ap.parse_args()
     dims = {k: int(v) for k, v in (d.split("=") for d in a.dim)}
     jobs = []
@@ -96,7 +100,10 @@ def main():
         jobs.append((os.path.basename(p), p, lambda p=p: random_feeds(p, dims)))
     jobs = [j for j in jobs if re.search(a.filter, j[0])]
     print(f"threads={a.threads} runs={a.runs} warmup={a.warmup}; times in ms (median / min); ratio = ours / onnxruntime")
-    print(f"{'model':36} {'ours':>17} {'onnxruntime':>17} {'ratio':>6}  note")
+    print("GFLOP: dense conv/matmul/attention work per run (direct-convolution count, from onnx2ggml bench); "
+          "GF/s and % of peak at the median")
+    print(f"{'model':36} {'ours':>17} {'onnxruntime':>17} {'ratio':>6} {'GFLOP':>8} {'ours GF/s':>9} "
+          f"{'ort GF/s':>9}  note")
     with tempfile.TemporaryDirectory() as tmp:
         for label, path, feeds_fn in jobs:
             feeds = feeds_fn()
@@ -105,7 +112,12 @@ def main():
             if om is None:
                 print(f"{label:36} {'failed':>17} {rm:8.2f} /{rn:7.2f} {'':>6}  {note}")
                 continue
-            print(f"{label:36} {om:8.2f} /{on:7.2f} {rm:8.2f} /{rn:7.2f} {om / rm:6.2f}  {note}")
+            gf = ours.gflop
+            share = ""
+            if a.peak and gf:
+                share = f"  peak share: ours {100 * gf / (om / 1e3) / a.peak:.0f}%, ort {100 * gf / (rm / 1e3) / a.peak:.0f}%"
+            print(f"{label:36} {om:8.2f} /{on:7.2f} {rm:8.2f} /{rn:7.2f} {om / rm:6.2f} {gf:8.2f} "
+                  f"{gf / (om / 1e3):9.1f} {gf / (rm / 1e3):9.1f}  {note}{share}")
 
 
 if __name__ == "__main__":

@@ -104,10 +104,10 @@ def group_norm(silu_after: bool, gamma_shape=(16, 1, 1)):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
 
 
-def attention(k_shared: bool, D=40):
+def attention(k_shared: bool, D=40, T=64):
     """SDPA as torch exports it: heads split by Reshape + Transpose, sqrt(scale) on Q and K, Softmax, MatMul."""
     rng = np.random.RandomState(4)
-    B, T, S, H = 2, 64, 77, 4
+    B, S, H = 2, 77, 4
     s = np.array((1 / np.sqrt(D)) ** 0.5, np.float32)
     inits = [numpy_helper.from_array(s, "sq"), numpy_helper.from_array(np.array([B, T, H, D], np.int64), "qshape"),
              numpy_helper.from_array(np.array([B, S, H, D], np.int64), "kvshape")]
@@ -175,8 +175,12 @@ def main():
              ("fuse_group_norm: without SiLU", group_norm(False), 1, {"CUSTOM:group_norm": 1, "SILU": None}, {}),
              ("fuse_group_norm: affine per pixel ([12,10]), not per channel: no fusion", group_norm(False, (12, 10)), 6,
               {"CUSTOM:group_norm": None}, {}),
-             ("fuse_attention: Transpose/Mul/MatMul/Softmax/MatMul becomes soft_max_ext", attention(False), 4,
-              {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {}),
+             ("fuse_attention: Transpose/Mul/MatMul/Softmax/MatMul becomes one CPU attention kernel",
+              attention(False), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL": None, "MUL_MAT": None}, {}),
+             ("fuse_attention: odd sizes (T=37, S=77, D=24)", attention(False, D=24, T=37), 4,
+              {"CUSTOM:attention": 1}, {}),
+             ("fuse_attention: ggml path (soft_max_ext with the folded scale)", attention(False), 4,
+              {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {"ONNX2GGML_GGML_ATTENTION": "1"}),
              ("fuse_attention: transposed K also an output: no fusion", attention(True), 11, {"MUL": 2}, {}),
              ("fuse_gelu: erf GELU (Div form) becomes one ggml_gelu_erf", gelu(True), 1, {"GELU_ERF": 1}, {}),
              ("fuse_gelu: erf GELU (Mul by 1/sqrt2 form)", gelu(False), 1, {"GELU_ERF": 1}, {}),

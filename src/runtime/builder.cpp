@@ -1,5 +1,7 @@
 #include "runtime/builder.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 
 #include "common/error.h"
@@ -74,11 +76,26 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
     return t;
 }
 
+void advise_huge_pages(ggml_backend_buffer_t buf) {
+#ifdef MADV_HUGEPAGE
+    if (!buf || !ggml_backend_buffer_is_host(buf)) return;
+    const uintptr_t huge = uintptr_t(2) << 20;
+    uintptr_t b = uintptr_t(ggml_backend_buffer_get_base(buf));
+    uintptr_t e = b + ggml_backend_buffer_get_size(buf);
+    b = (b + huge - 1) & ~(huge - 1);
+    e &= ~(huge - 1);
+    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);  // a hint: failure is harmless
+#else
+    (void)buf;
+#endif
+}
+
 void WeightCache::commit() {
     if (!pending_ctx) return;
     ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(pending_ctx, buft);
     O2G_CHECK(buf || pending.empty(), "could not allocate device memory for the weights");
     if (buf) {
+        advise_huge_pages(buf);
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         buffers.push_back(buf);
     }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -308,6 +309,9 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
             c->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c->graph)), false, true);
             O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), "could not allocate the graph's device memory");
             c->allocated = true;
+            std::set<ggml_backend_buffer_t> bufs;
+            for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) bufs.insert(ggml_graph_node(c->graph, i)->buffer);
+            for (ggml_backend_buffer_t buf : bufs) advise_huge_pages(buf);
             // ggml-alloc reuses memory of dead intermediates and computes in place where it can: report both.
             for (ggml_backend_t be : bk) c->compute_mb += double(ggml_backend_sched_get_buffer_size(c->sched, be)) / 1048576.0;
             for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) {
