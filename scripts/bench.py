@@ -28,7 +28,18 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 from model_data import make_inputs, regenerate_external_data  # noqa: E402
 
 
-def ours(cli, model, feeds, threads, runs, warmup, tmp):
+def ours(cli, model, feeds, threads, runs, warmup, tmp, procs=1):
+    """Median over `procs` processes of each process's median (and the overall min): on this VM one process in
+    three or so runs the SD graphs ~25% slower throughout, so a single process is a lottery."""
+    res = [ours_once(cli, model, feeds, threads, runs, warmup, tmp) for _ in range(procs)]
+    if any(r[0] is None for r in res):
+        return next(r for r in res if r[0] is None)
+    meds = sorted(r[0] for r in res)
+    note = res[-1][2] + (f"; per-process medians {', '.join(f'{m:.0f}' for m in meds)}" if procs > 1 else "")
+    return statistics.median(meds), min(r[1] for r in res), note
+
+
+def ours_once(cli, model, feeds, threads, runs, warmup, tmp):
     args = [cli, "bench", model, "--threads", str(threads), "--runs", str(runs), "--warmup", str(warmup)]
     for name, arr in feeds.items():
         p = os.path.join(tmp, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
@@ -80,6 +91,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--procs", type=int, default=1, help="onnx2ggml processes per model (median of their medians)")
     ap.add_argument("--filter", default="")
     ap.add_argument("--model", action="append", default=[])
     ap.add_argument("--dim", action="append", default=[], help="NAME=VALUE for symbolic dims of --model files")
@@ -107,7 +119,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for label, path, feeds_fn in jobs:
             feeds = feeds_fn()
-            om, on, note = ours(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp)
+            om, on, note = ours(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp, a.procs)
             rm, rn = onnxruntime(path, feeds, a.threads, a.runs, a.warmup)
             if om is None:
                 print(f"{label:36} {'failed':>17} {rm:8.2f} /{rn:7.2f} {'':>6}  {note}")

@@ -79,6 +79,21 @@ def conv3x3(n, c, h, w, m, pads, bias=True):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9), {"x": x}
 
 
+def depthwise(stride, pads, k=3, bias=True):
+    rng = np.random.RandomState(7)
+    C = 12
+    inits = [numpy_helper.from_array(rng.randn(C, 1, k, k).astype(np.float32), "w")]
+    ins = ["x", "w"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.randn(C).astype(np.float32), "b"))
+        ins.append("b")
+    nodes = [helper.make_node("Conv", ins, ["y"], group=C, strides=[stride, stride], pads=pads)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 17, 23])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    x = rng.randn(2, C, 17, 23).astype(np.float32)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9), {"x": x}
+
+
 def group_norm(silu_after: bool, gamma_shape=(16, 1, 1)):
     """PyTorch's opset-17 GroupNorm export: Reshape -> InstanceNormalization -> Reshape(Shape(x)) -> Mul -> Add."""
     rng = np.random.RandomState(3)
@@ -198,7 +213,12 @@ def main():
              ("conv path: forced F(4,3), asymmetric pads", conv3x3(1, 6, 10, 10, 4, [0, 1, 2, 0]), 1,
               {"CUSTOM:winograd4_output": 1, "IM2COL": None}, {W: "4"}),
              ("conv path: forced im2col", conv3x3(1, 8, 48, 48, 16, [1, 1, 1, 1]), 1, {"CUSTOM:winograd4_output": None, "IM2COL": 1},
-              {W: "0"})]
+              {W: "0"}),
+             ("conv path: depthwise 3x3 stride 1 kernel", depthwise(1, [1, 1, 1, 1]), 1,
+              {"CUSTOM:depthwise": 1, "CONV_2D_DW": None, "ADD": None}, {}),
+             ("conv path: depthwise 3x3 stride 2, asymmetric pads, no bias", depthwise(2, [0, 1, 1, 0], bias=False),
+              1, {"CUSTOM:depthwise": 1}, {}),
+             ("conv path: depthwise 5x5 stride 2", depthwise(2, [2, 2, 2, 2], k=5), 1, {"CUSTOM:depthwise": 1}, {})]
     for label, (model, feeds), want_nodes, want_ops, env in cases:
         with tempfile.TemporaryDirectory() as tmp:
             stats, rel = run(a.cli, model, feeds, tmp, env)

@@ -265,7 +265,19 @@ void lower_Conv(Lower& L) {
                    ? winograd_tile(L, xs[0] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
                    : 0;
     ggml_tensor* y;
-    if (wino) {
+    const bool depthwise = sp == 2 && ws.size() == 4 && group == xs[1] && ws[0] == group && ws[1] == 1 &&
+                           dil[0] == 1 && dil[1] == 1 && L.dtype(0) == DType::FLOAT && L.b.weights.native_cpu &&
+                           ggml_nelements(x) > 0;
+    if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
+        ggml_tensor* bias = nullptr;
+        if (L.has(2)) {
+            bias = L.t(2);
+            if (bias->type != GGML_TYPE_F32) bias = ggml_cast(L.ctx, bias, GGML_TYPE_F32);
+            bias = L.cont(bias);
+        }
+        if (k->type != GGML_TYPE_F32) k = ggml_cast(L.ctx, k, GGML_TYPE_F32);
+        y = conv2d_depthwise(L, x, k, bias, int(strides[1]), int(strides[0]), pw, ph);
+    } else if (wino) {
         ggml_tensor* bias = nullptr;
         if (L.has(2)) {
             bias = L.t(2);

@@ -17,4 +17,8 @@ int winograd_tile(Lower& L, int64_t out_pixels);
 // x: ggml [W, H, C, N]; input wi: constant weight [CO, C, 3, 3]; bias: [CO] or null; symmetric pads pw, ph.
 ggml_tensor* conv2d_winograd(Lower& L, int m, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, int ph);
 
+// Depthwise 2-D convolution on the CPU (dilation 1): x [W, H, C, N], k [kW, kH, 1, C], bias [C] or null.
+ggml_tensor* conv2d_depthwise(Lower& L, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh, int pw,
+                              int ph);
+
 }  // namespace onnx2ggml
