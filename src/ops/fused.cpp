@@ -113,6 +113,8 @@ bool host_scalar(Lower& L, int i, float& v) {
     return true;
 }
 
+// The vector helpers below are internal to this file, so the ABI note GCC gives without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 // 16 floats as one vector (GCC/Clang vector extension: one AVX-512 register, two AVX ones, four SSE ones).
 typedef float v16 __attribute__((vector_size(64), aligned(4)));
 typedef int32_t i16v __attribute__((vector_size(64), aligned(4)));
