@@ -5,41 +5,12 @@
 // the head transposes become views, the scales move into ggml_soft_max_ext, and K is copied once instead of twice.
 #include <map>
 
-#include "passes/pipeline.h"
+#include "passes/match.h"
 
 namespace onnx2ggml {
 
-namespace {
-
-struct Uses {
-    std::map<std::string, int> uses, producer;
-    const Model& m;
-    GraphPlan& plan;
-    Uses(const Model& m, GraphPlan& p) : m(m), plan(p) {
-        for (int idx : plan.live_nodes) count(plan.node(m, idx));
-        for (auto& o : m.graph.outputs) uses[o.name]++;
-        for (int idx : plan.live_nodes)
-            for (auto& o : plan.node(m, idx).outputs) producer[o] = idx;
-    }
-    void count(const Node& n) {
-        for (auto& i : n.inputs) uses[i]++;
-        for (auto& a : n.attrs)
-            if (a.g)
-                for (const Node& s : a.g->nodes) count(s);
-    }
-    // Producer of v if it is `op` (default domain) and v has no other use; -1 otherwise.
-    int sole(const std::string& v, const char* op) {
-        auto it = producer.find(v);
-        if (it == producer.end() || uses[v] != 1) return -1;
-        const Node& n = plan.node(m, it->second);
-        return n.op_type == op && n.domain.empty() ? it->second : -1;
-    }
-};
-
-}  // namespace
-
 void fuse_attention(const Model& m, GraphPlan& plan) {
-    Uses u(m, plan);
+    GraphIndex u(m, plan);
     std::set<int> removed;
     // Uses of each value by Shape/Size nodes, which read only its shape: the producer may stay for them (its
     // ggml tensor is then never computed, since nothing reads its data).

@@ -35,6 +35,13 @@ struct GraphIndex {
         }
         return -1;
     }
+    // Producer of v if it is `op` (default domain) and v has no other use; -1 otherwise.
+    int sole(const std::string& v, const char* op) {
+        auto it = producer.find(v);
+        if (it == producer.end() || uses[v] != 1) return -1;
+        const Node& n = plan.node(m, it->second);
+        return n.op_type == op && n.domain.empty() ? it->second : -1;
+    }
     const Node* producer_of(const std::string& v, const char* op) {
         auto it = producer.find(v);
         if (it == producer.end()) return nullptr;
