@@ -291,13 +291,15 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     if (!c) {
         cache_[key] = build(ins);
         c = cache_[key].get();
+        // Op counts once per graph (stats of every run copy them).
+        for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++)
+            c->builder->stats.ggml_ops[c->builder->op_name(ggml_graph_node(c->graph, i))]++;
     }
     Builder& b = *c->builder;
     stats_ = b.stats;
     stats_.cache_hit = hit;
     stats_.build_ms = hit ? 0 : now_ms() - t0;
     stats_.ggml_graph_nodes = ggml_graph_n_nodes(c->graph);
-    for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) stats_.ggml_ops[b.op_name(ggml_graph_node(c->graph, i))]++;
 
     double t1 = now_ms();
     if (ggml_graph_n_nodes(c->graph) > 0) {
