@@ -44,7 +44,6 @@ void fold_conv_batchnorm(const Model& m, GraphPlan& plan) {
     std::map<std::string, int> producer;
     for (int i = 0; i < int(m.graph.nodes.size()); i++)
         for (auto& o : m.graph.nodes[size_t(i)].outputs) producer[o] = i;
-    std::vector<int> live;
     std::set<int> removed;
     for (int idx : plan.live_nodes) {
         const Node& bn = plan.node(m, idx);
@@ -82,9 +81,7 @@ void fold_conv_batchnorm(const Model& m, GraphPlan& plan) {
         plan.rewritten[pit->second] = fused;
         removed.insert(idx);
     }
-    for (int idx : plan.live_nodes)
-        if (!removed.count(idx)) live.push_back(idx);
-    plan.live_nodes = live;
+    plan.drop(removed);
 }
 
 }  // namespace onnx2ggml

@@ -74,10 +74,7 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
             if (dead >= 0) removed.insert(dead);
         plan.rewritten[idx] = fused;
     }
-    std::vector<int> live;
-    for (int idx : plan.live_nodes)
-        if (!removed.count(idx)) live.push_back(idx);
-    plan.live_nodes = live;
+    plan.drop(removed);
 }
 
 }  // namespace onnx2ggml

@@ -51,10 +51,7 @@ void fuse_gelu(const Model& m, GraphPlan& plan) {
         for (int dead : {dp->second, idx, add, mul1}) removed.insert(dead);
         plan.rewritten[mul2] = fused;
     }
-    std::vector<int> live;
-    for (int idx : plan.live_nodes)
-        if (!removed.count(idx)) live.push_back(idx);
-    plan.live_nodes = live;
+    plan.drop(removed);
 }
 
 }  // namespace onnx2ggml

@@ -69,27 +69,13 @@ void fuse_group_norm(const Model& m, GraphPlan& plan) {
         fused.name = in.name;
         fused.inputs = {x, gamma, beta};
         fused.outputs = plan.node(m, last).outputs;
-        Attribute a;
-        a.type = AttrType::INT;
-        a.name = "num_groups";
-        a.i = G;
-        fused.attrs.push_back(a);
-        a.name = "silu";
-        a.i = silu >= 0;
-        fused.attrs.push_back(a);
-        Attribute e;
-        e.type = AttrType::FLOAT;
-        e.name = "epsilon";
-        e.f = in.get_float("epsilon", 1e-5f);
-        fused.attrs.push_back(e);
+        fused.attrs = {int_attr("num_groups", G), int_attr("silu", silu >= 0),
+                       float_attr("epsilon", in.get_float("epsilon", 1e-5f))};
         for (int dead : {g.producer[in.inputs[0]], idx, r2, mul, add})
             if (dead != last) removed.insert(dead);
         plan.rewritten[last] = fused;
     }
-    std::vector<int> live;
-    for (int idx : plan.live_nodes)
-        if (!removed.count(idx)) live.push_back(idx);
-    plan.live_nodes = live;
+    plan.drop(removed);
 }
 
 }  // namespace onnx2ggml

@@ -34,10 +34,7 @@ void fuse_silu(const Model& m, GraphPlan& plan) {
             break;
         }
     }
-    std::vector<int> live;
-    for (int idx : plan.live_nodes)
-        if (!removed.count(idx)) live.push_back(idx);
-    plan.live_nodes = live;
+    plan.drop(removed);
 }
 
 }  // namespace onnx2ggml

@@ -59,6 +59,22 @@ struct GraphIndex {
     }
 };
 
+// Attributes of the internal nodes passes create.
+inline Attribute int_attr(const std::string& name, int64_t v) {
+    Attribute a;
+    a.type = AttrType::INT;
+    a.name = name;
+    a.i = v;
+    return a;
+}
+inline Attribute float_attr(const std::string& name, float v) {
+    Attribute a;
+    a.type = AttrType::FLOAT;
+    a.name = name;
+    a.f = v;
+    return a;
+}
+
 // A constant float scalar (any shape with one element); false if `v` is not one.
 inline bool scalar_constant(GraphIndex& g, const std::string& v, float& out) {
     const TensorData* t = g.constant(v);

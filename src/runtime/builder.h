@@ -41,6 +41,14 @@ struct GraphPlan {
     std::map<int, Node> rewritten;            // node index -> node as rewritten by a pass
     std::map<std::string, std::shared_ptr<TensorData>> initializers;  // constants added by passes
 
+    // Removes nodes a pass has fused away, keeping the order of the rest.
+    void drop(const std::set<int>& removed) {
+        std::vector<int> live;
+        for (int idx : live_nodes)
+            if (!removed.count(idx)) live.push_back(idx);
+        live_nodes = std::move(live);
+    }
+
     const Node& node(const Model& m, int idx) const {
         auto it = rewritten.find(idx);
         return it != rewritten.end() ? it->second : m.graph.nodes[size_t(idx)];
