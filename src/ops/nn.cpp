@@ -290,23 +290,18 @@ void lower_Conv(Lower& L) {
     const bool depthwise = sp == 2 && ws.size() == 4 && group == xs[1] && ws[0] == group && ws[1] == 1 &&
                            dil[0] == 1 && dil[1] == 1 && L.dtype(0) == DType::FLOAT && L.b.weights.native_cpu &&
                            ggml_nelements(x) > 0;
+    // Our CPU kernels add the bias while writing the output.
+    auto f32_bias = [&]() -> ggml_tensor* {
+        if (!L.has(2)) return nullptr;
+        ggml_tensor* bias = L.t(2);
+        if (bias->type != GGML_TYPE_F32) bias = ggml_cast(L.ctx, bias, GGML_TYPE_F32);
+        return L.cont(bias);
+    };
     if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
-        ggml_tensor* bias = nullptr;
-        if (L.has(2)) {
-            bias = L.t(2);
-            if (bias->type != GGML_TYPE_F32) bias = ggml_cast(L.ctx, bias, GGML_TYPE_F32);
-            bias = L.cont(bias);
-        }
         if (k->type != GGML_TYPE_F32) k = ggml_cast(L.ctx, k, GGML_TYPE_F32);
-        y = conv2d_depthwise(L, x, k, bias, int(strides[1]), int(strides[0]), pw, ph);
+        y = conv2d_depthwise(L, x, k, f32_bias(), int(strides[1]), int(strides[0]), pw, ph);
     } else if (wino) {
-        ggml_tensor* bias = nullptr;
-        if (L.has(2)) {
-            bias = L.t(2);
-            if (bias->type != GGML_TYPE_F32) bias = ggml_cast(L.ctx, bias, GGML_TYPE_F32);
-            bias = L.cont(bias);
-        }
-        y = conv2d_winograd(L, wino, x, 1, bias, pw, ph);
+        y = conv2d_winograd(L, wino, x, 1, f32_bias(), pw, ph);
     } else {
         y = conv2d_core(L, x, k, group, int(strides[1]), int(strides[0]), int(dil[1]), int(dil[0]), pw, ph);
         if (L.has(2)) y = ggml_add(L.ctx, y, ggml_reshape_4d(L.ctx, L.t(2), 1, 1, shape_numel(L.shape(2)), 1));
