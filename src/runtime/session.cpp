@@ -94,8 +94,7 @@ private:
     bool profiling_ = false;
     bool quiet_ = false;
     std::vector<ProfileEntry> profile_;
-    const std::map<const ggml_tensor*, std::string>* origin_ = nullptr;  // of the graph being profiled
-    const Builder* builder_ = nullptr;
+    const Builder* builder_ = nullptr;  // of the graph being profiled
     double last_ms_ = 0;
 
     // Called by the scheduler around each node: asks, then reports it computed.
@@ -103,9 +102,9 @@ private:
         auto* s = static_cast<SessionImpl*>(user);
         if (ask) return true;
         double now = now_ms();
-        auto it = s->origin_ ? s->origin_->find(t) : decltype(s->origin_->end()){};
-        std::string value = s->origin_ && it != s->origin_->end() ? it->second : ggml_get_name(t);
-        s->profile_.push_back({value, s->builder_ ? s->builder_->op_name(t) : ggml_op_desc(t), now - s->last_ms_});
+        const Builder& b = *s->builder_;
+        auto it = b.origin.find(t);  // full ONNX name (ggml names are cut at 63 bytes)
+        s->profile_.push_back({it != b.origin.end() ? it->second : ggml_get_name(t), b.op_name(t), now - s->last_ms_});
         s->last_ms_ = now;
         return true;
     }
@@ -340,7 +339,6 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
         for (auto& [t, bytes] : b.uploads)
             if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         profile_.clear();
-        origin_ = &b.origin;
         builder_ = &b;
         ggml_backend_sched_set_eval_callback(c->sched, profiling_ ? on_node : nullptr, this);
         last_ms_ = now_ms();
