@@ -284,7 +284,7 @@ void lower_Conv(Lower& L) {
     int wino = sp == 2 && group == 1 && ws.size() == 4 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 &&
                        strides[1] == 1 && dil[0] == 1 && dil[1] == 1 && L.in(1).is_weight && L.in(1).host &&
                        L.dtype(0) == DType::FLOAT && L.b.weights.native_cpu
-                   ? winograd_tile(L, xs[0] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
+                   ? winograd_tile(xs[0] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
                    : 0;
     ggml_tensor* y;
     const bool depthwise = sp == 2 && ws.size() == 4 && group == xs[1] && ws[0] == group && ws[1] == 1 &&

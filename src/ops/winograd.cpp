@@ -40,7 +40,7 @@ template <> struct Mat<4> {
 constexpr int LANES = 16;  // channels (input transform) or tiles (output transform) handled together
 
 struct Params {
-    int m, pw, ph;
+    int pw, ph;
     int64_t W, H, C, N, OW, OH, TW, TH;
 };
 
@@ -212,7 +212,6 @@ ggml_tensor* build(Lower& L, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, 
     constexpr int A = Mat<M>::A;
     x = L.cont(x);
     Params p{};
-    p.m = M;
     p.pw = pw;
     p.ph = ph;
     p.W = x->ne[0];
@@ -303,7 +302,7 @@ ggml_tensor* conv2d_depthwise(Lower& L, ggml_tensor* x, ggml_tensor* k, ggml_ten
     return y;
 }
 
-int winograd_tile(Lower& L, int64_t out_pixels) {
+int winograd_tile(int64_t out_pixels) {
     static const int forced = [] {
         const char* e = getenv("ONNX2GGML_WINOGRAD");
         return e ? atoi(e) : -1;

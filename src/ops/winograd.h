@@ -13,7 +13,7 @@ ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTenso
 
 // Output tile size for a 3x3 stride-1 convolution with N*OH*OW output pixels: 4 or 2, or 0 for the im2col path.
 // ONNX2GGML_WINOGRAD=0|2|4 forces one choice (measurements, tests).
-int winograd_tile(Lower& L, int64_t out_pixels);
+int winograd_tile(int64_t out_pixels);
 // x: ggml [W, H, C, N]; input wi: constant weight [CO, C, 3, 3]; bias: [CO] or null; symmetric pads pw, ph.
 ggml_tensor* conv2d_winograd(Lower& L, int m, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, int ph);
 
