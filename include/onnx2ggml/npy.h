@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/tensor.h"
 
 namespace onnx2ggml {
 

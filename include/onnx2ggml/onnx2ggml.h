@@ -7,21 +7,11 @@
 #include <vector>
 
 #include "onnx2ggml/dtype.h"
+#include "onnx2ggml/tensor.h"
 
 namespace onnx2ggml {
 
 struct Model;
-
-// A dense host tensor in ONNX (row-major) order.
-struct Tensor {
-    DType dtype = DType::FLOAT;
-    std::vector<int64_t> shape;
-    std::vector<uint8_t> data;
-
-    int64_t numel() const;
-    template <typename T> T* as() { return reinterpret_cast<T*>(data.data()); }
-    template <typename T> const T* as() const { return reinterpret_cast<const T*>(data.data()); }
-};
 
 struct SessionOptions {
     int threads = 0;          // 0: all cores

@@ -9,7 +9,6 @@ namespace onnx2ggml {
 struct CompileOptions {
     std::string out_dir;
     std::string name;                // program name; default: model file stem, sanitized
-    DType weights = DType::FLOAT;    // FLOAT, FLOAT16 or BFLOAT16 for float initializers
 };
 
 // Returns the program name used.

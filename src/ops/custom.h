@@ -1,37 +1,28 @@
-// Exact elementwise kernels ggml lacks (erf, pow, comparisons, select), run as ggml custom ops on the CPU.
+// Lowering-side access to the exact CPU kernels (src/kernels/custom.h) for ops not yet written as op-library
+// functions. Shapes are broadcast the ONNX way (rank > 4 folded) before the kernel sees them.
 #pragma once
-#include <deque>
-#include <mutex>
-
+#include "kernels/custom.h"
 #include "ops/op.h"
 
 namespace onnx2ggml {
 
-// Custom-kernel parameters must outlive the graph; they are few and small, so they live for the process.
-template <typename T>
-T* keep_params(const T& v) {
-    static std::mutex mu;
-    static std::deque<T> store;
-    std::lock_guard<std::mutex> lock(mu);
-    store.push_back(v);
-    return &store.back();
+using o2g::BinaryK;
+using o2g::keep_params;
+using o2g::ReduceK;
+using o2g::UnaryK;
+
+inline ggml_tensor* custom_rows(Lower& L, ggml_tensor* x, ReduceK k) { return o2g::custom_rows(L.octx(), x, k); }
+inline ggml_tensor* custom_unary(Lower& L, ggml_tensor* x, UnaryK k, float p0 = 0, float p1 = 0) {
+    return o2g::custom_unary(L.octx(), x, k, p0, p1);
 }
-
-enum class UnaryK { Erf, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Reciprocal, RoundEven,
-                    IsNaN, IsInfPos, IsInfNeg, IsInf, Not, Sign, Softsign, Mish, Selu, Celu, ThresholdedRelu,
-                    EluA, Softplus, PowScalar };
-enum class BinaryK { Pow, Max, Min, Equal, Less, LessEq, Greater, GreaterEq, And, Or, Xor, Mod, Fmod };
-
-enum class ReduceK { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare, ArgMax, ArgMin,
-                     ArgMaxLast, ArgMinLast, LogSoftmax };
-// Reduces each ggml row (ne0) to one value: [1, ne1, ne2, ne3] (I32 for Arg*). LogSoftmax keeps the shape.
-ggml_tensor* custom_rows(Lower& L, ggml_tensor* x, ReduceK k);
-
-ggml_tensor* custom_unary(Lower& L, ggml_tensor* x, UnaryK k, float p0 = 0, float p1 = 0);
-// a and b broadcast to `out` first.
-ggml_tensor* custom_binary(Lower& L, ggml_tensor* a, const Shape& sa, ggml_tensor* b, const Shape& sb,
-                           const Shape& out, BinaryK k);
-ggml_tensor* custom_where(Lower& L, ggml_tensor* c, const Shape& sc, ggml_tensor* a, const Shape& sa,
-                          ggml_tensor* b, const Shape& sb, const Shape& out);
+inline ggml_tensor* custom_binary(Lower& L, ggml_tensor* a, const Shape& sa, ggml_tensor* b, const Shape& sb,
+                                  const Shape& out, BinaryK k) {
+    return o2g::custom_binary(L.octx(), broadcast_to(L, a, sa, out), broadcast_to(L, b, sb, out), k);
+}
+inline ggml_tensor* custom_where(Lower& L, ggml_tensor* c, const Shape& sc, ggml_tensor* a, const Shape& sa,
+                                 ggml_tensor* b, const Shape& sb, const Shape& out) {
+    return o2g::custom_where(L.octx(), broadcast_to(L, c, sc, out), broadcast_to(L, a, sa, out),
+                             broadcast_to(L, b, sb, out));
+}
 
 }  // namespace onnx2ggml

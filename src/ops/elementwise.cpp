@@ -11,13 +11,6 @@ namespace {
 
 using GFn2 = ggml_tensor* (*)(ggml_context*, ggml_tensor*, ggml_tensor*);
 
-ggml_tensor* bin(Lower& L, GFn2 fn, int ia = 0, int ib = 1) {
-    Shape out = broadcast_shapes(L, L.shape(ia), L.shape(ib));
-    ggml_tensor* a = broadcast_to(L, L.t(ia), L.shape(ia), out);
-    ggml_tensor* b = L.t(ib);
-    if (!folded_compatible(L.shape(ib), out)) L.error("broadcast across folded dims (rank > 4)");
-    return fn(L.ctx, a, b);
-}
 
 void out_same(Lower& L, ggml_tensor* y, int like = 0) { L.out_shape(0, y, L.dtype(like), L.shape(like)); }
 
@@ -26,10 +19,17 @@ Shape bshape(Lower& L) { return broadcast_shapes(L, L.shape(0), L.shape(1)); }
 }  // namespace
 
 // ---- binary arithmetic ----
-void lower_Add(Lower& L) { L.out_shape(0, bin(L, ggml_add), L.dtype(0), bshape(L)); }
-void lower_Sub(Lower& L) { L.out_shape(0, bin(L, ggml_sub), L.dtype(0), bshape(L)); }
-void lower_Mul(Lower& L) { L.out_shape(0, bin(L, ggml_mul), L.dtype(0), bshape(L)); }
-void lower_Div(Lower& L) { L.out_shape(0, bin(L, ggml_div), L.dtype(0), bshape(L)); }
+// Rank > 4 shapes are folded into ggml's four dims; the check keeps broadcasting within what folding allows.
+static Shape checked_bshape(Lower& L) {
+    Shape out = bshape(L);
+    if (!folded_compatible(L.shape(0), out) || !folded_compatible(L.shape(1), out))
+        L.error("broadcast across folded dims (rank > 4)");
+    return out;
+}
+void lower_Add(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::add, L.t(0), L.t(1)), L.dtype(0), checked_bshape(L)); }
+void lower_Sub(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::sub, L.t(0), L.t(1)), L.dtype(0), checked_bshape(L)); }
+void lower_Mul(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::mul, L.t(0), L.t(1)), L.dtype(0), checked_bshape(L)); }
+void lower_Div(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::div, L.t(0), L.t(1)), L.dtype(0), checked_bshape(L)); }
 
 void lower_Pow(Lower& L) {
     Shape out = bshape(L);

@@ -26,11 +26,6 @@ ggml_tensor* permute_onnx(Lower& L, ggml_tensor* x, int r, const std::vector<int
     return ggml_cont(L.ctx, ggml_permute(L.ctx, x, g[0], g[1], g[2], g[3]));
 }
 
-void drop_pages(const uint8_t* p, size_t n) {
-    uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-    uintptr_t b = (uintptr_t(p) + page - 1) & ~(page - 1), e = (uintptr_t(p) + n) & ~(page - 1);
-    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
-}
 
 HostTensor transpose_last2(const HostTensor& w) {
     Shape s = w.shape;

@@ -6,11 +6,59 @@
 
 #include "ggml.h"
 #include "ir/ir.h"
+#include "onnx2ggml/ops.h"
 #include "ops/tensor.h"
 
 namespace onnx2ggml {
 
 class Builder;
+struct Lower;
+
+// Host integers an op needs to build its graph (Reshape's shape, Slice's starts), with the value they came
+// from, so that `compile` can write them as expressions of the input dims rather than as numbers.
+struct Sym {
+    o2g::Ints v;
+    const Val* src = nullptr;  // null: a literal the table row made from attributes
+};
+
+// Watches a graph build and writes it down as C++ (src/emit). Null in `run`.
+class Recorder {
+public:
+    virtual ~Recorder() = default;
+    virtual std::string tensor_text(const ggml_tensor* t) = 0;  // "" when the tensor has no C++ name
+    virtual std::string ints_text(const Sym& s) = 0;            // "" when not expressible
+    virtual void call(ggml_tensor* result, const std::string& text) = 0;
+    // A host value (weight, constant, shape arithmetic) became tensor t.
+    virtual void bind(const Val& v, ggml_tensor* t) = 0;
+    // The lowering took value v's tensor t (through Lower::t).
+    virtual void use(const Val& v, ggml_tensor* t) = 0;
+    // The lowering read value v's host data directly (not through Lower::sym).
+    virtual void host_read(const Val& v) = 0;
+    // Around each node: its lowering ran on the host or built ggml tensors.
+    virtual void node_begin(const Node& n, bool on_host) = 0;
+    virtual void node_end(Lower& L, bool on_host) = 0;
+};
+
+// C++ text of call arguments, for the recorder.
+std::string arg_text(Recorder& r, ggml_tensor* t);
+std::string arg_text(Recorder& r, const Sym& s);
+std::string arg_text(Recorder& r, const o2g::Ints& v);
+std::string arg_text(Recorder& r, int64_t v);
+inline std::string arg_text(Recorder& r, int v) { return arg_text(r, int64_t(v)); }
+std::string arg_text(Recorder& r, float v);
+inline std::string arg_text(Recorder& r, double v) { return arg_text(r, float(v)); }
+std::string arg_text(Recorder& r, bool v);
+std::string arg_text(Recorder& r, ggml_type t);
+std::string arg_text(Recorder& r, ggml_op_pool p);
+template <typename P>
+auto arg_text(Recorder&, const P& p) -> decltype(p.fields(std::declval<o2g::FieldWriter&>()), std::string()) {
+    o2g::FieldWriter w;
+    p.fields(w);
+    return w.str();
+}
+inline const o2g::Ints& call_arg(const Sym& s) { return s.v; }
+template <typename A>
+A&& call_arg(A&& a) { return std::forward<A>(a); }
 
 // What a lowering function sees: the node, its inputs, and where to put its outputs.
 struct Lower {
@@ -52,7 +100,32 @@ struct Lower {
 
     // ggml context helpers
     ggml_tensor* cont(ggml_tensor* x);
+
+    // Host integers of input i for an op-library call (see Sym).
+    Sym sym(int i);
+    o2g::Ctx& octx();
+    Recorder* rec();
+
+    // Calls an op-library function (first parameter o2g::Ctx&) or a ggml function (ggml_context*) and, when
+    // `compile` records the build, writes the same call down. Use through O2G_CALL.
+    template <typename... P, typename... A>
+    ggml_tensor* call(const char* name, ggml_tensor* (*fn)(o2g::Ctx&, P...), A&&... a) {
+        ggml_tensor* r = fn(octx(), call_arg(a)...);
+        if (Recorder* rc = rec()) record(*rc, name, r, {arg_text(*rc, a)...});
+        return r;
+    }
+    template <typename... P, typename... A>
+    ggml_tensor* call(const char* name, ggml_tensor* (*fn)(ggml_context*, P...), A&&... a) {
+        ggml_tensor* r = fn(ctx, call_arg(a)...);
+        if (Recorder* rc = rec()) record(*rc, name, r, {arg_text(*rc, a)...});
+        return r;
+    }
+    void record(Recorder& r, const char* name, ggml_tensor* result, const std::vector<std::string>& args);
+    bool reading_sym_ = false;
 };
+
+// O2G_CALL(L, o2g::conv2d, x, w, b, params): one op-library or ggml call, run and (in compile) recorded.
+#define O2G_CALL(L, fn, ...) (L).call(#fn, fn, __VA_ARGS__)
 
 using LowerFn = void (*)(Lower&);
 

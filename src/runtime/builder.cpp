@@ -1,6 +1,7 @@
 #include "runtime/builder.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -12,7 +13,7 @@ namespace onnx2ggml {
 ggml_type device_type(DType t) { return dtype_is_integer(t) ? GGML_TYPE_I32 : GGML_TYPE_F32; }
 
 // Host data converted to the device element type (F32 or I32).
-static std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name) {
+std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name) {
     int64_t n = h.numel();
     if (type == GGML_TYPE_F16 || type == GGML_TYPE_BF16 || type == GGML_TYPE_Q8_0) {  // --weights: reduced precision
         std::vector<float> f = h.to_f32();
@@ -66,14 +67,38 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
         buffers.push_back(buf);
         keep.push_back(h.keep);
         tensors[key] = t;
+        sources[t] = {key, h};
         return t;
     }
     ggml_tensor* t = ggml_new_tensor(pending_ctx, type, 4, ne);
     ggml_set_name(t, key.c_str());
     tensors[key] = t;
+    sources[t] = {key, h};
     pending.emplace_back(t, h);
     if (pending.size() >= 4000) commit();  // context capacity
     return t;
+}
+
+void drop_pages(const uint8_t* p, size_t n) {
+    uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    uintptr_t b = (uintptr_t(p) + page - 1) & ~(page - 1), e = (uintptr_t(p) + n) & ~(page - 1);
+    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+}
+
+ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
+                                  const std::function<void(const float*, float*)>& make) {
+    auto src = sources.find(w);
+    O2G_CHECK(src != sources.end(), "internal: '", ggml_get_name(w), "' is not a weight");
+    const auto& [name, h] = src->second;
+    std::string key = name + "#" + kind + (type == GGML_TYPE_F32 ? "" : std::string("#") + ggml_type_name(type));
+    auto it = tensors.find(key);
+    if (it != tensors.end()) return it->second;
+    HostTensor out = HostTensor::alloc(DType::FLOAT, {ne[3], ne[2], ne[1], ne[0]});
+    std::vector<float> f = h.to_f32();
+    make(f.data(), reinterpret_cast<float*>(out.mut()));
+    // The original is often only read for this transform: give its mapped pages back (re-read if needed later).
+    if (h.mapped) drop_pages(h.data, h.nbytes);
+    return get(key, out, type);
 }
 
 void advise_huge_pages(ggml_backend_buffer_t buf) {
@@ -136,8 +161,9 @@ void Lower::error(const std::string& what) const { throw Error(where() + ": " + 
 
 ggml_tensor* Lower::t(int i) {
     ggml_tensor* x = b.tensor(in(i));
+    if (b.rec) b.rec->use(in(i), x);
     // Float kernels read F32; integer data feeding math (e.g. MaxPool on uint8) is converted.
-    if (b.current_math && x->type == GGML_TYPE_I32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
+    if (b.current_math && x->type == GGML_TYPE_I32) x = O2G_CALL(*this, ggml_cast, x, GGML_TYPE_F32);
     return x;
 }
 
@@ -147,7 +173,15 @@ const HostTensor& Lower::h(int i) {
         error("input '" + v.name + "' must be known before the graph runs (a shape, axis or index), "
               "but it is computed on the device");
     if (!b.host_mode) b.value_keyed_inputs.insert(v.input_deps.begin(), v.input_deps.end());
+    if (b.rec && !reading_sym_) b.rec->host_read(v);
     return *v.host;
+}
+
+Sym Lower::sym(int i) {
+    reading_sym_ = true;
+    Sym s{ints(i), &in(i)};
+    reading_sym_ = false;
+    return s;
 }
 
 void Lower::out(int i, ggml_tensor* x, DType dt, int rank) {
@@ -196,6 +230,37 @@ ggml_tensor* Lower::constant(const HostTensor& h) {
 
 ggml_tensor* Lower::cont(ggml_tensor* x) { return ggml_is_contiguous(x) ? x : ggml_cont(ctx, x); }
 
+o2g::Ctx& Lower::octx() { return b.octx; }
+Recorder* Lower::rec() { return b.rec; }
+
+void Lower::record(Recorder& r, const char* name, ggml_tensor* result, const std::vector<std::string>& args) {
+    std::string text = name;
+    bool op_library = text.compare(0, 5, "o2g::") == 0;
+    text += "(ctx";
+    for (const auto& a : args) {
+        if (a.empty()) {
+            r.call(result, "");  // an argument the generated code cannot name
+            return;
+        }
+        text += ", " + a;
+    }
+    (void)op_library;
+    r.call(result, text + ")");
+}
+
+std::string arg_text(Recorder& r, ggml_tensor* t) { return t ? r.tensor_text(t) : "nullptr"; }
+std::string arg_text(Recorder& r, const Sym& s) { return r.ints_text(s); }
+std::string arg_text(Recorder&, const o2g::Ints& v) { return "o2g::Ints" + o2g::ints_literal(v); }
+std::string arg_text(Recorder&, int64_t v) { return v == INT64_MIN ? "INT64_MIN" : std::to_string(v); }
+std::string arg_text(Recorder&, float v) { return o2g::float_literal(v); }
+std::string arg_text(Recorder&, bool v) { return v ? "true" : "false"; }
+std::string arg_text(Recorder&, ggml_type t) {
+    std::string n = ggml_type_name(t);
+    for (char& c : n) c = char(toupper(static_cast<unsigned char>(c)));
+    return "GGML_TYPE_" + n;
+}
+std::string arg_text(Recorder&, ggml_op_pool p) { return p == GGML_OP_POOL_MAX ? "GGML_OP_POOL_MAX" : "GGML_OP_POOL_AVG"; }
+
 // ---- Builder ----
 
 ggml_tensor* Builder::tensor(Val& v) {
@@ -205,6 +270,7 @@ ggml_tensor* Builder::tensor(Val& v) {
     ggml_type type = device_type(v.dtype);
     if (v.is_weight) {
         v.t = weights.get(v.name, *v.host, type);
+        if (rec) rec->bind(v, v.t);
         return v.t;
     }
     int64_t ne[4];
@@ -213,6 +279,7 @@ ggml_tensor* Builder::tensor(Val& v) {
     ggml_set_name(v.t, v.name.c_str());
     ggml_set_input(v.t);
     uploads.emplace_back(v.t, device_bytes(*v.host, type, v.name));
+    if (rec) rec->bind(v, v.t);
     return v.t;
 }
 
@@ -321,6 +388,10 @@ static double dense_gflop(Lower& L) {
 
 void Builder::build() {
     for (int idx : plan.live_nodes) run_node(plan.node(model, idx));
+    for (auto& u : octx.uploads) uploads.push_back(std::move(u));
+    octx.uploads.clear();
+    for (auto& [t, k] : octx.labels) kernel[t] = k;
+    octx.labels.clear();
 }
 
 void Builder::run_node(const Node& n) {
@@ -359,15 +430,19 @@ void Builder::run_node(const Node& n) {
 
     host_mode = on_host;
     current_math = def->math;
+    if (rec) rec->node_begin(n, on_host);
     try {
         (on_host ? def->host : def->ggml)(L);
     } catch (const Error& e) {
         std::string msg = e.what();
         if (msg.find(L.where()) != std::string::npos) throw;
         throw Error(L.where() + ": " + msg);
+    } catch (const o2g::OpError& e) {
+        throw Error(L.where() + ": " + e.what());
     }
     host_mode = false;
     if (!on_host) stats.gflop += dense_gflop(L);
+    if (rec) rec->node_end(L, on_host);
 
     std::set<int> deps;
     if (on_host)

@@ -14,7 +14,7 @@
 namespace onnx2ggml {
 
 // Persistent device copies of initializers, shared by every graph built for one model.
-struct WeightCache {
+struct WeightCache : o2g::WeightStore {
     ggml_backend_buffer_type_t buft = nullptr;
     bool zero_copy = false;
     bool native_cpu = false;
@@ -29,6 +29,10 @@ struct WeightCache {
     std::vector<std::pair<ggml_tensor*, HostTensor>> pending;
 
     ggml_tensor* get(const std::string& key, const HostTensor& h, ggml_type type);
+    std::map<const ggml_tensor*, std::pair<std::string, HostTensor>> sources;  // weight tensor -> key, host data
+    bool is_weight(const ggml_tensor* w) override { return sources.count(w) != 0; }
+    ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
+                         const std::function<void(const float*, float*)>& make) override;
     void commit();  // allocate and upload pending tensors
     double megabytes() const;  // device weights, including those used in place from the file mapping
     ~WeightCache();
@@ -58,7 +62,11 @@ struct GraphPlan {
 class Builder {
 public:
     Builder(const Model& m, const GraphPlan& plan, WeightCache& w, ggml_context* ctx)
-        : model(m), plan(plan), weights(w), ctx(ctx) {}
+        : model(m), plan(plan), weights(w), ctx(ctx) {
+        octx.ggml = ctx;
+        octx.cpu = w.native_cpu;
+        octx.weights = &w;
+    }
 
     // Graph inputs (already validated), in graph-input order.
     void bind_inputs(const std::vector<const Tensor*>& inputs);
@@ -73,6 +81,8 @@ public:
     const GraphPlan& plan;
     WeightCache& weights;
     ggml_context* ctx;
+    o2g::Ctx octx;               // what op-library calls build with
+    Recorder* rec = nullptr;     // set by `compile`
     std::map<std::string, Val> vals;
     RunStats stats;
     bool host_mode = false;
@@ -108,6 +118,10 @@ private:
 };
 
 ggml_type device_type(DType t);  // F32 for float/bool, I32 for ints
+// Host data converted to a device element type (F32, I32, or the reduced types of --weights).
+std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name);
+// Gives a read-only file mapping's pages back to the kernel (they are re-read if touched again).
+void drop_pages(const uint8_t* p, size_t n);
 // Asks for transparent huge pages on a host-memory ggml buffer before it is first touched: fewer TLB misses,
 // and the same cache behaviour in every process (with 4 KiB pages the Winograd GEMM's run time varied by 25%
 // from one process to the next, with the physical placement of its pages).

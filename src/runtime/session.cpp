@@ -11,17 +11,12 @@
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/program.h"
 #include "passes/pipeline.h"
 #include "runtime/builder.h"
 #include "runtime/unsupported.h"
 
 namespace onnx2ggml {
-
-int64_t Tensor::numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-}
 
 namespace {
 
@@ -63,12 +58,7 @@ public:
         O2G_CHECK(kind != kinds.end(), "weights must be f32, f16, bf16 or q8_0, not '", opts.weights, "'");
         weights_.matmul_type = kind->second;
     }
-    ~SessionImpl() override {
-        cache_.clear();
-        if (cpu_) ggml_backend_free(cpu_);
-        if (accel_) ggml_backend_free(accel_);
-        if (backend_) ggml_backend_free(backend_);
-    }
+    ~SessionImpl() override { cache_.clear(); }
 
     const Model& model() const override { return *model_; }
     const RunStats& stats() const override { return stats_; }
@@ -86,7 +76,8 @@ private:
 
     std::shared_ptr<Model> model_;
     GraphPlan plan_;
-    ggml_backend_t backend_ = nullptr, cpu_ = nullptr, accel_ = nullptr;
+    std::unique_ptr<o2g::Backends> backends_;
+    ggml_backend_t backend_ = nullptr, cpu_ = nullptr, accel_ = nullptr;  // owned by backends_
     std::string device_;
     WeightCache weights_;
     std::map<std::string, std::unique_ptr<CachedGraph>> cache_;
@@ -110,65 +101,12 @@ private:
     }
 };
 
-void set_threads(ggml_backend_t backend, int n) {
-    ggml_backend_dev_t dev = ggml_backend_get_device(backend);
-    if (!dev) return;
-    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
-    auto fn = (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
-    if (fn) fn(backend, n);
-}
-
-// ggml aborts on failed asserts; turn that into a clear error exit instead of a core dump.
-void on_ggml_abort(const char* msg) {
-    fprintf(stderr, "onnx2ggml: error: internal ggml failure: %s\n", msg ? msg : "");
-    fflush(stderr);
-    _exit(3);
-}
-
 void SessionImpl::init_device(const SessionOptions& opts) {
-    static bool loaded = false;
-    if (!loaded) {
-        ggml_set_abort_callback(on_ggml_abort);
-        ggml_backend_load_all();
-        loaded = true;
-    }
-    ggml_backend_dev_t dev = nullptr;
-    std::string names;
-    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
-        ggml_backend_dev_t d = ggml_backend_dev_get(i);
-        names += std::string(names.empty() ? "" : ", ") + ggml_backend_dev_name(d);
-        if (!opts.device.empty()) {
-            if (strcasecmp(ggml_backend_dev_name(d), opts.device.c_str()) == 0) dev = d;
-        } else if (!dev && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU) {
-            dev = d;
-        }
-    }
-    if (!dev && !opts.device.empty()) fail("device '", opts.device, "' not found; available: ", names);
-    if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    O2G_CHECK(dev, "no ggml device available");
-    backend_ = ggml_backend_dev_init(dev, nullptr);
-    O2G_CHECK(backend_, "could not start device '", ggml_backend_dev_name(dev), "'");
-    device_ = std::string(ggml_backend_dev_name(dev)) + " (" + ggml_backend_dev_description(dev) + ")";
-    int threads = opts.threads > 0 ? opts.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
-        set_threads(backend_, threads);
-        // On the CPU, an accelerator library built into ggml (BLAS) takes the large matrix products first.
-        if (getenv("ONNX2GGML_NO_BLAS") == nullptr)
-            for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
-                ggml_backend_dev_t d = ggml_backend_dev_get(i);
-                if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_ACCEL) continue;
-                if (ggml_backend_t b = ggml_backend_dev_init(d, nullptr)) {
-                    set_threads(b, threads);
-                    accel_ = b;
-                    device_ += " + " + std::string(ggml_backend_dev_name(d));
-                    break;
-                }
-            }
-    } else {
-        cpu_ = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
-        if (cpu_) set_threads(cpu_, threads);
-    }
-    if (!opts.quiet) fprintf(stderr, "onnx2ggml: device %s, %d threads\n", device_.c_str(), threads);
+    backends_ = o2g::open_backends(opts.device, opts.threads, opts.quiet);
+    backend_ = backends_->main;
+    cpu_ = backends_->cpu;
+    accel_ = backends_->accel;
+    device_ = backends_->description;
 }
 
 std::vector<const Tensor*> SessionImpl::check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key) {

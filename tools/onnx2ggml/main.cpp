@@ -33,7 +33,7 @@ const char* kUsage =
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "  onnx2ggml info MODEL.onnx\n"
-    "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--weights f32|f16|bf16]\n";
+    "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME]\n";
 
 std::string sanitize(const std::string& name) {
     std::string s = name;
@@ -231,13 +231,7 @@ int cmd_compile(const std::vector<std::string>& args) {
         };
         if (a == "-o" || a == "--output-dir") o.out_dir = next();
         else if (a == "--name") o.name = next();
-        else if (a == "--weights") {
-            std::string w = next();
-            if (w == "f32") o.weights = DType::FLOAT;
-            else if (w == "f16") o.weights = DType::FLOAT16;
-            else if (w == "bf16") o.weights = DType::BFLOAT16;
-            else throw Error("--weights takes f32, f16 or bf16");
-        } else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
+        else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
     }

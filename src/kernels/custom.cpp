@@ -1,10 +1,11 @@
-#include "ops/custom.h"
+// Exact elementwise and row kernels ggml lacks (erf, pow, comparisons, select, arg-reductions), as ggml custom ops.
+#include "kernels/custom.h"
 
 #include <cmath>
 #include <deque>
 #include <mutex>
 
-namespace onnx2ggml {
+namespace o2g {
 
 namespace {
 
@@ -104,9 +105,9 @@ void where_kernel(ggml_tensor* dst, const ggml_tensor* c, const ggml_tensor* a, 
     for (int64_t i = b; i < e; i++) y[i] = cc[i] != 0 ? x[i] : z[i];
 }
 
-ggml_tensor* full(Lower& L, ggml_tensor* x, const Shape& s, const Shape& out) {
-    if (x->type != GGML_TYPE_F32) x = ggml_cast(L.ctx, x, GGML_TYPE_F32);
-    return L.cont(broadcast_to(L, x, s, out));
+ggml_tensor* full(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
+    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
+    return cont(ctx, repeat_to(ctx, x, ne));
 }
 
 struct RowParams { ReduceK k; };
@@ -163,29 +164,32 @@ void rows_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
 
 }  // namespace
 
-ggml_tensor* custom_rows(Lower& L, ggml_tensor* x, ReduceK k) {
-    x = L.cont(x);
+ggml_tensor* custom_rows(Ctx& ctx, ggml_tensor* x, ReduceK k) {
+    x = cont(ctx, x);
     ggml_tensor* args[1] = {x};
     bool arg = k == ReduceK::ArgMax || k == ReduceK::ArgMin || k == ReduceK::ArgMaxLast || k == ReduceK::ArgMinLast;
     int64_t ne0 = k == ReduceK::LogSoftmax ? x->ne[0] : 1;
-    return ggml_custom_4d(L.ctx, arg ? GGML_TYPE_I32 : GGML_TYPE_F32, ne0, x->ne[1], x->ne[2], x->ne[3], args, 1,
+    return ggml_custom_4d(ctx, arg ? GGML_TYPE_I32 : GGML_TYPE_F32, ne0, x->ne[1], x->ne[2], x->ne[3], args, 1,
                           rows_kernel, GGML_N_TASKS_MAX, keep_params(RowParams{k}));
 }
 
-ggml_tensor* custom_unary(Lower& L, ggml_tensor* x, UnaryK k, float p0, float p1) {
-    return ggml_map_custom1(L.ctx, L.cont(x), unary_kernel, GGML_N_TASKS_MAX, keep_params(UnaryParams{k, p0, p1}));
+ggml_tensor* custom_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0, float p1) {
+    return ggml_map_custom1(ctx, cont(ctx, x), unary_kernel, GGML_N_TASKS_MAX, keep_params(UnaryParams{k, p0, p1}));
 }
 
-ggml_tensor* custom_binary(Lower& L, ggml_tensor* a, const Shape& sa, ggml_tensor* b, const Shape& sb,
-                           const Shape& out, BinaryK k) {
-    return ggml_map_custom2(L.ctx, full(L, a, sa, out), full(L, b, sb, out), binary_kernel, GGML_N_TASKS_MAX,
+ggml_tensor* custom_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k) {
+    int64_t ne[4];
+    broadcast_ne(a, b, ne);
+    return ggml_map_custom2(ctx, full(ctx, a, ne), full(ctx, b, ne), binary_kernel, GGML_N_TASKS_MAX,
                             keep_params(BinaryParams{k}));
 }
 
-ggml_tensor* custom_where(Lower& L, ggml_tensor* c, const Shape& sc, ggml_tensor* a, const Shape& sa,
-                          ggml_tensor* b, const Shape& sb, const Shape& out) {
-    return ggml_map_custom3(L.ctx, full(L, c, sc, out), full(L, a, sa, out), full(L, b, sb, out), where_kernel,
+ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b) {
+    int64_t ne[4];
+    broadcast_ne(a, b, ne);
+    broadcast_ne(c->ne, ne, ne);
+    return ggml_map_custom3(ctx, full(ctx, c, ne), full(ctx, a, ne), full(ctx, b, ne), where_kernel,
                             GGML_N_TASKS_MAX, nullptr);
 }
 
-}  // namespace onnx2ggml
+}  // namespace o2g

@@ -1,0 +1,99 @@
+// onnx2ggml's op library: typed functions that build ggml tensors, one per ONNX op or fused pattern.
+//
+// `onnx2ggml run` calls them from its op table (the table only reads a node's attributes into the params
+// struct), programs written by `onnx2ggml compile` call them from generated code, and hand-written ggml
+// programs may call them too, as stable-diffusion.cpp calls its ggml_extend.hpp.
+//
+// Conventions:
+// - Tensors are ggml tensors in ggml order: ONNX [N, C, H, W] is ne = [W, H, C, N]. Axes in params are
+//   ggml dims (ONNX axis a of a rank-r tensor is ggml dim r-1-a), already normalized.
+// - Every size is read from the input tensors' ne when the graph is built, so one call serves every shape.
+// - Float data is F32; integer data on the device is I32; booleans are F32 0/1.
+// - A function never reads tensor data: anything that must be known to build the graph (a reshape target,
+//   slice bounds) is an argument.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ggml.h"
+
+namespace o2g {
+
+using Ints = std::vector<int64_t>;
+
+// Constant weights as the caller holds them: the host data behind a weight tensor, and tensors derived from a
+// weight once (Winograd-transformed, transposed, flipped) and kept for every later graph.
+class WeightStore {
+public:
+    virtual ~WeightStore() = default;
+    // Whether `w` is a constant weight this store holds.
+    virtual bool is_weight(const ggml_tensor* w) = 0;
+    // The tensor made from weight `w` by `make`, once per (w, kind) and kept. `make` reads the weight's values as
+    // F32 (ggml order) and writes F32 values for a tensor of ne `ne`, which the store keeps as `type`.
+    virtual ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
+                                 const std::function<void(const float* src, float* dst)>& make) = 0;
+};
+
+// Where op-library functions build: a ggml context (no_alloc) plus what some ops need besides it.
+struct Ctx {
+    ggml_context* ggml = nullptr;
+    // The graph runs on ggml's CPU backend, so our own CPU kernels (Winograd, attention, group norm, exact
+    // erf/pow/compare) may be used. Elsewhere only ggml's portable ops are.
+    bool cpu = true;
+    WeightStore* weights = nullptr;  // null: no derived weights (ops fall back to per-run transforms)
+    // Host data created while building (index tables, masks), uploaded once the graph is allocated.
+    std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
+    // Our own kernels by name (stats and profiles show "CUSTOM:<name>").
+    std::vector<std::pair<const ggml_tensor*, std::string>> labels;
+
+    operator ggml_context*() const { return ggml; }
+    // A constant tensor whose data is uploaded after allocation.
+    ggml_tensor* constant(ggml_type type, const int64_t ne[4], const void* data, size_t nbytes);
+    ggml_tensor* constant_f32(const int64_t ne[4], const std::vector<float>& v);
+    ggml_tensor* ints_tensor(const Ints& v, ggml_type type);  // 1-D I32 or F32 tensor from host integers
+    void label(const ggml_tensor* t, const char* kernel) { labels.emplace_back(t, kernel); }
+};
+
+// Raised for arguments an op cannot take (shapes that do not broadcast, out-of-range axes, ...).
+struct OpError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Generated code prints params as designated initializers; each params struct lists its fields through this.
+struct FieldWriter {
+    std::string out;
+    void field(const char* name, const std::string& literal);
+    void operator()(const char* name, int64_t v);
+    void operator()(const char* name, int v) { (*this)(name, int64_t(v)); }
+    void operator()(const char* name, bool v);
+    void operator()(const char* name, float v);
+    void operator()(const char* name, const Ints& v);
+    void operator()(const char* name, const std::vector<float>& v);
+    std::string str() const { return "{" + out + "}"; }
+};
+std::string float_literal(float f);
+std::string ints_literal(const Ints& v);
+
+// Shared layout helpers.
+ggml_tensor* cont(Ctx& ctx, ggml_tensor* x);                       // x, made contiguous when it is not
+bool same_ne(const ggml_tensor* a, const ggml_tensor* b);
+ggml_tensor* repeat_to(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);  // numpy-style broadcast in ggml dims
+void broadcast_ne(const ggml_tensor* a, const ggml_tensor* b, int64_t ne[4]);  // OpError if incompatible
+void broadcast_ne(const int64_t a[4], const int64_t b[4], int64_t ne[4]);
+
+}  // namespace o2g
+
+#include "onnx2ggml/ops/activation.h"
+#include "onnx2ggml/ops/conv.h"
+#include "onnx2ggml/ops/math.h"
+#include "onnx2ggml/ops/matmul.h"
+#include "onnx2ggml/ops/normalization.h"
+#include "onnx2ggml/ops/pool.h"
+#include "onnx2ggml/ops/reduction.h"
+#include "onnx2ggml/ops/resize.h"
+#include "onnx2ggml/ops/tensor.h"
+#include "onnx2ggml/ops/indexing.h"

@@ -1,0 +1,7 @@
+// Op library, Resize and Upsample.
+// Included by onnx2ggml/ops.h; see its conventions.
+#pragma once
+
+namespace o2g {
+
+}  // namespace o2g

@@ -1,0 +1,465 @@
+// The compile recorder (see recorder.h). Every statement it writes is a call the lowering really made, so the
+// program computes exactly what `onnx2ggml run` computes; what it cannot write down fails the node, by name.
+#include "emit/recorder.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "emit/emit.h"
+#include "runtime/unsupported.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+const char* kReserved[] = {"ctx", "w", "in", "out", "o2g", "int", "float", "double", "char", "bool", "void", "auto",
+                           "const", "if", "else", "for", "while", "do", "return", "switch", "case", "default",
+                           "break", "continue", "struct", "class", "union", "enum", "new", "delete", "this",
+                           "true", "false", "nullptr", "static", "inline", "namespace", "using", "template",
+                           "typename", "operator", "sizeof", "long", "short", "signed", "unsigned", "register",
+                           "volatile", "extern", "goto", "friend", "virtual", "public", "private", "protected",
+                           "try", "catch", "throw", "and", "or", "not", "xor", "NAN", "INFINITY", "INT64_MIN"};
+
+bool is_int_literal(const std::string& s, int64_t& v) {
+    if (s.empty()) return false;
+    size_t i = s[0] == '-' ? 1 : 0;
+    if (i == s.size() || s.size() > 18) return false;
+    for (size_t k = i; k < s.size(); k++)
+        if (!isdigit(static_cast<unsigned char>(s[k]))) return false;
+    v = std::stoll(s);
+    return true;
+}
+
+// a OP b, folded when both are integer literals.
+std::string arith(char op, const std::string& a, const std::string& b, bool is_float) {
+    int64_t x, y;
+    if (!is_float && is_int_literal(a, x) && is_int_literal(b, y)) {
+        switch (op) {
+            case '+': return std::to_string(x + y);
+            case '-': return std::to_string(x - y);
+            case '*': return std::to_string(x * y);
+            case '/': if (y != 0) return std::to_string(x / y); break;
+            case '%': if (y != 0) return std::to_string(x % y); break;
+        }
+    }
+    if (!is_float && op == '*' && (a == "1" || b == "1")) return a == "1" ? b : a;
+    if (is_float) return "(double(" + a + ") " + op + " double(" + b + "))";
+    if (op == '%') return "(" + a + " % " + b + ")";
+    return "(" + a + " " + op + " " + b + ")";
+}
+
+}  // namespace
+
+ProgramRecorder::ProgramRecorder(const Model& m, Builder& b) : m_(m), b_(b) {
+    for (const char* r : kReserved) idents_.insert(r);
+    for (size_t i = 0; i < m.graph.inputs.size(); i++) {
+        const ValueInfo& vi = m.graph.inputs[i];
+        input_index_[vi.name] = int(i);
+        std::string id = ident(vi.name);
+        val_var[vi.name] = id;
+        prologue.push_back("ggml_tensor* " + id + " = in[" + std::to_string(i) + "];  // " + c_comment(vi.name));
+    }
+}
+
+std::string ProgramRecorder::ident(const std::string& value) {
+    std::string s = c_identifier(value);
+    size_t b = 0;
+    while (b < s.size() && s[b] == '_') b++;
+    std::string r;
+    for (size_t i = b; i < s.size(); i++)
+        if (!(s[i] == '_' && !r.empty() && r.back() == '_')) r += s[i];
+    while (!r.empty() && r.back() == '_') r.pop_back();
+    if (r.size() > 48) r = r.substr(r.size() - 48);  // the end of an exporter's path names the value best
+    while (!r.empty() && r[0] == '_') r.erase(0, 1);
+    if (r.empty() || isdigit(static_cast<unsigned char>(r[0]))) r = "v_" + r;
+    std::string u = r;
+    for (int k = 2; idents_.count(u); k++) u = r + "_" + std::to_string(k);
+    idents_.insert(u);
+    return u;
+}
+
+void ProgramRecorder::fail_node(const std::string& why) {
+    if (node_fail_.empty()) node_fail_ = why;
+}
+
+std::string ProgramRecorder::tensor_text(const ggml_tensor* t) {
+    auto it = local_.find(t);
+    if (it != local_.end()) return it->second;
+    fail_node("uses a ggml tensor made outside an op-library call");
+    return "";
+}
+
+std::string ProgramRecorder::ints_text(const Sym& s) {
+    if (!s.src) return "o2g::Ints" + o2g::ints_literal(s.v);
+    auto it = host_.find(s.src->name);
+    HostExpr::Kind k = it != host_.end() ? it->second.kind : s.src->is_weight ? HostExpr::Const : HostExpr::Data;
+    if (k == HostExpr::Const) return "o2g::Ints" + o2g::ints_literal(s.v);
+    if (k == HostExpr::Sym && it->second.e.size() == s.v.size()) {
+        std::string r = "o2g::Ints{";
+        for (size_t i = 0; i < s.v.size(); i++) r += (i ? ", " : "") + it->second.e[i];
+        return r + "}";
+    }
+    fail_node("needs '" + s.src->name + "' to build its graph, and " +
+              (it != host_.end() && !it->second.why.empty() ? it->second.why : "that value depends on input data"));
+    return "";
+}
+
+void ProgramRecorder::call(ggml_tensor* result, const std::string& text) {
+    if (text.empty()) {
+        fail_node("an argument of an op-library call has no C++ form");
+        return;
+    }
+    std::string token = "\x01" + std::to_string(calls_.size()) + "\x02";
+    calls_.emplace_back(result, text);
+    local_[result] = token;
+}
+
+void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
+    auto in = input_index_.find(v.name);
+    if (in != input_index_.end()) {
+        local_[t] = val_var[v.name];
+        return;
+    }
+    auto it = host_.find(v.name);
+    HostExpr::Kind k = it != host_.end() ? it->second.kind : (v.is_weight || v.input_deps.empty()) ? HostExpr::Const
+                                                                                                 : HostExpr::Data;
+    if (k == HostExpr::Const) {
+        GgufEntry e;
+        e.key = v.name;
+        e.field = ident(v.name);
+        e.type = t->type;
+        for (int i = 0; i < 4; i++) e.ne[i] = t->ne[i];
+        e.bytes = device_bytes(*v.host, t->type, v.name);
+        val_var[v.name] = "w." + e.field;
+        local_[t] = val_var[v.name];
+        weights.push_back(std::move(e));
+        return;
+    }
+    if (k == HostExpr::Sym && v.rank() <= 1 && it->second.e.size() == size_t(v.host->numel())) {
+        std::string id = ident(v.name), list;
+        for (size_t i = 0; i < it->second.e.size(); i++) list += (i ? ", " : "") + it->second.e[i];
+        pre_.push_back("ggml_tensor* " + id + " = ctx.ints_tensor(o2g::Ints{" + list + "}, " +
+                       arg_text(*this, t->type) + ");");
+        val_var[v.name] = id;
+        local_[t] = id;
+        return;
+    }
+    fail_node("uses '" + v.name + "' as a tensor, and " +
+              (it != host_.end() && !it->second.why.empty() ? it->second.why : "that value depends on input data"));
+}
+
+void ProgramRecorder::use(const Val& v, ggml_tensor* t) {
+    auto it = val_var.find(v.name);
+    if (it != val_var.end()) local_[t] = it->second;
+}
+
+void ProgramRecorder::host_read(const Val& v) {
+    auto it = host_.find(v.name);
+    bool constant = it != host_.end() ? it->second.kind == HostExpr::Const : v.is_weight;
+    if (!constant) direct_reads_.push_back(v.name);
+}
+
+void ProgramRecorder::node_begin(const Node& n, bool on_host) {
+    node_ = &n;
+    node_on_host_ = on_host;
+    calls_.clear();
+    local_.clear();
+    pre_.clear();
+    direct_reads_.clear();
+    node_fail_.clear();
+}
+
+std::vector<std::string> ProgramRecorder::host_elems(Lower& L, int i, bool& ok) {
+    Val& v = L.in(i);
+    auto it = host_.find(v.name);
+    if (it != host_.end() && it->second.kind == HostExpr::Sym) return it->second.e;
+    std::vector<std::string> r;
+    if (!v.host || v.host->numel() > 64) {
+        ok = false;
+        return r;
+    }
+    for (int64_t k = 0; k < v.host->numel(); k++) {
+        if (dtype_is_float(v.dtype)) {
+            double d = v.host->f64(k);
+            if (!std::isfinite(d)) ok = false;
+            char buf[40];
+            snprintf(buf, sizeof buf, "%.17g", d);
+            std::string s = buf;
+            if (s.find_first_of(".e") == std::string::npos) s += ".0";
+            r.push_back(s);
+        } else {
+            r.push_back(std::to_string(v.host->i64(k)));
+        }
+    }
+    return r;
+}
+
+// Shape arithmetic over symbolic dims: the host ops exporters put between Shape and Reshape.
+HostExpr ProgramRecorder::eval_sym(Lower& L, const std::vector<const HostExpr*>& in, std::string& why) {
+    HostExpr r;
+    r.kind = HostExpr::Sym;
+    const std::string& op = L.node.op_type;
+    Val& out = L.outs[0];
+    bool ok = true;
+    auto elems = [&](int i) { return host_elems(L, i, ok); };
+    int64_t n_out = out.host ? out.host->numel() : -1;
+    if (n_out < 0 || n_out > 64) {
+        why = "it is computed by " + op + " from shape-dependent values into a shape-dependent number of elements";
+        return HostExpr{HostExpr::Bad, {}, why};
+    }
+    bool is_float = dtype_is_float(out.dtype);
+    if (op == "Identity" || op == "Squeeze" || op == "Unsqueeze" || op == "Reshape" || op == "Flatten") {
+        r.e = elems(0);
+    } else if (op == "Cast" || op == "CastLike") {
+        r.e = elems(0);
+        bool from_float = dtype_is_float(L.dtype(0));
+        if (from_float && !is_float)
+            for (auto& e : r.e) e = "int64_t(" + e + ")";
+        if (dtype_is_integer(out.dtype) || out.dtype == DType::BOOL) {
+        } else if (!from_float) {
+            for (auto& e : r.e) e = "double(" + e + ")";
+        }
+        if (out.dtype == DType::BOOL)
+            for (auto& e : r.e) e = "(" + e + " != 0)";
+    } else if (op == "Gather" && L.node.get_int("axis", 0) == 0 && L.rank(0) <= 1 && L.has(1) &&
+               L.in(1).host && in[1]->kind == HostExpr::Const) {
+        auto d = elems(0);
+        for (int64_t k : L.in(1).host->to_i64()) {
+            int64_t idx = k < 0 ? k + int64_t(d.size()) : k;
+            if (idx < 0 || idx >= int64_t(d.size())) ok = false;
+            else r.e.push_back(d[size_t(idx)]);
+        }
+    } else if (op == "Concat") {
+        for (int i = 0; i < L.n_in(); i++) {
+            if (!L.has(i)) continue;
+            if (L.rank(i) > 1) ok = false;
+            auto e = elems(i);
+            r.e.insert(r.e.end(), e.begin(), e.end());
+        }
+    } else if (op == "Slice" && L.rank(0) == 1) {
+        for (int i = 1; i < L.n_in(); i++)
+            if (L.has(i) && in[size_t(i)]->kind != HostExpr::Const) ok = false;
+        auto d = elems(0);
+        int64_t n = int64_t(d.size());
+        int64_t start = L.ints(1)[0], end = L.ints(2)[0], step = L.has(4) ? L.ints(4)[0] : 1;
+        if (step == 0) ok = false;
+        auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
+        if (start < 0) start += n;
+        if (end < 0) end += n;
+        if (step > 0) {
+            start = clampi(start, 0, n);
+            end = clampi(end, 0, n);
+            for (int64_t k = start; k < end && ok; k += step) r.e.push_back(d[size_t(k)]);
+        } else if (step < 0) {
+            start = clampi(start, -1, n - 1);
+            end = clampi(end, -1, n - 1);
+            for (int64_t k = start; k > end && ok; k += step) r.e.push_back(d[size_t(k)]);
+        }
+    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Equal" ||
+               op == "Max" || op == "Min") {
+        auto a = elems(0), b = elems(1);
+        size_t n = std::max(a.size(), b.size());
+        if ((a.size() != n && a.size() != 1) || (b.size() != n && b.size() != 1)) ok = false;
+        for (size_t k = 0; k < n && ok; k++) {
+            const std::string& x = a[a.size() == 1 ? 0 : k];
+            const std::string& y = b[b.size() == 1 ? 0 : k];
+            if (op == "Equal") r.e.push_back("(" + x + " == " + y + ")");
+            else if (op == "Max") r.e.push_back("std::max<int64_t>(" + x + ", " + y + ")");
+            else if (op == "Min") r.e.push_back("std::min<int64_t>(" + x + ", " + y + ")");
+            else r.e.push_back(arith(op == "Add" ? '+' : op == "Sub" ? '-' : op == "Mul" ? '*' : op == "Div" ? '/' : '%',
+                                     x, y, is_float));
+        }
+    } else if ((op == "Floor" || op == "Ceil" || op == "Sqrt") && is_float) {
+        r.e = elems(0);
+        std::string f = op == "Floor" ? "std::floor" : op == "Ceil" ? "std::ceil" : "std::sqrt";
+        for (auto& e : r.e) e = f + "(double(" + e + "))";
+    } else if (op == "Where") {
+        auto c = elems(0), a = elems(1), b = elems(2);
+        size_t n = size_t(n_out);
+        for (size_t k = 0; k < n && ok; k++) {
+            auto pick = [&](const std::vector<std::string>& v) -> std::string {
+                if (v.size() == 1) return v[0];
+                if (v.size() == n) return v[k];
+                ok = false;
+                return "";
+            };
+            std::string cc = pick(c), aa = pick(a), bb = pick(b);
+            if (ok) r.e.push_back("(" + cc + " ? " + aa + " : " + bb + ")");
+        }
+    } else {
+        ok = false;
+    }
+    if (!ok || int64_t(r.e.size()) != n_out) {
+        why = "it is computed on the host by " + op + " from shape-dependent values, which compile cannot write down yet";
+        return HostExpr{HostExpr::Bad, {}, why};
+    }
+    return r;
+}
+
+void ProgramRecorder::classify_host_outputs(Lower& L) {
+    const OpDef* def = find_op(L.node.domain, L.node.op_type, L.opset);
+    std::vector<HostExpr> ins(size_t(L.n_in()));
+    std::vector<const HostExpr*> ptrs;
+    bool all_const = true, any_data = false, any_bad = false;
+    std::string why;
+    for (int i = 0; i < L.n_in(); i++) {
+        HostExpr& h = ins[size_t(i)];
+        if (L.has(i)) {
+            Val& v = L.in(i);
+            auto it = host_.find(v.name);
+            if (it != host_.end()) h = it->second;
+            else if (v.is_weight) h.kind = HostExpr::Const;
+            else if (v.t) h = HostExpr{HostExpr::Bad, {}, "it is a device tensor"};
+            else h = HostExpr{HostExpr::Data, {}, "it depends on the data of input '" + v.name + "'"};
+            if (def && def->shape_only) h.kind = HostExpr::Const;  // only the shape is read: handled below
+            all_const &= h.kind == HostExpr::Const;
+            any_data |= h.kind == HostExpr::Data;
+            any_bad |= h.kind == HostExpr::Bad;
+            if (h.kind == HostExpr::Data || h.kind == HostExpr::Bad) why = h.why;
+        }
+        ptrs.push_back(&h);
+    }
+    for (size_t o = 0; o < L.outs.size(); o++) {
+        Val& out = L.outs[o];
+        if (!out.present() || out.t || o >= L.node.outputs.size() || L.node.outputs[o].empty()) continue;
+        const std::string& name = L.node.outputs[o];
+        HostExpr r;
+        if (def && def->shape_only) {
+            Val& x = L.in(0);
+            int rank = x.rank();
+            std::vector<std::string> dims;
+            auto xin = input_index_.find(x.name);
+            auto xh = host_.find(x.name);
+            bool static_shape = x.is_weight || (xh != host_.end() && xh->second.kind == HostExpr::Const);
+            for (int a = 0; a < rank; a++) {
+                if (static_shape) dims.push_back(std::to_string(x.shape[size_t(a)]));
+                else if (xin != input_index_.end()) {
+                    const ValueInfo& vi = m_.graph.inputs[size_t(xin->second)];
+                    bool fixed = vi.has_shape && size_t(a) < vi.dims.size() && vi.dims[size_t(a)].known();
+                    dims.push_back(fixed ? std::to_string(vi.dims[size_t(a)].value)
+                                         : val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
+                } else if (val_var.count(x.name) && rank <= 4)
+                    dims.push_back(val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
+                else {
+                    r = HostExpr{HostExpr::Bad, {}, "the shape of '" + x.name + "' has no C++ form"};
+                    break;
+                }
+            }
+            if (r.kind != HostExpr::Bad) {
+                if (L.node.op_type == "Size") {
+                    std::string p = "1";
+                    for (auto& d : dims) p = arith('*', p, d, false);
+                    r.kind = HostExpr::Sym;
+                    r.e = {p};
+                } else {
+                    int64_t s = L.node.get_int("start", 0), e = L.node.get_int("end", rank);
+                    if (s < 0) s += rank;
+                    if (e < 0) e += rank;
+                    s = std::max<int64_t>(0, std::min<int64_t>(s, rank));
+                    e = std::max<int64_t>(s, std::min<int64_t>(e, rank));
+                    r.kind = HostExpr::Sym;
+                    r.e.assign(dims.begin() + s, dims.begin() + e);
+                }
+                bool all_lit = true;
+                int64_t dummy;
+                for (auto& d : r.e) all_lit &= is_int_literal(d, dummy);
+                if (all_lit) r = HostExpr{HostExpr::Const, {}, ""};
+            }
+        } else if (all_const) {
+            r.kind = HostExpr::Const;
+        } else if (any_data) {
+            r = HostExpr{HostExpr::Data, {}, why};
+        } else if (any_bad) {
+            r = HostExpr{HostExpr::Bad, {}, why};
+        } else if (o == 0) {
+            r = eval_sym(L, ptrs, r.why);
+        } else {
+            r = HostExpr{HostExpr::Bad, {}, "it is a second output of a host op"};
+        }
+        host_[name] = r;
+    }
+}
+
+void ProgramRecorder::node_end(Lower& L, bool on_host) {
+    const Node& n = L.node;
+    classify_host_outputs(L);
+    bool device = !calls_.empty();
+    for (auto& o : L.outs) device |= o.t != nullptr;
+    if (device && !direct_reads_.empty())
+        fail_node("reads '" + direct_reads_[0] + "' (a shape-dependent host value) directly instead of passing it on");
+    // Names: each output takes its value's name; other results are "<first output>_<k>".
+    std::vector<std::string> names(calls_.size());
+    for (size_t o = 0; o < L.outs.size() && o < n.outputs.size(); o++) {
+        ggml_tensor* t = L.outs[o].t;
+        if (!t || n.outputs[o].empty()) continue;
+        for (size_t k = calls_.size(); k-- > 0;)
+            if (calls_[k].first == t) {
+                if (names[k].empty()) names[k] = ident(n.outputs[o]);
+                break;
+            }
+    }
+    std::string base = n.outputs.empty() ? "t" : n.outputs[0];
+    for (size_t k = 0; k < calls_.size(); k++)
+        if (names[k].empty()) names[k] = ident(base + "_" + std::to_string(k));
+    auto resolve = [&](std::string s) {
+        for (size_t k = 0; k < calls_.size(); k++) {
+            std::string tok = "\x01" + std::to_string(k) + "\x02";
+            for (size_t p; (p = s.find(tok)) != std::string::npos;) s.replace(p, tok.size(), names[k]);
+        }
+        return s;
+    };
+    std::vector<std::string> out_vars(n.outputs.size());
+    for (size_t o = 0; o < L.outs.size() && o < n.outputs.size(); o++) {
+        ggml_tensor* t = L.outs[o].t;
+        if (!t || n.outputs[o].empty()) continue;
+        auto it = local_.find(t);
+        if (it == local_.end()) fail_node("its lowering is not written as op-library calls yet");
+        else out_vars[o] = resolve(it->second);
+    }
+    std::string code;
+    if (device || !pre_.empty()) {
+        for (auto& p : pre_) code += "    " + resolve(p) + "\n";
+        for (size_t k = 0; k < calls_.size(); k++)
+            code += "    ggml_tensor* " + names[k] + " = " + resolve(calls_[k].second) + ";\n";
+        for (size_t o = 0; o < out_vars.size(); o++) {
+            if (out_vars[o].empty()) continue;
+            bool made_here = false;
+            for (auto& nm : names) made_here |= nm == out_vars[o];
+            if (made_here) code += "    ggml_set_name(" + out_vars[o] + ", " + c_string(n.outputs[o]) + ");\n";
+        }
+    }
+    if (!node_fail_.empty()) {
+        failures.push_back(n.describe() + ": " + node_fail_);
+        code = "    // not compiled: " + c_comment(node_fail_) + "\n";
+        for (size_t o = 0; o < n.outputs.size(); o++) out_vars[o] = "nullptr";
+    }
+    for (size_t o = 0; o < out_vars.size(); o++)
+        if (!out_vars[o].empty()) val_var[n.outputs[o]] = out_vars[o];
+    node_code.push_back(code);
+    node_ = nullptr;
+    (void)on_host;
+}
+
+void ProgramRecorder::finish() {
+    for (size_t i = 0; i < m_.graph.outputs.size(); i++) {
+        const std::string& name = m_.graph.outputs[i].name;
+        auto v = b_.vals.find(name);
+        DType dt = m_.graph.outputs[i].dtype;
+        if (dt == DType::UNDEFINED && v != b_.vals.end()) dt = v->second.dtype;
+        out_dtypes.push_back(dt);
+        out_ranks.push_back(v != b_.vals.end() ? v->second.rank() : 0);
+        auto it = val_var.find(name);
+        if (it == val_var.end() || it->second == "nullptr") {
+            auto h = b_.vals.find(name);
+            if (h != b_.vals.end() && h->second.host)
+                failures.push_back("graph output '" + name + "': it is computed on the host (integer or shape work), "
+                                   "which compiled programs do not do yet");
+            else if (it == val_var.end())
+                failures.push_back("graph output '" + name + "': no tensor computes it");
+            continue;
+        }
+        epilogue.push_back("out[" + std::to_string(i) + "] = " + it->second + ";");
+    }
+}
+
+}  // namespace onnx2ggml

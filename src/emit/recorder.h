@@ -1,0 +1,79 @@
+// The compile recorder: watches one graph build (at probe shapes) and writes it down as a ggml program.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ops/op.h"
+#include "runtime/builder.h"
+
+namespace onnx2ggml {
+
+// How a host value is known when the program builds its graph.
+struct HostExpr {
+    enum Kind { Const, Sym, Data, Bad } kind = Const;
+    std::vector<std::string> e;  // Sym: one C++ expression per element (flat)
+    std::string why;             // Bad/Data: why it cannot be written down
+};
+
+// One tensor the GGUF file holds.
+struct GgufEntry {
+    std::string key;    // ONNX value name
+    std::string field;  // member of the generated Weights struct
+    ggml_type type;
+    int64_t ne[4];
+    std::vector<uint8_t> bytes;
+};
+
+class ProgramRecorder : public Recorder {
+public:
+    ProgramRecorder(const Model& m, Builder& b);
+
+    // Recorder
+    std::string tensor_text(const ggml_tensor* t) override;
+    std::string ints_text(const Sym& s) override;
+    void call(ggml_tensor* result, const std::string& text) override;
+    void bind(const Val& v, ggml_tensor* t) override;
+    void use(const Val& v, ggml_tensor* t) override;
+    void host_read(const Val& v) override;
+    void node_begin(const Node& n, bool on_host) override;
+    void node_end(Lower& L, bool on_host) override;
+
+    // After the build: graph outputs.
+    void finish();
+
+    std::vector<std::string> prologue;                   // input tensors and named dims
+    std::vector<std::string> node_code;                  // one block per live node (may be empty)
+    std::vector<std::string> epilogue;                   // out[i] = ...
+    std::vector<DType> out_dtypes;                       // graph outputs as the program returns them
+    std::vector<int> out_ranks;
+    std::vector<std::string> failures;                   // "node (op): reason"
+    std::vector<GgufEntry> weights;
+    std::map<std::string, std::string> val_var;          // ONNX value -> C++ expression of its tensor
+
+private:
+    std::string ident(const std::string& value);
+    std::string literal(const HostTensor& h, bool& ok);
+    void classify_host_outputs(Lower& L);
+    HostExpr eval_sym(Lower& L, const std::vector<const HostExpr*>& in, std::string& why);
+    std::vector<std::string> host_elems(Lower& L, int i, bool& ok);
+    void fail_node(const std::string& why);
+
+    const Model& m_;
+    Builder& b_;
+    std::set<std::string> idents_;
+    std::map<std::string, HostExpr> host_;              // by value name
+    std::map<const ggml_tensor*, std::string> local_;   // this node's tensors -> C++ names
+    std::map<std::string, int> input_index_;            // graph input name -> index
+    std::map<std::string, std::string> dim_names_;      // "input:axis" -> named dim variable
+    const Node* node_ = nullptr;
+    int node_idx_ = 0;
+    std::vector<std::pair<ggml_tensor*, std::string>> calls_;  // this node's calls in order
+    std::string node_fail_;
+    std::vector<std::string> pre_;                       // statements this node needs before its calls
+    std::vector<std::string> direct_reads_;              // non-constant host values the lowering read itself
+    bool node_on_host_ = false;
+};
+
+}  // namespace onnx2ggml

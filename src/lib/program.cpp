@@ -1,0 +1,350 @@
+// Runtime of generated programs: devices, GGUF weights and the per-shape graph cache (include/onnx2ggml/program.h).
+#include "onnx2ggml/program.h"
+
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "common/error.h"
+#include "ggml-alloc.h"
+#include "ggml-cpu.h"
+#include "gguf.h"
+#include "ops/tensor.h"
+
+namespace o2g {
+
+using onnx2ggml::fail;
+using onnx2ggml::HostTensor;
+
+// ---- devices ----
+
+static void set_threads(ggml_backend_t backend, int n) {
+    ggml_backend_dev_t dev = ggml_backend_get_device(backend);
+    if (!dev) return;
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    auto fn = (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
+    if (fn) fn(backend, n);
+}
+
+static void on_ggml_abort(const char* msg) {
+    fprintf(stderr, "onnx2ggml: error: internal ggml failure: %s\n", msg ? msg : "");
+    fflush(stderr);
+    _exit(3);
+}
+
+bool Backends::is_cpu() const {
+    return ggml_backend_dev_type(ggml_backend_get_device(main)) == GGML_BACKEND_DEVICE_TYPE_CPU;
+}
+
+std::vector<ggml_backend_t> Backends::in_priority_order() const {
+    std::vector<ggml_backend_t> r;
+    if (accel) r.push_back(accel);
+    r.push_back(main);
+    if (cpu) r.push_back(cpu);
+    return r;
+}
+
+Backends::~Backends() {
+    if (cpu) ggml_backend_free(cpu);
+    if (accel) ggml_backend_free(accel);
+    if (main) ggml_backend_free(main);
+}
+
+std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet) {
+    static bool loaded = false;
+    if (!loaded) {
+        ggml_set_abort_callback(on_ggml_abort);
+        ggml_backend_load_all();
+        loaded = true;
+    }
+    ggml_backend_dev_t dev = nullptr;
+    std::string names;
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        names += std::string(names.empty() ? "" : ", ") + ggml_backend_dev_name(d);
+        if (!device.empty()) {
+            if (strcasecmp(ggml_backend_dev_name(d), device.c_str()) == 0) dev = d;
+        } else if (!dev && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU) {
+            dev = d;
+        }
+    }
+    if (!dev && !device.empty()) fail("device '", device, "' not found; available: ", names);
+    if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (!dev) fail("no ggml device available");
+    auto b = std::make_unique<Backends>();
+    b->main = ggml_backend_dev_init(dev, nullptr);
+    if (!b->main) fail("could not start device '", ggml_backend_dev_name(dev), "'");
+    b->description = std::string(ggml_backend_dev_name(dev)) + " (" + ggml_backend_dev_description(dev) + ")";
+    b->threads = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+        set_threads(b->main, b->threads);
+        if (getenv("ONNX2GGML_NO_BLAS") == nullptr)
+            for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+                ggml_backend_dev_t d = ggml_backend_dev_get(i);
+                if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_ACCEL) continue;
+                if (ggml_backend_t a = ggml_backend_dev_init(d, nullptr)) {
+                    set_threads(a, b->threads);
+                    b->accel = a;
+                    b->description += " + " + std::string(ggml_backend_dev_name(d));
+                    break;
+                }
+            }
+    } else {
+        b->cpu = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
+        if (b->cpu) set_threads(b->cpu, b->threads);
+    }
+    if (!quiet) fprintf(stderr, "onnx2ggml: device %s, %d threads\n", b->description.c_str(), b->threads);
+    return b;
+}
+
+// ---- weights ----
+
+struct WeightFile::Impl {
+    std::string path;
+    ggml_backend_t backend = nullptr;
+    bool native_cpu = false;
+    gguf_context* gguf = nullptr;
+    ggml_context* meta = nullptr;     // tensors as stored, allocated in `buffers`
+    std::vector<ggml_context*> extra;  // derived tensors, one context each (they are few)
+    std::vector<ggml_backend_buffer_t> buffers;
+    const uint8_t* map = nullptr;
+    size_t map_size = 0;
+    std::map<std::string, ggml_tensor*> by_name;
+    std::map<const ggml_tensor*, const uint8_t*> host;  // weight -> its bytes in the file mapping
+    std::map<std::pair<const ggml_tensor*, std::string>, ggml_tensor*> derived;
+};
+
+WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool native_cpu) : impl_(new Impl) {
+    Impl& m = *impl_;
+    m.path = path;
+    m.backend = backend;
+    m.native_cpu = native_cpu;
+    gguf_init_params gp = {true, &m.meta};
+    m.gguf = gguf_init_from_file(path.c_str(), gp);
+    if (!m.gguf) fail(path, ": not a readable GGUF weights file");
+    int64_t k_names = gguf_find_key(m.gguf, "onnx2ggml.names");
+    if (k_names < 0 || gguf_get_arr_type(m.gguf, k_names) != GGUF_TYPE_STRING)
+        fail(path, ": not an onnx2ggml weights file (no onnx2ggml.names)");
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) fail(path, ": cannot open");
+    struct stat st;
+    fstat(fd, &st);
+    m.map_size = size_t(st.st_size);
+    void* p = m.map_size ? mmap(nullptr, m.map_size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+    close(fd);
+    if (p == MAP_FAILED) fail(path, ": cannot map");
+    m.map = static_cast<const uint8_t*>(p);
+    size_t data0 = gguf_get_data_offset(m.gguf);
+    size_t n = gguf_get_arr_n(m.gguf, k_names);
+    if (ggml_get_first_tensor(m.meta)) {
+        ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(m.meta, backend);
+        if (!buf) fail(path, ": could not allocate device memory for the weights");
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        m.buffers.push_back(buf);
+    }
+    for (size_t i = 0; i < n; i++) {
+        std::string name = gguf_get_arr_str(m.gguf, k_names, i);
+        std::string tname = "w" + std::to_string(i);
+        int64_t ti = gguf_find_tensor(m.gguf, tname.c_str());
+        if (ti < 0) fail(path, ": tensor '", name, "' (", tname, ") is missing");
+        ggml_tensor* t = ggml_get_tensor(m.meta, tname.c_str());
+        size_t off = data0 + gguf_get_tensor_offset(m.gguf, ti), nb = ggml_nbytes(t);
+        if (off > m.map_size || nb > m.map_size - off)
+            fail(path, ": tensor '", name, "' of ", nb, " bytes lies outside the file (", m.map_size, " bytes)");
+        ggml_backend_tensor_set(t, m.map + off, 0, nb);
+        m.by_name[name] = t;
+        m.host[t] = m.map + off;
+    }
+}
+
+WeightFile::~WeightFile() {
+    Impl& m = *impl_;
+    for (auto b : m.buffers) ggml_backend_buffer_free(b);
+    for (auto c : m.extra) ggml_free(c);
+    if (m.meta) ggml_free(m.meta);
+    if (m.gguf) gguf_free(m.gguf);
+    if (m.map) munmap(const_cast<uint8_t*>(m.map), m.map_size);
+}
+
+ggml_tensor* WeightFile::get(const std::string& name) const {
+    auto it = impl_->by_name.find(name);
+    if (it == impl_->by_name.end()) fail(impl_->path, ": no weight named '", name, "'");
+    return it->second;
+}
+
+bool WeightFile::is_weight(const ggml_tensor* w) { return impl_->host.count(w) != 0; }
+
+ggml_tensor* WeightFile::derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
+                                 const std::function<void(const float*, float*)>& make) {
+    Impl& m = *impl_;
+    auto key = std::make_pair(w, kind + "#" + ggml_type_name(type));
+    auto it = m.derived.find(key);
+    if (it != m.derived.end()) return it->second;
+    auto h = m.host.find(w);
+    if (h == m.host.end()) fail("internal: '", ggml_get_name(w), "' is not a weight");
+    std::vector<float> src(size_t(ggml_nelements(w)));
+    if (w->type == GGML_TYPE_F32) std::memcpy(src.data(), h->second, src.size() * 4);
+    else ggml_get_type_traits(w->type)->to_float(h->second, src.data(), int64_t(src.size()));
+    std::vector<float> dst(size_t(ne[0] * ne[1] * ne[2] * ne[3]));
+    make(src.data(), dst.data());
+    ggml_init_params p = {ggml_tensor_overhead(), nullptr, true};
+    ggml_context* c = ggml_init(p);
+    m.extra.push_back(c);
+    ggml_tensor* t = ggml_new_tensor(c, type, 4, ne);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(c, m.backend);
+    if (!buf) fail(m.path, ": could not allocate device memory for a derived weight");
+    m.buffers.push_back(buf);
+    if (type == GGML_TYPE_F32) ggml_backend_tensor_set(t, dst.data(), 0, dst.size() * 4);
+    else {
+        std::vector<uint8_t> q(ggml_nbytes(t));
+        ggml_quantize_chunk(type, dst.data(), q.data(), 0, ne[1] * ne[2] * ne[3], ne[0], nullptr);
+        ggml_backend_tensor_set(t, q.data(), 0, q.size());
+    }
+    m.derived[key] = t;
+    return t;
+}
+
+// ---- programs ----
+
+struct Program::Graph {
+    ggml_context* ctx = nullptr;
+    ggml_cgraph* graph = nullptr;
+    ggml_backend_sched_t sched = nullptr;
+    std::vector<ggml_tensor*> inputs, outputs;
+    std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
+    ~Graph() {
+        if (sched) ggml_backend_sched_free(sched);
+        if (ctx) ggml_free(ctx);
+    }
+};
+
+Program::Program(const char* name, std::vector<IoInfo> inputs, std::vector<IoInfo> outputs,
+                 const std::string& weights_path, const std::string& device, int threads)
+    : name_(name), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+    backends_ = open_backends(device, threads, false);
+    weights_ = std::make_unique<WeightFile>(weights_path, backends_->main, backends_->is_cpu() && !backends_->accel);
+}
+
+Program::~Program() {
+    cache_.clear();
+    weights_.reset();
+}
+
+static void ne_of(const std::vector<int64_t>& shape, int64_t ne[4]) {
+    for (int i = 0; i < 4; i++) ne[i] = 1;
+    int r = int(shape.size());
+    for (int a = 0; a < r; a++) ne[std::min(r - 1 - a, 3)] *= shape[size_t(a)];
+}
+
+std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn build, const void* w) {
+    if (ins.size() != inputs_.size()) fail(name_, ": ", ins.size(), " inputs given, the model has ", inputs_.size());
+    std::string key;
+    for (size_t i = 0; i < ins.size(); i++) {
+        const Tensor& t = *ins[i];
+        const IoInfo& io = inputs_[i];
+        if (t.dtype != io.dtype)
+            fail(name_, ": input '", io.name, "' has type ", onnx2ggml::dtype_name(t.dtype), ", the model expects ",
+                 onnx2ggml::dtype_name(io.dtype));
+        if (int(t.shape.size()) != io.rank)
+            fail(name_, ": input '", io.name, "' has rank ", t.shape.size(), ", the model expects ", io.rank);
+        if (t.data.size() != size_t(t.numel()) * onnx2ggml::dtype_size(t.dtype))
+            fail(name_, ": input '", io.name, "' holds ", t.data.size(), " bytes, its shape needs ",
+                 size_t(t.numel()) * onnx2ggml::dtype_size(t.dtype));
+        key += onnx2ggml::shape_str(t.shape) + ";";
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    auto& slot = cache_[key];
+    if (!slot) {
+        auto g = std::make_unique<Graph>();
+        const size_t max_nodes = 65536;
+        ggml_init_params p = {ggml_tensor_overhead() * max_nodes + ggml_graph_overhead_custom(max_nodes, false), nullptr,
+                              true};
+        g->ctx = ggml_init(p);
+        if (!g->ctx) fail(name_, ": out of memory creating the graph context");
+        for (size_t i = 0; i < ins.size(); i++) {
+            int64_t ne[4];
+            ne_of(ins[i]->shape, ne);
+            ggml_type type = onnx2ggml::dtype_is_integer(ins[i]->dtype) ? GGML_TYPE_I32 : GGML_TYPE_F32;
+            ggml_tensor* t = ggml_new_tensor(g->ctx, type, 4, ne);
+            ggml_set_name(t, inputs_[i].name);
+            ggml_set_input(t);
+            g->inputs.push_back(t);
+        }
+        Ctx ctx;
+        ctx.ggml = g->ctx;
+        ctx.cpu = backends_->is_cpu() && !backends_->accel;
+        ctx.weights = weights_.get();
+        g->outputs.assign(outputs_.size(), nullptr);
+        try {
+            build(ctx, w, g->inputs.data(), g->outputs.data());
+        } catch (const OpError& e) {
+            fail(name_, ": ", e.what());
+        }
+        g->uploads = std::move(ctx.uploads);
+        g->graph = ggml_new_graph_custom(g->ctx, max_nodes, false);
+        for (auto& t : g->outputs) {
+            if (!t) fail(name_, ": internal: an output was not built");
+            if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t) || (t->flags & GGML_TENSOR_FLAG_INPUT))
+                t = ggml_cont(g->ctx, t);
+            ggml_set_output(t);
+            ggml_build_forward_expand(g->graph, t);
+        }
+        auto bk = backends_->in_priority_order();
+        g->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(g->graph)), false,
+                                          true);
+        if (!ggml_backend_sched_alloc_graph(g->sched, g->graph))
+            fail(name_, ": could not allocate the graph's device memory");
+        slot = std::move(g);
+    }
+    build_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    Graph& g = *slot;
+    for (size_t i = 0; i < ins.size(); i++) {
+        ggml_tensor* t = g.inputs[i];
+        if (!t->buffer || ins[i]->data.empty()) continue;  // not read by the graph
+        const Tensor& in = *ins[i];
+        if (in.dtype == DType::FLOAT) {
+            ggml_backend_tensor_set(t, in.data.data(), 0, in.data.size());
+            continue;
+        }
+        HostTensor h;
+        h.dtype = in.dtype;
+        h.shape = in.shape;
+        h.data = in.data.data();
+        h.nbytes = in.data.size();
+        HostTensor c = h.cast(t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT);
+        ggml_backend_tensor_set(t, c.data, 0, c.nbytes);
+    }
+    for (auto& [t, bytes] : g.uploads)
+        if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+    if (ggml_backend_sched_graph_compute(g.sched, g.graph) != GGML_STATUS_SUCCESS) fail(name_, ": graph compute failed");
+
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < outputs_.size(); i++) {
+        ggml_tensor* t = g.outputs[i];
+        const IoInfo& io = outputs_[i];
+        Tensor out;
+        out.dtype = io.dtype;
+        for (int a = 0; a < io.rank; a++) out.shape.push_back(t->ne[io.rank - 1 - a]);
+        std::vector<uint8_t> dev(ggml_nbytes(t));
+        if (!dev.empty()) ggml_backend_tensor_get(t, dev.data(), 0, dev.size());
+        HostTensor src;
+        src.dtype = t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
+        src.shape = out.shape;
+        src.data = dev.data();
+        src.nbytes = dev.size();
+        HostTensor c = src.cast(io.dtype);
+        out.data.assign(c.data, c.data + c.nbytes);
+        outs.push_back(std::move(out));
+    }
+    return outs;
+}
+
+}  // namespace o2g
