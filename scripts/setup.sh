@@ -35,6 +35,17 @@ if [ ! -f .deps/ggml/CMakeLists.txt ]; then
   echo "$GGML_PYPI_PKG==$GGML_PYPI_VER" > .deps/ggml/SOURCE
 fi
 
+# ggml as an installed CMake package: onnx2ggml and the programs `onnx2ggml compile` writes build against it, so
+# ggml compiles once per machine rather than once per build folder.
+if [ ! -f .deps/ggml-install/lib/cmake/ggml/ggml-config.cmake ]; then
+  # The sdist leaves out the pkg-config template that ggml's install step reads.
+  [ -f .deps/ggml/ggml.pc.in ] || printf 'Name: ggml\nDescription: ggml\nVersion: @GGML_VERSION@\nLibs: -L@CMAKE_INSTALL_FULL_LIBDIR@ -lggml -lggml-base\nCflags: -I@CMAKE_INSTALL_FULL_INCLUDEDIR@\n' > .deps/ggml/ggml.pc.in
+  cmake -S .deps/ggml -B .deps/ggml-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON \
+    -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build .deps/ggml-build -j"$(nproc)" >/dev/null
+  cmake --install .deps/ggml-build --prefix "$PWD/.deps/ggml-install" >/dev/null
+fi
+
 # Python oracles for tests (onnx ships the backend node-test data; onnxruntime is the reference).
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 # A sanitizer build of the CLI for the hostile-input tests (ggml itself is not instrumented).
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_ASAN=ON >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_ASAN=ON -DCMAKE_PREFIX_PATH="$PWD/.deps/ggml-install" >/dev/null
 cmake --build build-asan -j"$(nproc)" --target onnx2ggml_cli test_proto_fuzz
 export ASAN_OPTIONS=detect_leaks=0
 PY=.venv/bin/python

@@ -66,6 +66,8 @@ public:
     const std::vector<IoInfo>& outputs() const { return outputs_; }
     // Runs at the inputs' shapes; the graph is built once per shape signature and kept.
     std::vector<Tensor> run(const std::vector<const Tensor*>& inputs, BuildFn build, const void* weights);
+    // The same with inputs by name; an unknown or missing name is an error.
+    std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, BuildFn build, const void* weights);
     double last_build_ms() const { return build_ms_; }
 
 private:

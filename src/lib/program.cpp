@@ -244,6 +244,21 @@ static void ne_of(const std::vector<int64_t>& shape, int64_t ne[4]) {
     for (int a = 0; a < r; a++) ne[std::min(r - 1 - a, 3)] *= shape[size_t(a)];
 }
 
+std::vector<Tensor> Program::run(const std::map<std::string, Tensor>& inputs, BuildFn build, const void* w) {
+    for (auto& [name, t] : inputs) {
+        bool found = false;
+        for (auto& io : inputs_) found |= name == io.name;
+        if (!found) fail(name_, ": the model has no input named '", name, "'");
+    }
+    std::vector<const Tensor*> ins;
+    for (auto& io : inputs_) {
+        auto it = inputs.find(io.name);
+        if (it == inputs.end()) fail(name_, ": missing input '", io.name, "'");
+        ins.push_back(&it->second);
+    }
+    return run(ins, build, w);
+}
+
 std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn build, const void* w) {
     if (ins.size() != inputs_.size()) fail(name_, ": ", ins.size(), " inputs given, the model has ", inputs_.size());
     std::string key;

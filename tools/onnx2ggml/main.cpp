@@ -33,7 +33,8 @@ const char* kUsage =
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "  onnx2ggml info MODEL.onnx\n"
-    "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME]\n";
+    "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME]\n"
+    "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n";
 
 std::string sanitize(const std::string& name) {
     std::string s = name;
@@ -317,6 +318,10 @@ int main(int argc, char** argv) {
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
         if (cmd == "compile") return cmd_compile(args);
+        if (cmd == "ops") {
+            for (const auto& op : registered_ops()) printf("%s\n", op.c_str());
+            return 0;
+        }
         if (cmd == "bench") return cmd_bench(args);
         if (cmd == "--help" || cmd == "-h" || cmd == "help") {
             fputs(kUsage, stdout);
