@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
-"""Tests for `onnx2ggml compile`.
+"""Tests for `onnx2ggml compile`: generated ggml programs against `onnx2ggml run`.
 
-1. A sample of the ONNX node tests that pass in the run path (every test on the allow-list with
-   --all) is compiled, built in one CMake project, run, and compared bit for bit with `onnx2ggml run`.
-2. The VAE-decoder-like and CLIP-like models are compiled once and run at two input shapes each,
-   bit-identical to `onnx2ggml run`.
-3. A model whose names hold quotes, backslashes, newlines, '*/', '#include', '$(...)' and backticks
-   is compiled, built and run; its numbers must match onnxruntime and no injected command may run.
+1. Node tests: every node test that `run` passes (the allow-list) is compiled. A program that compiles must give
+   output bytes identical to `onnx2ggml run`. A model compile refuses must be refused cleanly (one error naming each
+   node at fault); tests on tests/compile_allowlist.txt must compile. Refusals are summed up by reason.
+2. Models (tests/models and tests/models/sd15_small manifests): each compiled once, built once, run at two input
+   shapes, bit-identical to `onnx2ggml run`.
+3. A model whose names try code injection is compiled, built and run; it must match onnxruntime, no injected command
+   may run, and no model text may reach the code outside string literals, comments and [A-Za-z0-9_] identifiers.
+4. `nm` on a generated program: no loader, IR, op-table, pass or interpreter symbols.
 
-Usage: .venv/bin/python tests/compile_tests.py [--sample N | --all] [--cli build/onnx2ggml] [-j N]
+All programs build in one CMake project against the installed op library (build/install, from scripts/build.sh),
+the generated sources batched into a few unity-build targets.
+
+Usage: .venv/bin/python tests/compile_tests.py [--filter REGEX] [--no-models] [--repo DIR] [-j N]
+       [--write-allowlist]
 """
 from __future__ import annotations
 
 import argparse
-import glob
+import collections
+import json
 import os
-import random
+import re
 import shutil
 import subprocess
 import sys
@@ -27,11 +34,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_common import NPY_DTYPES, REPO_ROOT, sanitize_name  # noqa: E402
+import model_data  # noqa: E402
+import sd15_data  # noqa: E402
 
 NODE_DIR = os.path.join(REPO_ROOT, ".venv/lib/python3.11/site-packages/onnx/backend/test/data/node")
 ALLOWLIST = os.path.join(REPO_ROOT, "tests/node_tests_allowlist.txt")
-WORK = os.path.join(REPO_ROOT, "build/compile_tests")
+COMPILE_ALLOWLIST = os.path.join(REPO_ROOT, "tests/compile_allowlist.txt")
 MARKER = "/tmp/onnx2ggml_injection_marker"
+BATCH = 60  # generated sources per unity-build target
 
 
 def sh(cmd, **kw):
@@ -39,13 +49,27 @@ def sh(cmd, **kw):
 
 
 def compile_model(cli, model, out, name):
+    """None when compiled; else (kind, message) with kind 'refused' (a clean per-node refusal) or 'error'."""
     r = sh([cli, "compile", model, "-o", out, "--name", name])
-    if r.returncode != 0:
-        raise RuntimeError(f"compile {model}: {r.stderr.strip()}")
+    if r.returncode == 0:
+        return None
+    err = r.stderr.strip()
+    if r.returncode == 1 and "cannot compile" in err and err.startswith("onnx2ggml: error:"):
+        return "refused", err
+    return "error", f"rc={r.returncode}: {err[-400:]}"
 
 
-def write_inputs(model_path, data_dir, dest):
-    """Writes a node test's inputs as .npy; returns the --input arguments."""
+def refusal_reasons(err):
+    """'Op: reason' per refused node of a compile error."""
+    out = []
+    for line in err.splitlines()[1:]:
+        line = line.strip()
+        m = re.match(r"(\S+) node '.*?': (.*)", line)
+        out.append(f"{m.group(1)}: {m.group(2)}" if m else line)
+    return out
+
+
+def write_node_inputs(model_path, data_dir, dest):
     m = onnx.load(model_path, load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
     args = []
@@ -66,9 +90,9 @@ def write_inputs(model_path, data_dir, dest):
 
 
 def same_outputs(dir_a, dir_b):
-    names = sorted(os.listdir(dir_a))
+    names = sorted(os.listdir(dir_a)) if os.path.isdir(dir_a) else []
     if not names or names != sorted(os.listdir(dir_b)):
-        return f"different output files: {names} vs {sorted(os.listdir(dir_b))}"
+        return f"different output files: {names} vs {sorted(os.listdir(dir_b)) if os.path.isdir(dir_b) else []}"
     for n in names:
         with open(os.path.join(dir_a, n), "rb") as fa, open(os.path.join(dir_b, n), "rb") as fb:
             if fa.read() != fb.read():
@@ -76,33 +100,102 @@ def same_outputs(dir_a, dir_b):
     return None
 
 
-def build_project(dirs, jobs):
-    """One CMake build for many generated programs (the library and ggml are built once)."""
-    top = os.path.join(WORK, "project")
+DRIVER = r'''// Test driver: runs one of the generated programs linked into it, like the generated main.cpp does.
+#include <sys/stat.h>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+#include "onnx2ggml/npy.h"
+@INCLUDES@
+struct Entry {
+    const char* name;
+    void* (*load)(const char*, const char*, int);
+    bool (*run)(void*, const std::map<std::string, onnx2ggml::Tensor>&, std::vector<onnx2ggml::Tensor>&);
+    void (*free)(void*);
+    std::vector<std::string> (*inputs)();
+    std::vector<std::string> (*outputs)();
+    onnx2ggml::DType (*dtype)(const std::string&);
+};
+static const Entry kEntries[] = {
+@ENTRIES@
+};
+static std::string sanitize(std::string s) {
+    for (char& c : s)
+        if (!(isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+    return s;
+}
+int main(int argc, char** argv) {
+    if (argc < 4) return 2;
+    const Entry* e = nullptr;
+    for (const Entry& x : kEntries) if (strcmp(x.name, argv[1]) == 0) e = &x;
+    if (!e) { fprintf(stderr, "no program %s\n", argv[1]); return 2; }
+    std::string weights = argv[2], out_dir = argv[3];
+    void* m = e->load(weights.c_str(), "", 2);
+    if (!m) return 1;
+    std::map<std::string, onnx2ggml::Tensor> feeds;
+    try {
+        for (int i = 4; i + 1 < argc; i += 2) feeds[argv[i]] = onnx2ggml::read_npy(argv[i + 1], e->dtype(argv[i]));
+    } catch (const std::exception& ex) { fprintf(stderr, "%s\n", ex.what()); return 1; }
+    std::vector<onnx2ggml::Tensor> outs;
+    if (!e->run(m, feeds, outs)) return 1;
+    mkdir(out_dir.c_str(), 0755);
+    auto names = e->outputs();
+    std::set<std::string> used;
+    for (size_t i = 0; i < outs.size(); i++) {
+        std::string base = sanitize(names[i]), f = base;
+        for (int k = 1; used.count(f); k++) f = base + "_" + std::to_string(k);
+        used.insert(f);
+        onnx2ggml::write_npy(out_dir + "/" + f + ".npy", outs[i]);
+    }
+    e->free(m);
+    return 0;
+}
+'''
+
+
+def build_project(work, programs, repo, jobs):
+    """programs: [(name, dir)]. One CMake project: unity-built batches of generated sources and one driver."""
+    top = os.path.join(work, "project")
     os.makedirs(top, exist_ok=True)
+    includes = "\n".join(f'#include "{d}/{n}.h"' for n, d in programs)
+    entries = "\n".join(
+        f'    {{"{n}", (void* (*)(const char*, const char*, int)){n}_load, '
+        f'(bool (*)(void*, const std::map<std::string, onnx2ggml::Tensor>&, std::vector<onnx2ggml::Tensor>&)){n}_run, '
+        f'(void (*)(void*)){n}_free, {n}_input_names, {n}_output_names, {n}_input_dtype}},' for n, d in programs)
+    with open(os.path.join(top, "driver.cpp"), "w") as f:
+        f.write(DRIVER.replace("@INCLUDES@", includes).replace("@ENTRIES@", entries))
+    prefix = f"{repo}/build/install;{repo}/.deps/ggml-install"
+    lines = ["cmake_minimum_required(VERSION 3.18)", "project(compile_tests C CXX)", "set(CMAKE_CXX_STANDARD 20)",
+             "find_package(onnx2ggml CONFIG REQUIRED)",
+             # The generated sources only describe graphs: -O0 keeps a build of many of them quick.
+             "add_compile_options(-O0 -Wall -Wextra -Werror)"]
+    libs = []
+    for b in range(0, len(programs), BATCH):
+        srcs = " ".join(f'"{d}/{n}.cpp"' for n, d in programs[b:b + BATCH])
+        lib = f"batch{b // BATCH}"
+        lines += [f"add_library({lib} STATIC {srcs})", f"target_link_libraries({lib} PUBLIC onnx2ggml::ops)",
+                  f"set_target_properties({lib} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)"]
+        libs.append(lib)
+    lines += ["add_executable(driver driver.cpp)", f"target_link_libraries(driver PRIVATE {' '.join(libs)} onnx2ggml::ops)"]
     with open(os.path.join(top, "CMakeLists.txt"), "w") as f:
-        f.write("cmake_minimum_required(VERSION 3.18)\nproject(compile_tests C CXX)\n")
-        f.write("set(CMAKE_CXX_STANDARD 17)\nif(NOT CMAKE_BUILD_TYPE)\n  set(CMAKE_BUILD_TYPE Release)\nendif()\n")
-        # The library (and ggml) optimized once; the generated sources only describe graphs, so -O0 keeps
-        # a build of many of them quick.
-        f.write(f'set(ONNX2GGML_TESTS OFF CACHE BOOL "" FORCE)\nadd_subdirectory("{REPO_ROOT}" onnx2ggml EXCLUDE_FROM_ALL)\n')
-        f.write("add_compile_options(-O0)\n")
-        for d in dirs:
-            f.write(f'add_subdirectory("{d}" "{os.path.basename(d)}")\n')
+        f.write("\n".join(lines) + "\n")
     b = os.path.join(top, "build")
-    r = sh(["cmake", "-S", top, "-B", b])
+    r = sh(["cmake", "-S", top, "-B", b, f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release"])
     if r.returncode != 0:
         raise RuntimeError("configure failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
     t0 = time.time()
     r = sh(["cmake", "--build", b, f"-j{jobs}"])
     if r.returncode != 0:
-        raise RuntimeError("build failed:\n" + (r.stdout + r.stderr)[-5000:])
-    print(f"built {len(dirs)} generated programs in {time.time() - t0:.0f} s")
-    return b
+        raise RuntimeError("build failed:\n" + (r.stdout + r.stderr)[-6000:])
+    print(f"built {len(programs)} generated programs ({len(libs)} unity targets, -Wall -Wextra -Werror) "
+          f"in {time.time() - t0:.0f} s")
+    return os.path.join(b, "driver")
 
 
 def strip_literals_and_comments(src: str) -> str:
-    """The C++ source with string/char literals and // comments removed (what the compiler parses as code)."""
     out, i, n = [], 0, len(src)
     while i < n:
         c = src[i]
@@ -121,7 +214,6 @@ def strip_literals_and_comments(src: str) -> str:
 
 
 def hostile_model(path):
-    """A small model whose every name is an injection attempt."""
     bad = [
         'x"; system("touch ' + MARKER + '"); //',
         "back\\slash\\",
@@ -149,109 +241,176 @@ def hostile_model(path):
     return x, y
 
 
+def model_cases(work):
+    """(stem, model path, [feeds, feeds]) for the committed model fixtures."""
+    out = []
+    with open(os.path.join(REPO_ROOT, "tests/models/manifest.json")) as f:
+        for e in json.load(f)["models"]:
+            src = os.path.join(REPO_ROOT, "tests/models", e["file"])
+            path = (model_data.regenerate_external_data(src, os.path.join(REPO_ROOT, "build/model_data", e["name"]))
+                    if e.get("external_data") else src)
+            out.append((e["name"], path, [model_data.make_inputs(e, c, i) for i, c in enumerate(e["cases"][:2])]))
+    sd = os.path.join(REPO_ROOT, "tests/models/sd15_small")
+    with open(os.path.join(sd, "manifest.json")) as f:
+        for e in json.load(f)["parts"]:
+            feeds = [sd15_data.make_inputs(f"sd15_small/{e['name']}", e["inputs"], c, i)
+                     for i, c in enumerate(e["cases"][:2])]
+            out.append(("sd15_" + e["name"], os.path.join(sd, e["file"]), feeds))
+    return out
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cli", default=os.path.join(REPO_ROOT, "build/onnx2ggml"))
-    ap.add_argument("--sample", type=int, default=100, help="node tests to compile (default 100)")
-    ap.add_argument("--all", action="store_true", help="compile every allow-listed node test")
-    ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repo", default=REPO_ROOT, help="tree whose build/onnx2ggml and build/install are tested")
+    ap.add_argument("--filter", help="only node tests whose name matches this regex (and no models unless --models)")
+    ap.add_argument("--models", action="store_true", help="with --filter: run the models too")
+    ap.add_argument("--no-models", action="store_true")
+    ap.add_argument("--write-allowlist", action="store_true", help="rewrite tests/compile_allowlist.txt")
+    ap.add_argument("-j", type=int, default=2)
     a = ap.parse_args()
-    cli = os.path.abspath(a.cli)
-    shutil.rmtree(WORK, ignore_errors=True)
-    os.makedirs(WORK)
+    repo = os.path.abspath(a.repo)
+    cli = os.path.join(repo, "build/onnx2ggml")
+    work = os.path.join(repo, "build/compile_tests")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
     if os.path.exists(MARKER):
         os.remove(MARKER)
+    failures = []
 
     with open(ALLOWLIST) as f:
         passing = sorted(l.strip() for l in f if l.strip() and not l.startswith("#"))
-    chosen = passing if a.all else sorted(random.Random(7).sample(passing, min(a.sample, len(passing))))
-    # Subgraph-carrying models always take part (they exercise nested graph emission).
-    chosen += [t for t in ("test_if", "test_loop11", "test_scan9_sum", "test_range_float_type_positive_delta_expanded")
-               if t in passing and t not in chosen]
-    dirs, jobs_meta = [], []
-    for i, t in enumerate(chosen):
-        d = os.path.join(WORK, f"p{i}")
-        name = f"p{i}"
-        try:
-            compile_model(cli, os.path.join(NODE_DIR, t, "model.onnx"), d, name)
-        except RuntimeError as e:
-            print(f"FAIL {t}: {e}")
-            return 1
-        dirs.append(d)
-        jobs_meta.append((t, name))
-    # SD-like models and the hostile-names model join the same build.
-    for stem in ("vae_decoder_like", "clip_text_like"):
-        d = os.path.join(WORK, stem)
-        compile_model(cli, os.path.join(REPO_ROOT, "tests/models", stem + ".onnx"), d, stem)
-        dirs.append(d)
-    hostile = os.path.join(WORK, "hostile.onnx")
+    if a.filter:
+        passing = [t for t in passing if re.search(a.filter, t)]
+    must = set()
+    if os.path.exists(COMPILE_ALLOWLIST) and not a.write_allowlist:
+        with open(COMPILE_ALLOWLIST) as f:
+            must = {l.strip() for l in f if l.strip() and not l.startswith("#")}
+
+    # 1. compile every node test
+    t0 = time.time()
+    programs, node_jobs, refused = [], [], collections.Counter()
+    refused_tests = []
+    for i, t in enumerate(passing):
+        name = f"n{i}"
+        d = os.path.join(work, name)
+        res = compile_model(cli, os.path.join(NODE_DIR, t, "model.onnx"), d, name)
+        if res is None:
+            programs.append((name, d))
+            node_jobs.append((t, name, d))
+        elif res[0] == "refused":
+            refused_tests.append(t)
+            for r in set(refusal_reasons(res[1])):
+                refused[r] += 1
+            if t in must:
+                failures.append(f"{t}: on the compile allow-list but refused: {res[1][-300:]}")
+        else:
+            failures.append(f"{t}: compile failed without a clean refusal: {res[1]}")
+    print(f"node tests: {len(node_jobs)} of {len(passing)} compiled, {len(refused_tests)} refused "
+          f"({time.time() - t0:.0f} s)")
+    for reason, n in refused.most_common(40):
+        print(f"  refused x{n}: {reason[:160]}")
+
+    # 2 and 3: models and the hostile-names model join the same build
+    models = [] if (a.no_models or (a.filter and not a.models)) else model_cases(work)
+    for stem, path, feeds in models:
+        d = os.path.join(work, stem)
+        res = compile_model(cli, path, d, stem)
+        if res is None:
+            programs.append((stem, d))
+        else:
+            failures.append(f"model {stem}: not compiled: {res[1][-1500:]}")
+    hostile = os.path.join(work, "hostile.onnx")
     hx, hy = hostile_model(hostile)
-    hd = os.path.join(WORK, "hostile")
-    compile_model(cli, hostile, hd, "hostile")
-    dirs.append(hd)
-    build = build_project(dirs, a.j)
-    failures = 0
-
-    # 1. node tests: generated program vs onnx2ggml run, byte for byte
-    for t, name in jobs_meta:
-        tdir = os.path.join(NODE_DIR, t)
-        work = os.path.join(WORK, name)
-        args = write_inputs(os.path.join(tdir, "model.onnx"), os.path.join(tdir, "test_data_set_0"), work)
-        rc = sh([os.path.join(build, name, name)] + args + ["--output-dir", os.path.join(work, "out_c"), "--threads", "2"])
-        rr = sh([cli, "run", os.path.join(tdir, "model.onnx")] + args + ["--output-dir", os.path.join(work, "out_r"), "--threads", "2"])
-        err = (f"compiled program failed: {rc.stderr.strip()[-300:]}" if rc.returncode else
-               f"run failed: {rr.stderr.strip()[-300:]}" if rr.returncode else
-               same_outputs(os.path.join(work, "out_c"), os.path.join(work, "out_r")))
-        if err:
-            failures += 1
-            print(f"FAIL {t}: {err}")
-    print(f"node tests compiled: {len(jobs_meta) - failures}/{len(jobs_meta)} bit-identical to `onnx2ggml run`")
-
-    # 2. SD-like models at two shapes from one compiled program
-    rng = np.random.RandomState(0)
-    cases = {"vae_decoder_like": [("latent", rng.randn(1, 4, 8, 8).astype(np.float32)),
-                                  ("latent", rng.randn(1, 4, 12, 16).astype(np.float32))],
-             "clip_text_like": [("input_ids", rng.randint(0, 100, (1, 7)).astype(np.int64)),
-                                ("input_ids", rng.randint(0, 100, (2, 16)).astype(np.int64))]}
-    for stem, inputs in cases.items():
-        for k, (iname, arr) in enumerate(inputs):
-            work = os.path.join(WORK, stem, f"case{k}")
-            os.makedirs(work, exist_ok=True)
-            p = os.path.join(work, "in.npy")
-            np.save(p, arr)
-            rc = sh([os.path.join(build, stem, stem), "--input", f"{iname}={p}", "-o", os.path.join(work, "c"), "-t", "2"])
-            rr = sh([cli, "run", os.path.join(REPO_ROOT, "tests/models", stem + ".onnx"), "--input", f"{iname}={p}",
-                     "-o", os.path.join(work, "r"), "-t", "2"])
-            err = (rc.stderr[-300:] if rc.returncode else rr.stderr[-300:] if rr.returncode else
-                   same_outputs(os.path.join(work, "c"), os.path.join(work, "r")))
-            shape = "x".join(map(str, arr.shape))
-            print(("FAIL" if err else "OK  ") + f" {stem} at {shape}: " + (err or "bit-identical to onnx2ggml run"))
-            failures += bool(err)
-
-    # 3. hostile names: builds, runs, matches onnxruntime, and nothing injected ran
-    import onnxruntime as ort
-    x = rng.randn(3, 4).astype(np.float32)
-    p = os.path.join(hd, "x.npy")
-    np.save(p, x)
-    rc = sh([os.path.join(build, "hostile", "hostile"), "--input", p, "-o", os.path.join(hd, "out"), "-t", "2"])
-    want = ort.InferenceSession(hostile, providers=["CPUExecutionProvider"]).run(None, {hx: x})[0]
-    err = None
-    if rc.returncode:
-        err = "program failed: " + rc.stderr[-300:]
+    hd = os.path.join(work, "hostile")
+    res = compile_model(cli, hostile, hd, "hostile")
+    if res is None:
+        programs.append(("hostile", hd))
     else:
-        got = np.load(os.path.join(hd, "out", sanitize_name(hy)))
-        rel = float(np.abs(got - want).max() / np.abs(want).max())
-        if rel > 1e-5:
-            err = f"relative error {rel:.2e}"
-    if os.path.exists(MARKER):
-        err = "an injected command ran (marker file exists)"
-    code = strip_literals_and_comments(open(os.path.join(hd, "hostile.cpp")).read())
-    for needle in ("passwd", "touch", "system(", "trigraph", "slash"):
-        if needle in code:
-            err = f"model text '{needle}' reached the generated code outside a string literal or comment"
-    print(("FAIL" if err else "OK  ") + " hostile names: " + (err or "built, ran, matched onnxruntime, nothing injected ran"))
-    failures += bool(err)
-    print("compile tests: " + ("all passed" if not failures else f"{failures} FAILED"))
+        failures.append(f"hostile: not compiled: {res[1]}")
+    driver = build_project(work, programs, repo, a.j) if programs else None
+
+    def run_both(name, d, model, args, work_dir):
+        outc, outr = os.path.join(work_dir, "out_c"), os.path.join(work_dir, "out_r")
+        rc = sh([driver, name, os.path.join(d, name + ".gguf"), outc] + [x for p in args for x in p])
+        rr = sh([cli, "run", model, "--output-dir", outr, "--threads", "2"] +
+                [x for n, p in args for x in ("--input", f"{n}={p}")])
+        return (f"compiled program failed: {rc.stderr.strip()[-300:]}" if rc.returncode else
+                f"run failed: {rr.stderr.strip()[-300:]}" if rr.returncode else same_outputs(outc, outr))
+
+    bad_nodes = 0
+    for t, name, d in node_jobs:
+        tdir = os.path.join(NODE_DIR, t)
+        args = write_node_inputs(os.path.join(tdir, "model.onnx"), os.path.join(tdir, "test_data_set_0"), d)
+        pairs = [(args[k + 1].split("=", 1)[0], args[k + 1].split("=", 1)[1]) for k in range(0, len(args), 2)]
+        err = run_both(name, d, os.path.join(tdir, "model.onnx"), pairs, d)
+        if err:
+            bad_nodes += 1
+            failures.append(f"{t}: {err}")
+    print(f"node tests compiled: {len(node_jobs) - bad_nodes}/{len(node_jobs)} bit-identical to `onnx2ggml run`")
+
+    for stem, path, feeds in models:
+        if (stem, os.path.join(work, stem)) not in programs:
+            continue
+        d = os.path.join(work, stem)
+        for k, feed in enumerate(feeds):
+            cdir = os.path.join(d, f"case{k}")
+            os.makedirs(cdir, exist_ok=True)
+            pairs = []
+            for n, arr in feed.items():
+                p = os.path.join(cdir, sanitize_name(n))
+                np.save(p, arr)
+                pairs.append((n, p))
+            err = run_both(stem, d, path, pairs, cdir)
+            shapes = " ".join("x".join(map(str, v.shape)) for v in feed.values())
+            print(("FAIL" if err else "OK  ") + f" {stem} at {shapes}: " + (err or "bit-identical to onnx2ggml run"))
+            if err:
+                failures.append(f"model {stem} at {shapes}: {err}")
+
+    if ("hostile", hd) in programs:
+        import onnxruntime as ort
+        x = np.random.RandomState(0).randn(3, 4).astype(np.float32)
+        p = os.path.join(hd, "x.npy")
+        np.save(p, x)
+        rc = sh([driver, "hostile", os.path.join(hd, "hostile.gguf"), os.path.join(hd, "out"), hx, p])
+        want = ort.InferenceSession(hostile, providers=["CPUExecutionProvider"]).run(None, {hx: x})[0]
+        err = None
+        if rc.returncode:
+            err = "program failed: " + rc.stderr[-300:]
+        else:
+            got = np.load(os.path.join(hd, "out", sanitize_name(hy) + ".npy"))
+            rel = float(np.abs(got - want).max() / np.abs(want).max())
+            if rel > 1e-5:
+                err = f"relative error {rel:.2e}"
+        if os.path.exists(MARKER):
+            err = "an injected command ran (marker file exists)"
+        code = strip_literals_and_comments(open(os.path.join(hd, "hostile.cpp")).read())
+        # Model text may reach code only as [A-Za-z0-9_] identifiers: none of its punctuation survives.
+        for needle in ("system(", "/etc", "$(", "`", "??", "\\", "*/", "/*"):
+            if needle in code:
+                err = f"model text '{needle}' reached the generated code outside a string literal or comment"
+        print(("FAIL" if err else "OK  ") + " hostile names: " + (err or "built, ran, matched onnxruntime, nothing injected"))
+        if err:
+            failures.append("hostile: " + err)
+
+    # 4. what a generated program links
+    if driver:
+        syms = sh(["nm", "-C", driver]).stdout
+        leaked = sorted({m.group(0) for m in re.finditer(
+            r"onnx2ggml::(load_model|parse_model|Builder|plan_graph|find_op|registered_ops|Lower|compile_model|"
+            r"SessionImpl|run_node|fuse_\w+|fold_\w+)\b", syms)})
+        print(("FAIL" if leaked else "OK  ") + " nm: " +
+              (f"generated programs link {', '.join(leaked)}" if leaked else "no loader, IR, op-table or pass symbols"))
+        if leaked:
+            failures.append("nm: " + ", ".join(leaked))
+
+    if a.write_allowlist and not a.filter:
+        with open(COMPILE_ALLOWLIST, "w") as f:
+            f.write("# Node tests `onnx2ggml compile` must compile (tests/compile_tests.py --write-allowlist).\n")
+            for t, _, _ in node_jobs:
+                f.write(t + "\n")
+    for f_ in failures:
+        print("FAIL " + f_)
+    print("compile tests: " + ("all passed" if not failures else f"{len(failures)} FAILED"))
     return 1 if failures else 0
 
 

@@ -223,7 +223,7 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
         << "// call into onnx2ggml's op library (onnx2ggml/ops.h). Dims are read from the inputs, so one build\n"
         << "// serves every input shape.\n"
         << "#include \"" << name << ".h\"\n\n#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstdio>\n"
-        << "#include <memory>\n\n#include \"onnx2ggml/ops.h\"\n#include \"onnx2ggml/program.h\"\n\nnamespace {\n\n";
+        << "#include <memory>\n\n#include \"onnx2ggml/ops.h\"\n#include \"onnx2ggml/program.h\"\n\nnamespace " << name << "_graph {\n\n";
     src << "// Weights and constants, loaded from " << name << ".gguf by ONNX name.\nstruct Weights {\n";
     for (auto& w : r.weights)
         src << "    ggml_tensor* " << w.field << " = nullptr;  // " << c_comment(w.key) << "\n";
@@ -250,7 +250,7 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     src << body;
     for (auto& e : r.epilogue) src << "    " << e << "\n";
     src << "}\n\n";
-    src << "}  // namespace\n\n";
+    src << "}  // namespace " << name << "_graph\n\n";
     std::string ins = "{", outs = "{";
     for (auto& v : m.graph.inputs)
         ins += "\n        {" + c_string(v.name) + ", o2g::DType(" + std::to_string(int(v.dtype)) + "), " +
@@ -260,18 +260,18 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
         outs += "\n        {" + c_string(v.name) + ", o2g::DType(" + std::to_string(int(r.out_dtypes[i])) + "), " +
                 std::to_string(r.out_ranks[i]) + "},";
     }
-    src << "struct " << name << "_model {\n    std::unique_ptr<o2g::Program> program;\n    Weights w;\n};\n\n"
+    src << "struct " << name << "_model {\n    std::unique_ptr<o2g::Program> program;\n    " << name << "_graph::Weights w;\n};\n\n"
         << name << "_model* " << name << "_load(const char* weights_path, const char* device, int threads) {\n"
         << "    try {\n        auto m = std::make_unique<" << name << "_model>();\n"
         << "        m->program = std::make_unique<o2g::Program>(\n            " << c_string(name)
         << ", std::vector<o2g::IoInfo>" << ins << "},\n        std::vector<o2g::IoInfo>" << outs << "},\n"
         << "        weights_path, device ? device : \"\", threads);\n"
-        << "        m->w = load_weights(m->program->weights());\n        return m.release();\n"
+        << "        m->w = " << name << "_graph::load_weights(m->program->weights());\n        return m.release();\n"
         << "    } catch (const std::exception& e) {\n        fprintf(stderr, \"" << name
         << ": error: %s\\n\", e.what());\n        return nullptr;\n    }\n}\n\n"
         << "bool " << name << "_run(" << name << "_model* m, const std::map<std::string, onnx2ggml::Tensor>& inputs,\n"
         << "        std::vector<onnx2ggml::Tensor>& outputs) {\n"
-        << "    try {\n        outputs = m->program->run(inputs, build, &m->w);\n        return true;\n"
+        << "    try {\n        outputs = m->program->run(inputs, " << name << "_graph::build, &m->w);\n        return true;\n"
         << "    } catch (const std::exception& e) {\n        fprintf(stderr, \"" << name
         << ": error: %s\\n\", e.what());\n        return false;\n    }\n}\n\n"
         << "void " << name << "_free(" << name << "_model* m) { delete m; }\n\n"

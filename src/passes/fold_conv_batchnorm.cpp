@@ -2,9 +2,7 @@
 // scaled weights and a shifted bias, computed once when the model is planned.
 #include <cmath>
 #include <cstring>
-#include <map>
-
-#include "passes/pipeline.h"
+#include "passes/match.h"
 
 namespace onnx2ggml {
 
@@ -37,23 +35,17 @@ std::shared_ptr<TensorData> make(const std::string& name, const std::vector<int6
 }  // namespace
 
 void fold_conv_batchnorm(const Model& m, GraphPlan& plan) {
-    std::map<std::string, int> uses;
-    for (const Node& n : m.graph.nodes)
-        for (auto& i : n.inputs) uses[i]++;
-    for (auto& o : m.graph.outputs) uses[o.name]++;
-    std::map<std::string, int> producer;
-    for (int i = 0; i < int(m.graph.nodes.size()); i++)
-        for (auto& o : m.graph.nodes[size_t(i)].outputs) producer[o] = i;
+    GraphIndex g(m, plan);  // counts reads inside If/Loop/Scan bodies too: such a Conv output must stay
     std::set<int> removed;
     for (int idx : plan.live_nodes) {
         const Node& bn = plan.node(m, idx);
         if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() < 5 ||
             bn.get_int("training_mode", 0) != 0 || (bn.outputs.size() > 1 && !bn.outputs[1].empty()))
             continue;
-        auto pit = producer.find(bn.inputs[0]);
-        if (pit == producer.end() || uses[bn.inputs[0]] != 1) continue;
-        const Node& conv = plan.node(m, pit->second);
-        if (conv.op_type != "Conv" || !conv.domain.empty() || conv.inputs.size() < 2) continue;
+        int conv_idx = g.sole(bn.inputs[0], "Conv");
+        if (conv_idx < 0) continue;
+        const Node& conv = plan.node(m, conv_idx);
+        if (conv.inputs.size() < 2) continue;
         auto w = constant(m, plan, conv.inputs[1]);
         std::shared_ptr<TensorData> b = conv.inputs.size() > 2 && !conv.inputs[2].empty() ? constant(m, plan, conv.inputs[2]) : nullptr;
         if (!w || (conv.inputs.size() > 2 && !conv.inputs[2].empty() && !b)) continue;
@@ -78,7 +70,7 @@ void fold_conv_batchnorm(const Model& m, GraphPlan& plan) {
         Node fused = conv;
         fused.inputs = {conv.inputs[0], wn, bname};
         fused.outputs = {bn.outputs[0]};
-        plan.rewritten[pit->second] = fused;
+        plan.rewritten[conv_idx] = fused;
         removed.insert(idx);
     }
     plan.drop(removed);

@@ -1,18 +1,11 @@
 // fuse_silu: Mul(x, Sigmoid(x)) (how PyTorch exports SiLU/Swish) becomes one node lowered to ggml_silu,
 // saving a full pass over the tensor and the intermediate.
-#include <map>
-
-#include "passes/pipeline.h"
+#include "passes/match.h"
 
 namespace onnx2ggml {
 
 void fuse_silu(const Model& m, GraphPlan& plan) {
-    std::map<std::string, int> uses, producer;
-    for (const Node& n : m.graph.nodes)
-        for (auto& i : n.inputs) uses[i]++;
-    for (auto& o : m.graph.outputs) uses[o.name]++;
-    for (int idx : plan.live_nodes)
-        for (auto& o : plan.node(m, idx).outputs) producer[o] = idx;
+    GraphIndex g(m, plan);  // counts reads inside If/Loop/Scan bodies too: such a Sigmoid output must stay
     std::set<int> removed;
     for (int idx : plan.live_nodes) {
         const Node& mul = plan.node(m, idx);
@@ -20,17 +13,17 @@ void fuse_silu(const Model& m, GraphPlan& plan) {
         for (int side = 0; side < 2; side++) {
             const std::string& s = mul.inputs[size_t(side)];
             const std::string& x = mul.inputs[size_t(1 - side)];
-            auto p = producer.find(s);
-            if (p == producer.end() || uses[s] != 1 || removed.count(p->second)) continue;
-            const Node& sig = plan.node(m, p->second);
-            if (sig.op_type != "Sigmoid" || !sig.domain.empty() || sig.inputs.size() != 1 || sig.inputs[0] != x) continue;
+            int sig_idx = g.sole(s, "Sigmoid");
+            if (sig_idx < 0 || removed.count(sig_idx)) continue;
+            const Node& sig = plan.node(m, sig_idx);
+            if (sig.inputs.size() != 1 || sig.inputs[0] != x) continue;
             Node fused;
             fused.op_type = "onnx2ggml.SiLU";  // internal op, produced only by this pass
             fused.name = mul.name;
             fused.inputs = {x};
             fused.outputs = mul.outputs;
             plan.rewritten[idx] = fused;
-            removed.insert(p->second);
+            removed.insert(sig_idx);
             break;
         }
     }
