@@ -85,7 +85,9 @@ void write_gguf(const std::string& path, const std::vector<GgufEntry>& ws) {
         const GgufEntry& w = ws[i];
         names.push_back(w.key.c_str());
         ggml_tensor* t = ggml_new_tensor(ctx, w.type, 4, w.ne);
-        ggml_set_name(t, ("w" + std::to_string(i)).c_str());  // ONNX names can pass ggml's 63-byte limit
+        std::string tname(1, 'w');
+        tname += std::to_string(i);
+        ggml_set_name(t, tname.c_str());  // ONNX names can pass ggml's 63-byte limit
         t->data = const_cast<uint8_t*>(w.bytes.data());
         gguf_add_tensor(g, t);
     }
@@ -115,7 +117,8 @@ std::string dim_symbol(const ValueInfo& vi, size_t a) {
     return d.param.empty() ? vi.name + "_dim" + std::to_string(a) : d.param;
 }
 
-Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distinct) {
+// Symbolic dim j (in order of appearance) gets base * (j + 1 + shift): distinct values make comments name dims.
+Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distinct, int shift) {
     Probe pr;
     std::vector<Tensor> ins;
     for (auto& vi : m.graph.inputs) {
@@ -127,7 +130,7 @@ Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distin
                 continue;
             }
             std::string s = dim_symbol(vi, a);
-            if (!pr.dims.count(s)) pr.dims[s] = distinct ? base * int64_t(pr.dims.size() + 1) : base;
+            if (!pr.dims.count(s)) pr.dims[s] = distinct ? base * int64_t(pr.dims.size() + 1 + size_t(shift)) : base;
             t.shape.push_back(pr.dims[s]);
         }
         t.data.assign(size_t(t.numel()) * dtype_size(t.dtype), 0);
@@ -155,6 +158,35 @@ Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distin
     }
     ggml_free(ctx);
     return pr;
+}
+
+// "[W, H, 512, N]": a node's ggml-order output shape, dims that differ between the probes written with the input
+// dims they follow (s, s*k, s/k or s*t).
+std::string shape_text(const std::vector<int64_t>& a, const std::vector<int64_t>* b,
+                       const std::map<std::string, int64_t>& da, const std::map<std::string, int64_t>* db) {
+    int rank = int(a[0]);
+    std::string r = "[";
+    for (int d = 0; d < std::max(rank, 1); d++) {
+        int64_t x = a[size_t(1 + d)], y = b && b->size() == a.size() ? (*b)[size_t(1 + d)] : x;
+        std::string t = std::to_string(x);
+        if (x != y && db) {
+            t = "?";
+            bool found = false;
+            for (auto& [s, va] : da) {
+                int64_t vb = db->at(s);
+                for (int64_t k = 1; k <= 64 && !found; k++) {
+                    if (va * k == x && vb * k == y) t = k == 1 ? s : s + "*" + std::to_string(k), found = true;
+                    else if (va % k == 0 && vb % k == 0 && va / k == x && vb / k == y) t = s + "/" + std::to_string(k), found = true;
+                }
+                if (found) break;
+            }
+            for (auto& [s, va] : da)
+                for (auto& [u, wa] : da)
+                    if (!found && s <= u && va * wa == x && db->at(s) * db->at(u) == y) t = s + "*" + u, found = true;
+        }
+        r += (d ? ", " : "") + t;
+    }
+    return r + "]";
 }
 
 }  // namespace
@@ -186,13 +218,14 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
         for (auto& d : vi.dims) symbolic |= !d.known();
     std::vector<Probe> probes;
     std::string first_error;
-    const std::pair<int64_t, bool> tries[] = {{8, true}, {16, true}, {8, false}, {16, false}, {1, false},
-                                              {32, false}, {64, false}, {2, false}, {4, false}};
-    for (auto [base, distinct] : tries) {
+    struct Try { int64_t base; bool distinct; int shift; };
+    const Try tries[] = {{8, true, 0}, {8, true, 1}, {16, true, 0}, {8, false, 0}, {16, false, 0}, {1, false, 0},
+                         {32, false, 0}, {64, false, 0}, {2, false, 0}, {4, false, 0}};
+    for (const Try& t : tries) {
         if (!probes.empty() && !symbolic) break;
         if (probes.size() == 2) break;
-        if (!probes.empty() && probes[0].dims.size() && !distinct && probes[0].dims.begin()->second == base) continue;
-        Probe pr = run_probe(m, plan, base, distinct);
+        Probe pr = run_probe(m, plan, t.base, t.distinct, t.shift);
+        if (!probes.empty() && pr.dims == probes[0].dims) continue;
         if (!pr.rec) {
             if (first_error.empty()) first_error = pr.error;
             continue;
@@ -237,8 +270,12 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     for (size_t i = 0; i < r.node_code.size(); i++) {
         if (r.node_code[i].empty()) continue;
         const Node& n = plan.node(m, plan.live_nodes[i]);
+        std::string shape;
+        if (i < r.node_shape.size() && !r.node_shape[i].empty())
+            shape = " -> " + shape_text(r.node_shape[i], probes.size() == 2 ? &probes[1].rec->node_shape[i] : nullptr,
+                                        probes[0].dims, probes.size() == 2 ? &probes[1].dims : nullptr);
         body += "    // [" + std::to_string(i) + "] " + c_comment(n.name.empty() ? "(unnamed)" : n.name) + ": " +
-                c_comment(n.op_type) + "\n" + r.node_code[i];
+                c_comment(n.op_type) + c_comment(shape) + "\n" + r.node_code[i];
     }
     for (auto& p : r.prologue) {
         std::string id = p.substr(13, p.find(' ', 13) - 13);  // "ggml_tensor* <id> = ..."

@@ -48,6 +48,14 @@ std::string arith(char op, const std::string& a, const std::string& b, bool is_f
     return "(" + a + " " + op + " " + b + ")";
 }
 
+// Placeholder for call k's result inside this node's text, replaced by its name when the node ends.
+std::string token_of(size_t k) {
+    std::string t(1, '\x01');
+    t += std::to_string(k);
+    t += '\x02';
+    return t;
+}
+
 }  // namespace
 
 ProgramRecorder::ProgramRecorder(const Model& m, Builder& b) : m_(m), b_(b) {
@@ -109,7 +117,7 @@ void ProgramRecorder::call(ggml_tensor* result, const std::string& text) {
         fail_node("an argument of an op-library call has no C++ form");
         return;
     }
-    std::string token = "\x01" + std::to_string(calls_.size()) + "\x02";
+    std::string token = token_of(calls_.size());
     calls_.emplace_back(result, text);
     local_[result] = token;
 }
@@ -403,7 +411,7 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
         if (names[k].empty()) names[k] = ident(base + "_" + std::to_string(k));
     auto resolve = [&](std::string s) {
         for (size_t k = 0; k < calls_.size(); k++) {
-            std::string tok = "\x01" + std::to_string(k) + "\x02";
+            std::string tok = token_of(k);
             for (size_t p; (p = s.find(tok)) != std::string::npos;) s.replace(p, tok.size(), names[k]);
         }
         return s;
@@ -436,6 +444,12 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     for (size_t o = 0; o < out_vars.size(); o++)
         if (!out_vars[o].empty()) val_var[n.outputs[o]] = out_vars[o];
     node_code.push_back(code);
+    std::vector<int64_t> shape;
+    if (!L.outs.empty() && L.outs[0].t && L.outs[0].rank() <= 4) {
+        shape.push_back(L.outs[0].rank());
+        for (int d = 0; d < 4; d++) shape.push_back(L.outs[0].t->ne[d]);
+    }
+    node_shape.push_back(shape);
     node_ = nullptr;
     (void)on_host;
 }

@@ -46,6 +46,7 @@ public:
     std::vector<std::string> prologue;                   // input tensors and named dims
     std::vector<std::string> node_code;                  // one block per live node (may be empty)
     std::vector<std::string> epilogue;                   // out[i] = ...
+    std::vector<std::vector<int64_t>> node_shape;         // per node: rank, then ne of its first device output
     std::vector<DType> out_dtypes;                       // graph outputs as the program returns them
     std::vector<int> out_ranks;
     std::vector<std::string> failures;                   // "node (op): reason"

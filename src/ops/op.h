@@ -129,15 +129,17 @@ struct Lower {
 
 using LowerFn = void (*)(Lower&);
 
+// One row of the op table, with named fields: {.op = "Conv", .since = 1, .ggml = lower_Conv, .math = true}.
 struct OpDef {
-    const char* op_type;
-    int since;              // first opset this implementation covers
-    LowerFn ggml;           // builds ggml tensors; may be null
-    LowerFn host;           // evaluates on the host; may be null
+    const char* op = "";
+    int since = 1;                 // first opset this row covers; the newest row not above the model's opset wins
+    LowerFn ggml = nullptr;        // builds ggml tensors through the op library
+    LowerFn host = nullptr;        // evaluates on the host (shape, integer and boolean work)
     std::vector<int> host_inputs;  // inputs that must be known on the host (shapes, axes, ...)
-    bool math;              // computes new float values (vs. moving data)
-    bool shape_only = false;  // reads only its input's shape (Shape, Size)
-    bool control = false;     // drives subgraphs (If, Loop, Scan); its body nodes run one by one
+    bool math = false;             // computes new float values (vs. moving data)
+    bool shape_only = false;       // reads only its input's shape (Shape, Size)
+    bool control = false;          // drives subgraphs (If, Loop, Scan); its body nodes run one by one
+    double (*flops)(Lower&) = nullptr;  // dense multiply-adds x 2 per run (share-of-peak figures); null: not counted
 };
 
 // The newest implementation not above `opset`; null if none.

@@ -361,31 +361,6 @@ void Builder::bind_inputs(const std::vector<const Tensor*>& inputs) {
     }
 }
 
-// Multiply-adds x 2 of the dense products a node computes (convolutions as direct convolution, matrix products,
-// fused attention): the usual FLOP count, for "share of peak" figures. Everything else is not counted.
-static double dense_gflop(Lower& L) {
-    const std::string& op = L.node.op_type;
-    auto numel = [](const Shape& s) { return double(shape_numel(s)); };
-    if (L.outs.empty() || !L.outs[0].present()) return 0;
-    const Shape& out = L.outs[0].shape;
-    double f = 0;
-    if ((op == "Conv" || op == "ConvTranspose") && L.has(1) && L.rank(1) >= 3) {
-        const Shape& w = L.shape(1);
-        double k = 1;
-        for (size_t i = 2; i < w.size(); i++) k *= double(w[i]);
-        // Conv: each output value sums over C/g x kernel; ConvTranspose: each input value spreads over Cout/g x kernel.
-        f = op == "Conv" ? 2 * numel(out) * double(w[1]) * k : 2 * numel(L.shape(0)) * double(w[1]) * k;
-    } else if ((op == "MatMul" || op == "Gemm") && L.has(0) && L.rank(0) >= 1) {
-        const Shape& a = L.shape(0);
-        int64_t K = op == "Gemm" && L.node.get_int("transA", 0) ? a[0] : a.back();
-        f = 2 * numel(out) * double(K);
-    } else if (op == "onnx2ggml.Attention") {
-        const Shape &q = L.shape(0), &k = L.shape(1), &v = L.shape(2);  // [B, T, H, D]
-        f = 2 * double(q[0]) * double(q[2]) * double(q[1]) * double(k[1]) * double(q[3] + v[3]);
-    }
-    return f / 1e9;
-}
-
 void Builder::build() {
     for (int idx : plan.live_nodes) run_node(plan.node(model, idx));
     for (auto& u : octx.uploads) uploads.push_back(std::move(u));
@@ -441,7 +416,7 @@ void Builder::run_node(const Node& n) {
         throw Error(L.where() + ": " + e.what());
     }
     host_mode = false;
-    if (!on_host) stats.gflop += dense_gflop(L);
+    if (!on_host && def->flops && !L.outs.empty() && L.outs[0].present()) stats.gflop += def->flops(L) / 1e9;
     if (rec) rec->node_end(L, on_host);
 
     std::set<int> deps;
