@@ -232,7 +232,10 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
         }
         probes.push_back(std::move(pr));
     }
-    O2G_CHECK(!probes.empty(), m.path, ": the graph does not build at any probe shape: ", first_error);
+    // Probe inputs are zeros: a graph whose shapes come from input data (Expand's shape, Range's limits fed as
+    // inputs) does not build from them, and compile could not write it down anyway.
+    O2G_CHECK(!probes.empty(), m.path, ": cannot compile: the graph does not build from zero-filled probe inputs (",
+              first_error, "); its shapes probably depend on input data, which compiled programs do not evaluate yet");
     ProgramRecorder& r = *probes[0].rec;
     std::vector<std::string> failures = r.failures;
     if (probes.size() == 2) {
@@ -265,7 +268,7 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     src << "    (void)f;\n    return w;\n}\n\n";
     src << "// Builds the graph for the shapes of `in`; fills `out` in graph-output order.\n"
         << "void build(o2g::Ctx& ctx, const void* weights, ggml_tensor* const* in, ggml_tensor** out) {\n"
-        << "    const Weights& w = *static_cast<const Weights*>(weights);\n    (void)w;\n";
+        << "    const Weights& w = *static_cast<const Weights*>(weights);\n    (void)w;\n    (void)ctx;\n";
     std::string body;
     for (size_t i = 0; i < r.node_code.size(); i++) {
         if (r.node_code[i].empty()) continue;

@@ -394,7 +394,7 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     bool device = !calls_.empty();
     for (auto& o : L.outs) device |= o.t != nullptr;
     if (device && !direct_reads_.empty())
-        fail_node("reads '" + direct_reads_[0] + "' (a shape-dependent host value) directly instead of passing it on");
+        fail_node("reads '" + direct_reads_[0] + "' itself, a host value that depends on input shapes or data (it must reach the op library as an argument)");
     // Names: each output takes its value's name; other results are "<first output>_<k>".
     std::vector<std::string> names(calls_.size());
     for (size_t o = 0; o < L.outs.size() && o < n.outputs.size(); o++) {
