@@ -53,7 +53,8 @@ ggml_tensor* sign(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK
 ggml_tensor* is_nan(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::IsNaN); }
 
 ggml_tensor* is_inf(Ctx& ctx, ggml_tensor* x, const IsInfParams& p) {
-    if (!p.detect_positive && !p.detect_negative) return ggml_scale(ctx, x, 0.0f);
+    // Nothing to detect: all false. clamp to [0, 0] maps NaN and inf to 0 too (scaling by 0 would give NaN).
+    if (!p.detect_positive && !p.detect_negative) return ggml_clamp(ctx, x, 0.0f, 0.0f);
     UnaryK k = p.detect_positive && p.detect_negative ? UnaryK::IsInf : p.detect_positive ? UnaryK::IsInfPos
                                                                                           : UnaryK::IsInfNeg;
     return custom_unary(ctx, x, k);
