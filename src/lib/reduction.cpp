@@ -10,13 +10,19 @@ void check_dim(int64_t d, const char* what) {
     if (d < 0 || d > 3) throw OpError(std::string(what) + " " + std::to_string(d) + " is not a ggml dim (0..3)");
 }
 
-// Which ggml dims `axes` names (empty: all).
-void reduced_dims(const Ints& axes, bool red[4]) {
+// The ggml dim of ONNX axis `a` of a rank-`rank` tensor (negative: from the end).
+int ggml_dim(int64_t a, int rank) {
+    if (rank < 0 || rank > 4) throw OpError("rank " + std::to_string(rank) + " (ggml holds at most 4 dims)");
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= (rank > 0 ? rank : 1))
+        throw OpError("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    return rank > 0 ? rank - 1 - int(n) : 0;
+}
+
+// Which ggml dims ONNX `axes` name (empty: all).
+void reduced_dims(const Ints& axes, int rank, bool red[4]) {
     for (int i = 0; i < 4; i++) red[i] = axes.empty();
-    for (int64_t a : axes) {
-        check_dim(a, "axis");
-        red[a] = true;
-    }
+    for (int64_t a : axes) red[ggml_dim(a, rank)] = true;
 }
 
 // Moves the reduced dims innermost (keeping their order, then the others') and flattens them into ggml rows:
@@ -49,9 +55,9 @@ ggml_tensor* from_rows(Ctx& ctx, ggml_tensor* y, const ggml_tensor* x, const boo
     return ggml_reshape_4d(ctx, cont(ctx, y), ne[0], ne[1], ne[2], ne[3]);
 }
 
-ggml_tensor* reduce(Ctx& ctx, ggml_tensor* x, ReduceK k, const ReduceParams& p) {
+ggml_tensor* reduce(Ctx& ctx, ggml_tensor* x, ReduceK k, const Ints& axes, const ReduceParams& p) {
     bool red[4];
-    reduced_dims(p.axes, red);
+    reduced_dims(axes, p.rank, red);
     ggml_tensor* rows = to_rows(ctx, x, red);
     ggml_tensor* y = k == ReduceK::Sum ? ggml_sum_rows(ctx, rows) : k == ReduceK::Mean ? ggml_mean(ctx, rows)
                                                                                       : custom_rows(ctx, rows, k);
@@ -106,21 +112,35 @@ ggml_tensor* hardmax_rows(Ctx& ctx, ggml_tensor* x) {
 
 }  // namespace
 
-ggml_tensor* reduce_sum(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) { return reduce(ctx, x, ReduceK::Sum, p); }
-ggml_tensor* reduce_mean(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) { return reduce(ctx, x, ReduceK::Mean, p); }
-ggml_tensor* reduce_max(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) { return reduce(ctx, x, ReduceK::Max, p); }
-ggml_tensor* reduce_min(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) { return reduce(ctx, x, ReduceK::Min, p); }
-ggml_tensor* reduce_prod(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) { return reduce(ctx, x, ReduceK::Prod, p); }
-ggml_tensor* reduce_l1(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) { return reduce(ctx, x, ReduceK::L1, p); }
-ggml_tensor* reduce_l2(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) { return reduce(ctx, x, ReduceK::L2, p); }
-ggml_tensor* reduce_log_sum(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) {
-    return reduce(ctx, x, ReduceK::LogSum, p);
+ggml_tensor* reduce_sum(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::Sum, axes, p);
 }
-ggml_tensor* reduce_log_sum_exp(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) {
-    return reduce(ctx, x, ReduceK::LogSumExp, p);
+ggml_tensor* reduce_mean(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::Mean, axes, p);
 }
-ggml_tensor* reduce_sum_square(Ctx& ctx, ggml_tensor* x, const ReduceParams& p) {
-    return reduce(ctx, x, ReduceK::SumSquare, p);
+ggml_tensor* reduce_max(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::Max, axes, p);
+}
+ggml_tensor* reduce_min(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::Min, axes, p);
+}
+ggml_tensor* reduce_prod(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::Prod, axes, p);
+}
+ggml_tensor* reduce_l1(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::L1, axes, p);
+}
+ggml_tensor* reduce_l2(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::L2, axes, p);
+}
+ggml_tensor* reduce_log_sum(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::LogSum, axes, p);
+}
+ggml_tensor* reduce_log_sum_exp(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::LogSumExp, axes, p);
+}
+ggml_tensor* reduce_sum_square(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p) {
+    return reduce(ctx, x, ReduceK::SumSquare, axes, p);
 }
 
 ggml_tensor* argmax(Ctx& ctx, ggml_tensor* x, const ArgParams& p) { return arg(ctx, x, true, p); }
@@ -132,12 +152,13 @@ ggml_tensor* log_softmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p) {
 }
 ggml_tensor* hardmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p) { return along(ctx, x, p, hardmax_rows); }
 
-ggml_tensor* cumsum(Ctx& ctx, ggml_tensor* x, const CumSumParams& p) {
-    check_dim(p.axis, "axis");
+ggml_tensor* cumsum(Ctx& ctx, ggml_tensor* x, const Ints& axis, const CumSumParams& p) {
+    if (axis.size() != 1) throw OpError("cumsum takes one axis, not " + std::to_string(axis.size()));
+    int d = ggml_dim(axis[0], p.rank);
     // Move the axis innermost, scan rows, move it back.
     int g[4], gi[4];
-    to_front(p.axis, g);
-    from_front(p.axis, gi);
+    to_front(d, g);
+    from_front(d, gi);
     x = ggml_cont(ctx, ggml_permute(ctx, x, g[0], g[1], g[2], g[3]));
     int64_t n = x->ne[0];
     ggml_tensor* idx = nullptr;

@@ -15,18 +15,29 @@ namespace {
 
 struct ReduceSpec { std::vector<bool> red; bool keep; bool noop; };
 
-ReduceSpec reduce_spec(Lower& L, bool axes_input) {
+// The node's axes: the attribute, or input 1 (opset 13 for ReduceSum, 18 for the others).
+bool axes_from_input(Lower& L) {
+    const std::string& op = L.node.op_type;
+    return op == "ReduceSum" ? L.opset >= 13 : L.opset >= 18;
+}
+
+ReduceSpec reduce_spec(Lower& L, const std::vector<int64_t>& axes) {
     int r = L.rank(0);
     ReduceSpec s;
     s.keep = L.node.get_int("keepdims", 1) != 0;
-    std::vector<int64_t> axes;
-    if (axes_input) {
-        if (L.has(1)) axes = L.ints(1);
-    } else axes = L.node.get_ints("axes");
     s.noop = axes.empty() && L.node.get_int("noop_with_empty_axes", 0) != 0;
     s.red.assign(size_t(r), axes.empty());
-    for (auto a : axes) s.red[size_t(norm_axis(L, a, r))] = true;
+    for (auto a : axes) {
+        int n = norm_axis(L, a, r);
+        if (r > 0) s.red[size_t(n)] = true;  // a scalar's axis 0 names nothing to reduce
+    }
     return s;
+}
+ReduceSpec reduce_spec(Lower& L) {
+    std::vector<int64_t> axes;
+    if (!axes_from_input(L)) axes = L.node.get_ints("axes");
+    else if (L.has(1)) axes = L.ints(1);
+    return reduce_spec(L, axes);
 }
 
 Shape reduced_shape(const Shape& in, const ReduceSpec& s) {
@@ -36,11 +47,6 @@ Shape reduced_shape(const Shape& in, const ReduceSpec& s) {
         else if (s.keep) o.push_back(1);
     }
     return o;
-}
-
-bool axes_from_input(Lower& L) {
-    const std::string& op = L.node.op_type;
-    return op == "ReduceSum" ? L.opset >= 13 : L.opset >= 18;
 }
 
 ReduceK kind_of(const std::string& op) {
@@ -56,7 +62,7 @@ ReduceK kind_of(const std::string& op) {
     return ReduceK::SumSquare;
 }
 
-using ReduceFn = ggml_tensor* (*)(o2g::Ctx&, ggml_tensor*, const o2g::ReduceParams&);
+using ReduceFn = ggml_tensor* (*)(o2g::Ctx&, ggml_tensor*, const o2g::Ints&, const o2g::ReduceParams&);
 
 // The op-library function of a Reduce* op, and its name for the recorder.
 ReduceFn reduce_fn(ReduceK k, const char*& name) {
@@ -101,7 +107,10 @@ void out_folded(Lower& L, ggml_tensor* y, DType dt, const Shape& os) {
 }  // namespace
 
 void lower_Reduce(Lower& L) {
-    ReduceSpec s = reduce_spec(L, axes_from_input(L));
+    Sym axes;  // the attribute as a literal, or input 1, which compile writes as an expression when it can
+    if (!axes_from_input(L)) axes.v = L.node.get_ints("axes");
+    else if (L.has(1)) axes = L.sym(1);
+    ReduceSpec s = reduce_spec(L, axes.v);
     const Shape& in = L.shape(0);
     if (s.noop) return L.pass(0, 0);
     ReduceK k = kind_of(L.node.op_type);
@@ -118,23 +127,33 @@ void lower_Reduce(Lower& L) {
         return L.out_host(0, HostTensor::from_f64(L.dtype(0), os, std::vector<double>(size_t(shape_numel(os)), v)));
     }
     int r = int(in.size());
-    o2g::ReduceParams p;
-    p.keepdims = s.keep;
-    for (int a = r - 1; a >= 0; a--)
-        if (s.red[size_t(a)]) p.axes.push_back(gdim(r, a));
     const char* name;
     ReduceFn fn = reduce_fn(k, name);
-    if (r <= 4) return L.out(0, L.call(name, fn, L.t(0), p), L.dtype(0), int(os.size()));
-    // Rank > 4 (folded dims): the reduced axes must be all, or within ggml's three unfolded dims.
-    if (int(p.axes.size()) == r) p.axes.clear();
-    for (int64_t a : p.axes)
-        if (a > 2) L.error("reduction over folded dims (rank > 4)");
+    o2g::ReduceParams p;
+    p.keepdims = s.keep;
+    if (r <= 4) {
+        p.rank = r;
+        const Sym& ax = axes;  // const: call_arg(const Sym&) passes its values
+        return L.out(0, L.call(name, fn, L.t(0), ax, p), L.dtype(0), int(os.size()));
+    }
+    // Rank > 4 (folded dims): the reduced axes must be all, or within ggml's three unfolded dims, here given as
+    // axes of the rank-4 folded tensor (a literal, so compile must see the axes read).
+    if (axes.src) (void)L.ints(1);
+    Sym folded;  // empty: all
+    if (!std::all_of(s.red.begin(), s.red.end(), [](bool b) { return b; }))
+        for (int a = r - 1; a >= 0; a--) {
+            if (!s.red[size_t(a)]) continue;
+            if (gdim(r, a) > 2) L.error("reduction over folded dims (rank > 4)");
+            folded.v.push_back(3 - gdim(r, a));
+        }
+    p.rank = 4;
     p.keepdims = true;
-    out_folded(L, L.call(name, fn, L.t(0), p), L.dtype(0), os);
+    const Sym& fx = folded;
+    out_folded(L, L.call(name, fn, L.t(0), fx, p), L.dtype(0), os);
 }
 
 void host_Reduce(Lower& L) {
-    ReduceSpec s = reduce_spec(L, axes_from_input(L));
+    ReduceSpec s = reduce_spec(L);
     if (s.noop) return L.pass(0, 0);
     const HostTensor& x = L.h(0);
     const Shape& in = x.shape;
@@ -268,10 +287,11 @@ void lower_CumSum(Lower& L) {
     int r = L.rank(0);
     if (r > 4) L.error("rank " + std::to_string(r) + " input; ggml holds at most 4 dims");
     o2g::CumSumParams p;
-    p.axis = gdim(r, norm_axis(L, L.ints(1).at(0), r));
+    p.rank = r;
     p.exclusive = L.node.get_int("exclusive", 0) != 0;
     p.reverse = L.node.get_int("reverse", 0) != 0;
-    L.out(0, O2G_CALL(L, o2g::cumsum, L.t(0), p), L.dtype(0), r);
+    const Sym axis = L.sym(1);  // const: call_arg(const Sym&) passes its values
+    L.out(0, O2G_CALL(L, o2g::cumsum, L.t(0), axis, p), L.dtype(0), r);
 }
 
 void host_CumSum(Lower& L) {

@@ -7,21 +7,22 @@
 namespace o2g {
 
 struct ReduceParams {
-    Ints axes;              // ggml dims to reduce; empty: all of them
-    bool keepdims = true;   // false: reduced dims are dropped and the others move down
-    void fields(FieldWriter& f) const { f("axes", axes); f("keepdims", keepdims); }
+    int rank = 4;          // the input's ONNX rank, which `axes` count from (at most 4)
+    bool keepdims = true;  // false: reduced dims are dropped and the others move down
+    void fields(FieldWriter& f) const { f("rank", rank); f("keepdims", keepdims); }
 };
-// Reductions over `axes`: sum and mean with ggml; the others are CPU kernels (accumulating in double).
-ggml_tensor* reduce_sum(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_mean(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_max(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_min(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_prod(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_l1(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_l2(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_log_sum(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_log_sum_exp(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
-ggml_tensor* reduce_sum_square(Ctx& ctx, ggml_tensor* x, const ReduceParams& p);
+// Reductions over `axes`, ONNX axes as a model gives them (negative ones count from the end; empty: all axes):
+// sum and mean with ggml; the others are CPU kernels (accumulating in double).
+ggml_tensor* reduce_sum(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_mean(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_max(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_min(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_prod(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_l1(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_l2(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_log_sum(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_log_sum_exp(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
+ggml_tensor* reduce_sum_square(Ctx& ctx, ggml_tensor* x, const Ints& axes, const ReduceParams& p);
 
 struct ArgParams {
     int axis = 0;                    // ggml dim
@@ -50,12 +51,12 @@ ggml_tensor* log_softmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p);
 ggml_tensor* hardmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p);
 
 struct CumSumParams {
-    int axis = 0;  // ggml dim
+    int rank = 4;  // the input's ONNX rank, which `axis` counts from (at most 4)
     bool exclusive = false;
     bool reverse = false;
-    void fields(FieldWriter& f) const { f("axis", axis); f("exclusive", exclusive); f("reverse", reverse); }
+    void fields(FieldWriter& f) const { f("rank", rank); f("exclusive", exclusive); f("reverse", reverse); }
 };
-// Running sum along `axis` (ggml_cumsum).
-ggml_tensor* cumsum(Ctx& ctx, ggml_tensor* x, const CumSumParams& p);
+// Running sum along `axis` (one ONNX axis, as a model gives it), with ggml_cumsum.
+ggml_tensor* cumsum(Ctx& ctx, ggml_tensor* x, const Ints& axis, const CumSumParams& p);
 
 }  // namespace o2g
