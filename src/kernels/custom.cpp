@@ -41,6 +41,7 @@ float apply_unary(UnaryK k, float x, float p0, float p1) {
         case UnaryK::EluA: return x >= 0 ? x : p0 * std::expm1(x);
         case UnaryK::Softplus: return float(std::log1p(std::exp(double(x))));
         case UnaryK::PowScalar: return std::pow(x, p0);
+        case UnaryK::Shrink: return x < -p0 ? x + p1 : x > p0 ? x - p1 : 0.f;
     }
     return x;
 }
@@ -128,6 +129,14 @@ void rows_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int64_t i = 0; i < n; i++) y[i] = float(double(x[i]) - ls);
             continue;
         }
+        if (k == ReduceK::Hardmax) {
+            float* y = static_cast<float*>(dst->data) + r * n;
+            int64_t best = 0;
+            for (int64_t i = 1; i < n; i++)
+                if (x[i] > x[best]) best = i;
+            for (int64_t i = 0; i < n; i++) y[i] = i == best ? 1.f : 0.f;
+            continue;
+        }
         double acc = 0;
         int64_t best = 0;
         switch (k) {
@@ -168,7 +177,7 @@ ggml_tensor* custom_rows(Ctx& ctx, ggml_tensor* x, ReduceK k) {
     x = cont(ctx, x);
     ggml_tensor* args[1] = {x};
     bool arg = k == ReduceK::ArgMax || k == ReduceK::ArgMin || k == ReduceK::ArgMaxLast || k == ReduceK::ArgMinLast;
-    int64_t ne0 = k == ReduceK::LogSoftmax ? x->ne[0] : 1;
+    int64_t ne0 = k == ReduceK::LogSoftmax || k == ReduceK::Hardmax ? x->ne[0] : 1;
     return ggml_custom_4d(ctx, arg ? GGML_TYPE_I32 : GGML_TYPE_F32, ne0, x->ne[1], x->ne[2], x->ne[3], args, 1,
                           rows_kernel, GGML_N_TASKS_MAX, keep_params(RowParams{k}));
 }

@@ -20,12 +20,13 @@ T* keep_params(const T& v) {
 
 enum class UnaryK { Erf, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Reciprocal, RoundEven,
                     IsNaN, IsInfPos, IsInfNeg, IsInf, Not, Sign, Softsign, Mish, Selu, Celu, ThresholdedRelu,
-                    EluA, Softplus, PowScalar };
+                    EluA, Softplus, PowScalar, Shrink };
 enum class BinaryK { Pow, Max, Min, Equal, Less, LessEq, Greater, GreaterEq, And, Or, Xor, Mod, Fmod };
 enum class ReduceK { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare, ArgMax, ArgMin,
-                     ArgMaxLast, ArgMinLast, LogSoftmax };
+                     ArgMaxLast, ArgMinLast, LogSoftmax, Hardmax };
 
-// Reduces each ggml row (ne0) to one value: [1, ne1, ne2, ne3] (I32 for Arg*). LogSoftmax keeps the shape.
+// Reduces each ggml row (ne0) to one value: [1, ne1, ne2, ne3] (I32 for Arg*). LogSoftmax and Hardmax keep the
+// shape.
 ggml_tensor* custom_rows(Ctx& ctx, ggml_tensor* x, ReduceK k);
 ggml_tensor* custom_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0 = 0, float p1 = 0);
 // Operands broadcast to each other first (numpy rules in ggml dims).

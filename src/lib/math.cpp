@@ -1,4 +1,5 @@
 // Op library: elementwise math (see include/onnx2ggml/ops/math.h).
+#include "kernels/custom.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {
@@ -18,5 +19,61 @@ ggml_tensor* add(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, 
 ggml_tensor* sub(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_sub, a, b); }
 ggml_tensor* mul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_mul, a, b); }
 ggml_tensor* div(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_div, a, b); }
+
+ggml_tensor* pow(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Pow); }
+
+ggml_tensor* pow_scalar(Ctx& ctx, ggml_tensor* x, float e) {
+    if (e == 1.0f) return x;
+    if (e == 2.0f) return ggml_sqr(ctx, x);
+    if (e == 0.5f) return ggml_sqrt(ctx, x);
+    return custom_unary(ctx, x, UnaryK::PowScalar, e);
+}
+
+ggml_tensor* mod(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const ModParams& p) {
+    return custom_binary(ctx, a, b, p.fmod ? BinaryK::Fmod : BinaryK::Mod);
+}
+
+ggml_tensor* maximum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Max); }
+ggml_tensor* minimum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Min); }
+
+ggml_tensor* erf(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Erf); }
+ggml_tensor* tan(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Tan); }
+ggml_tensor* asin(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Asin); }
+ggml_tensor* acos(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Acos); }
+ggml_tensor* atan(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Atan); }
+ggml_tensor* sinh(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Sinh); }
+ggml_tensor* cosh(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Cosh); }
+ggml_tensor* asinh(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Asinh); }
+ggml_tensor* acosh(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Acosh); }
+ggml_tensor* atanh(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Atanh); }
+ggml_tensor* reciprocal(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Reciprocal); }
+ggml_tensor* round(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::RoundEven); }
+ggml_tensor* sign(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Sign); }
+
+ggml_tensor* is_nan(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::IsNaN); }
+
+ggml_tensor* is_inf(Ctx& ctx, ggml_tensor* x, const IsInfParams& p) {
+    // Nothing to detect: all false. clamp to [0, 0] maps NaN and inf to 0 too (scaling by 0 would give NaN).
+    if (!p.detect_positive && !p.detect_negative) return ggml_clamp(ctx, x, 0.0f, 0.0f);
+    UnaryK k = p.detect_positive && p.detect_negative ? UnaryK::IsInf : p.detect_positive ? UnaryK::IsInfPos
+                                                                                          : UnaryK::IsInfNeg;
+    return custom_unary(ctx, x, k);
+}
+
+ggml_tensor* equal(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Equal); }
+ggml_tensor* less(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Less); }
+ggml_tensor* less_or_equal(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
+    return custom_binary(ctx, a, b, BinaryK::LessEq);
+}
+ggml_tensor* greater(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Greater); }
+ggml_tensor* greater_or_equal(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
+    return custom_binary(ctx, a, b, BinaryK::GreaterEq);
+}
+ggml_tensor* logical_and(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::And); }
+ggml_tensor* logical_or(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Or); }
+ggml_tensor* logical_xor(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Xor); }
+ggml_tensor* logical_not(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Not); }
+
+ggml_tensor* where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b) { return custom_where(ctx, c, a, b); }
 
 }  // namespace o2g

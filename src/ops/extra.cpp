@@ -116,16 +116,6 @@ ggml_tensor* along_axis(Lower& L, ggml_tensor* x, const Shape& xs, int axis, Row
     return permute_onnx(L, y, r, inv);
 }
 
-// ---- elementwise kernel ----
-struct ShrinkParams { float lambd, bias; };
-void shrink_kernel(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void* ud) {
-    const ShrinkParams& p = *static_cast<const ShrinkParams*>(ud);
-    int64_t n = ggml_nelements(dst), per = (n + nth - 1) / nth, b = std::min(n, per * ith), e = std::min(n, b + per);
-    const float* x = static_cast<const float*>(a->data);
-    float* y = static_cast<float*>(dst->data);
-    for (int64_t i = b; i < e; i++) y[i] = x[i] < -p.lambd ? x[i] + p.bias : x[i] > p.lambd ? x[i] - p.bias : 0.f;
-}
-
 // ---- scatter: out = data; out[off[k]] = reduce(out[off[k]], upd[k]) in order ----
 enum class Red { None, Add, Mul, Max, Min };
 Red parse_red(Lower& L) {
@@ -416,18 +406,7 @@ void lower_SoftmaxCrossEntropyLoss(Lower& L) {
     }
 }
 
-// ---- Hardmax, LpNormalization, MeanVarianceNormalization, Shrink ----
-void lower_Hardmax(Lower& L) {
-    const Shape& xs = L.shape(0);
-    int r = int(xs.size());
-    int axis = norm_axis(L, L.node.get_int("axis", L.opset >= 13 ? -1 : 1), r);
-    if (L.opset < 13) {  // coerced to 2-D at axis
-        ggml_tensor* v = rows_from_axis(L, L.t(0), xs, axis);
-        return L.out(0, reshape_to(L, rows_op(L, v, RowK::Hardmax), xs), L.dtype(0), r);
-    }
-    L.out(0, along_axis(L, L.t(0), xs, axis, RowK::Hardmax), L.dtype(0), r);
-}
-
+// ---- LpNormalization, MeanVarianceNormalization ----
 void lower_LpNormalization(Lower& L) {
     const Shape& xs = L.shape(0);
     int r = int(xs.size());
@@ -458,24 +437,6 @@ void lower_MeanVarianceNormalization(Lower& L) {
     x = ggml_reshape_2d(L.ctx, L.cont(x), inner, shape_numel(xs) / std::max<int64_t>(1, inner));
     ggml_tensor* y = reshape_to(L, ggml_norm(L.ctx, x, 1e-9f), ps);
     L.out(0, permute_onnx(L, y, r, inv), L.dtype(0), r);
-}
-
-void lower_Shrink(Lower& L) {
-    ShrinkParams p{L.node.get_float("lambd", 0.5f), L.node.get_float("bias", 0.0f)};
-    ggml_tensor* x = L.cont(L.t(0));
-    if (x->type != GGML_TYPE_F32) L.error("Shrink on the device needs float input");
-    L.out(0, ggml_map_custom1(L.ctx, x, shrink_kernel, GGML_N_TASKS_MAX, keep_params(p)), L.dtype(0), L.rank(0));
-}
-
-void host_Shrink(Lower& L) {
-    double lambd = L.node.get_float("lambd", 0.5f), bias = L.node.get_float("bias", 0.0f);
-    const HostTensor& x = L.h(0);
-    HostTensor o = HostTensor::alloc(x.dtype, x.shape);
-    for (int64_t i = 0; i < x.numel(); i++) {
-        double v = x.f64(i);
-        o.set_f64(i, v < -lambd ? v + bias : v > lambd ? v - bias : 0.0);
-    }
-    L.out_host(0, o);
 }
 
 // ---- TopK ----
@@ -683,18 +644,6 @@ void lower_ScatterElements(Lower& L) {
     int axis = norm_axis(L, L.node.get_int("axis", 0), int(ds.size()));
     auto offs = element_offsets(L, ds, L.h(1), axis);
     scatter_out(L, offs);
-}
-
-}  // namespace onnx2ggml
-
-namespace onnx2ggml {
-
-// ---- Swish (24): x * sigmoid(alpha * x) ----
-void lower_Swish(Lower& L) {
-    float alpha = L.node.get_float("alpha", 1.0f);
-    ggml_tensor* x = L.t(0);
-    ggml_tensor* y = ggml_mul(L.ctx, x, ggml_sigmoid(L.ctx, alpha == 1.0f ? x : ggml_scale(L.ctx, x, alpha)));
-    L.out(0, y, L.dtype(0), L.rank(0));
 }
 
 }  // namespace onnx2ggml

@@ -561,33 +561,6 @@ void lower_LayerNormalization(Lower& L) {
     }
 }
 
-// ---- Softmax family ----
-static void softmax_like(Lower& L, int kind) {  // 0 softmax, 1 log-softmax, 2 hardmax(unsupported)
-    const Shape& xs = L.shape(0);
-    int r = int(xs.size());
-    int64_t def = L.opset >= 13 ? -1 : 1;
-    int axis = norm_axis(L, L.node.get_int("axis", def), r);
-    ggml_tensor* x = L.t(0);
-    auto apply = [&](ggml_tensor* v) {
-        return kind == 0 ? ggml_soft_max(L.ctx, L.cont(v)) : custom_rows(L, v, ReduceK::LogSoftmax);
-    };
-    if (L.opset < 13) {  // coerced to 2-D at axis
-        ggml_tensor* v = rows_from_axis(L, x, xs, axis);
-        return L.out(0, reshape_to(L, apply(v), xs), L.dtype(0), r);
-    }
-    if (axis == r - 1) return L.out(0, apply(x), L.dtype(0), r);
-    std::vector<int> perm;
-    for (int i = 0; i < r; i++)
-        if (i != axis) perm.push_back(i);
-    perm.push_back(axis);
-    std::vector<int> inv(static_cast<size_t>(r));
-    for (int i = 0; i < r; i++) inv[size_t(perm[size_t(i)])] = i;
-    ggml_tensor* y = apply(permute_onnx(L, x, r, perm));
-    L.out(0, permute_onnx(L, y, r, inv), L.dtype(0), r);
-}
-void lower_Softmax(Lower& L) { softmax_like(L, 0); }
-void lower_LogSoftmax(Lower& L) { softmax_like(L, 1); }
-
 // ---- MatMul, Gemm ----
 void lower_MatMul(Lower& L) {
     Shape as = L.shape(0), bs = L.shape(1);

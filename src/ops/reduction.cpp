@@ -1,28 +1,43 @@
-// Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin, CumSum.
+// Reduction ONNX ops, opsets 1-23: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin,
+// Softmax, LogSoftmax, Hardmax, CumSum.
 #include <algorithm>
 #include <cmath>
 
-#include "ops/custom.h"
+#include "kernels/custom.h"
 #include "ops/host.h"
+#include "ops/op.h"
 
 namespace onnx2ggml {
+
+using o2g::ReduceK;
 
 namespace {
 
 struct ReduceSpec { std::vector<bool> red; bool keep; bool noop; };
 
-ReduceSpec reduce_spec(Lower& L, bool axes_input) {
+// The node's axes: the attribute, or input 1 (opset 13 for ReduceSum, 18 for the others).
+bool axes_from_input(Lower& L) {
+    const std::string& op = L.node.op_type;
+    return op == "ReduceSum" ? L.opset >= 13 : L.opset >= 18;
+}
+
+ReduceSpec reduce_spec(Lower& L, const std::vector<int64_t>& axes) {
     int r = L.rank(0);
     ReduceSpec s;
     s.keep = L.node.get_int("keepdims", 1) != 0;
-    std::vector<int64_t> axes;
-    if (axes_input) {
-        if (L.has(1)) axes = L.ints(1);
-    } else axes = L.node.get_ints("axes");
     s.noop = axes.empty() && L.node.get_int("noop_with_empty_axes", 0) != 0;
     s.red.assign(size_t(r), axes.empty());
-    for (auto a : axes) s.red[size_t(norm_axis(L, a, r))] = true;
+    for (auto a : axes) {
+        int n = norm_axis(L, a, r);
+        if (r > 0) s.red[size_t(n)] = true;  // a scalar's axis 0 names nothing to reduce
+    }
     return s;
+}
+ReduceSpec reduce_spec(Lower& L) {
+    std::vector<int64_t> axes;
+    if (!axes_from_input(L)) axes = L.node.get_ints("axes");
+    else if (L.has(1)) axes = L.ints(1);
+    return reduce_spec(L, axes);
 }
 
 Shape reduced_shape(const Shape& in, const ReduceSpec& s) {
@@ -32,11 +47,6 @@ Shape reduced_shape(const Shape& in, const ReduceSpec& s) {
         else if (s.keep) o.push_back(1);
     }
     return o;
-}
-
-bool axes_from_input(Lower& L) {
-    const std::string& op = L.node.op_type;
-    return op == "ReduceSum" ? L.opset >= 13 : L.opset >= 18;
 }
 
 ReduceK kind_of(const std::string& op) {
@@ -52,38 +62,62 @@ ReduceK kind_of(const std::string& op) {
     return ReduceK::SumSquare;
 }
 
-// Moves reduced axes innermost and flattens them into ggml rows.
-ggml_tensor* to_rows(Lower& L, ggml_tensor* x, const Shape& in, const std::vector<bool>& red) {
-    int r = int(in.size());
-    std::vector<int> perm;
-    int64_t R = 1, K = 1;
-    for (int i = 0; i < r; i++)
-        if (!red[size_t(i)]) {
-            perm.push_back(i);
-            K *= in[size_t(i)];
-        }
-    for (int i = 0; i < r; i++)
-        if (red[size_t(i)]) {
-            perm.push_back(i);
-            R *= in[size_t(i)];
-        }
-    bool id = true;
-    for (int i = 0; i < r; i++) id &= perm[size_t(i)] == i;
-    if (!id) {
-        int g[4] = {0, 1, 2, 3};
-        for (int i = 0; i < r; i++) g[r - 1 - perm[size_t(i)]] = r - 1 - i;
-        x = ggml_cont(L.ctx, ggml_permute(L.ctx, x, g[0], g[1], g[2], g[3]));
+using ReduceFn = ggml_tensor* (*)(o2g::Ctx&, ggml_tensor*, const o2g::Ints&, const o2g::ReduceParams&);
+
+// The op-library function of a Reduce* op, and its name for the recorder.
+ReduceFn reduce_fn(ReduceK k, const char*& name) {
+    switch (k) {
+        case ReduceK::Sum: name = "o2g::reduce_sum"; return o2g::reduce_sum;
+        case ReduceK::Mean: name = "o2g::reduce_mean"; return o2g::reduce_mean;
+        case ReduceK::Max: name = "o2g::reduce_max"; return o2g::reduce_max;
+        case ReduceK::Min: name = "o2g::reduce_min"; return o2g::reduce_min;
+        case ReduceK::Prod: name = "o2g::reduce_prod"; return o2g::reduce_prod;
+        case ReduceK::L1: name = "o2g::reduce_l1"; return o2g::reduce_l1;
+        case ReduceK::L2: name = "o2g::reduce_l2"; return o2g::reduce_l2;
+        case ReduceK::LogSum: name = "o2g::reduce_log_sum"; return o2g::reduce_log_sum;
+        case ReduceK::LogSumExp: name = "o2g::reduce_log_sum_exp"; return o2g::reduce_log_sum_exp;
+        default: name = "o2g::reduce_sum_square"; return o2g::reduce_sum_square;
     }
-    return ggml_reshape_2d(L.ctx, L.cont(x), R, K);
+}
+
+// The ONNX axis along which the softmax family works, as params (opset < 13 coerces the input to 2-D at axis).
+o2g::SoftmaxParams softmax_params(Lower& L) {
+    int r = L.rank(0);
+    int axis = norm_axis(L, L.node.get_int("axis", L.opset >= 13 ? -1 : 1), r);
+    o2g::SoftmaxParams p;
+    p.axis = gdim(r, axis);
+    p.flatten = L.opset < 13;
+    if (r > 4) {  // folded dims: only the innermost three, or all of them when flattening from axis 0
+        if (p.flatten && axis == 0) p.axis = 3;
+        else if (p.axis > 2 || (!p.flatten && p.axis != 0)) L.error("axis " + std::to_string(axis) + " of a rank-" +
+                                                                    std::to_string(r) + " input (ggml holds 4 dims)");
+    }
+    return p;
+}
+
+// Output of a rank > 4 reduction (computed with keepdims, so contiguous) reshaped to the ONNX shape's folded ne.
+void out_folded(Lower& L, ggml_tensor* y, DType dt, const Shape& os) {
+    int64_t ne[4];
+    shape_to_ne(os, ne);
+    if (!(y->ne[0] == ne[0] && y->ne[1] == ne[1] && y->ne[2] == ne[2] && y->ne[3] == ne[3]))
+        y = O2G_CALL(L, ggml_reshape_4d, y, ne[0], ne[1], ne[2], ne[3]);
+    L.out_shape(0, y, dt, os);
 }
 
 }  // namespace
 
 void lower_Reduce(Lower& L) {
-    ReduceSpec s = reduce_spec(L, axes_from_input(L));
+    Sym axes;  // the attribute as a literal, or input 1, which compile writes as an expression when it can
+    if (!axes_from_input(L)) axes.v = L.node.get_ints("axes");
+    else if (L.has(1)) axes = L.sym(1);
+    ReduceSpec s = reduce_spec(L, axes.v);
     const Shape& in = L.shape(0);
-    if (s.noop) return L.pass(0, 0);
+    if (s.noop) {  // identity; a float device tensor goes through L.t so that compile sees it
+        if (L.in(0).t && L.in(0).t->type == GGML_TYPE_F32) return L.out_shape(0, L.t(0), L.dtype(0), in);
+        return L.pass(0, 0);
+    }
     ReduceK k = kind_of(L.node.op_type);
+    Shape os = reduced_shape(in, s);
     if (shape_numel(in) == 0) {  // the result does not depend on data: each output is the reduction's identity
         double v = 0;
         switch (k) {
@@ -93,18 +127,36 @@ void lower_Reduce(Lower& L) {
             case ReduceK::Mean: v = NAN; break;
             default: break;
         }
-        Shape os = reduced_shape(in, s);
         return L.out_host(0, HostTensor::from_f64(L.dtype(0), os, std::vector<double>(size_t(shape_numel(os)), v)));
     }
-    ggml_tensor* x = to_rows(L, L.t(0), in, s.red);
-    ggml_tensor* y = k == ReduceK::Sum ? ggml_sum_rows(L.ctx, x) : k == ReduceK::Mean ? ggml_mean(L.ctx, x)
-                                                                                    : custom_rows(L, x, k);
-    Shape os = reduced_shape(in, s);
-    L.out(0, reshape_to(L, y, os), L.dtype(0), int(os.size()));
+    int r = int(in.size());
+    const char* name;
+    ReduceFn fn = reduce_fn(k, name);
+    o2g::ReduceParams p;
+    p.keepdims = s.keep;
+    if (r <= 4) {
+        p.rank = r;
+        const Sym& ax = axes;  // const: call_arg(const Sym&) passes its values
+        return L.out(0, L.call(name, fn, L.t(0), ax, p), L.dtype(0), int(os.size()));
+    }
+    // Rank > 4 (folded dims): the reduced axes must be all, or within ggml's three unfolded dims, here given as
+    // axes of the rank-4 folded tensor (a literal, so compile must see the axes read).
+    if (axes.src) (void)L.ints(1);
+    Sym folded;  // empty: all
+    if (!std::all_of(s.red.begin(), s.red.end(), [](bool b) { return b; }))
+        for (int a = r - 1; a >= 0; a--) {
+            if (!s.red[size_t(a)]) continue;
+            if (gdim(r, a) > 2) L.error("reduction over folded dims (rank > 4)");
+            folded.v.push_back(3 - gdim(r, a));
+        }
+    p.rank = 4;
+    p.keepdims = true;
+    const Sym& fx = folded;
+    out_folded(L, L.call(name, fn, L.t(0), fx, p), L.dtype(0), os);
 }
 
 void host_Reduce(Lower& L) {
-    ReduceSpec s = reduce_spec(L, axes_from_input(L));
+    ReduceSpec s = reduce_spec(L);
     if (s.noop) return L.pass(0, 0);
     const HostTensor& x = L.h(0);
     const Shape& in = x.shape;
@@ -188,11 +240,14 @@ static void arg_common(Lower& L, bool is_max, bool host) {
         if (i != axis) os.push_back(in[size_t(i)]);
         else if (keep) os.push_back(1);
     if (!host) {
-        std::vector<bool> red(size_t(r), false);
-        red[size_t(axis)] = true;
-        ggml_tensor* x = to_rows(L, L.t(0), in, red);
-        ReduceK k = is_max ? (last ? ReduceK::ArgMaxLast : ReduceK::ArgMax) : (last ? ReduceK::ArgMinLast : ReduceK::ArgMin);
-        return L.out(0, reshape_to(L, custom_rows(L, x, k), os), DType::INT64, int(os.size()));
+        o2g::ArgParams p;
+        p.axis = gdim(r, axis);
+        p.keepdims = keep || r > 4;
+        p.select_last_index = last;
+        if (r > 4 && p.axis > 2) L.error("arg-reduction over folded dims (rank > 4)");
+        ggml_tensor* y = is_max ? O2G_CALL(L, o2g::argmax, L.t(0), p) : O2G_CALL(L, o2g::argmin, L.t(0), p);
+        if (r > 4) return out_folded(L, y, DType::INT64, os);
+        return L.out(0, y, DType::INT64, int(os.size()));
     }
     const HostTensor& x = L.h(0);
     int64_t outer = 1, inner = 1, A = in[size_t(axis)];
@@ -215,6 +270,32 @@ void lower_ArgMax(Lower& L) { arg_common(L, true, false); }
 void lower_ArgMin(Lower& L) { arg_common(L, false, false); }
 void host_ArgMax(Lower& L) { arg_common(L, true, true); }
 void host_ArgMin(Lower& L) { arg_common(L, false, true); }
+
+// ---- Softmax family ----
+void lower_Softmax(Lower& L) {
+    o2g::SoftmaxParams p = softmax_params(L);
+    L.out_shape(0, O2G_CALL(L, o2g::softmax, L.t(0), p), L.dtype(0), L.shape(0));
+}
+void lower_LogSoftmax(Lower& L) {
+    o2g::SoftmaxParams p = softmax_params(L);
+    L.out_shape(0, O2G_CALL(L, o2g::log_softmax, L.t(0), p), L.dtype(0), L.shape(0));
+}
+void lower_Hardmax(Lower& L) {
+    o2g::SoftmaxParams p = softmax_params(L);
+    L.out_shape(0, O2G_CALL(L, o2g::hardmax, L.t(0), p), L.dtype(0), L.shape(0));
+}
+
+// ---- CumSum ----
+void lower_CumSum(Lower& L) {
+    int r = L.rank(0);
+    if (r > 4) L.error("rank " + std::to_string(r) + " input; ggml holds at most 4 dims");
+    o2g::CumSumParams p;
+    p.rank = r;
+    p.exclusive = L.node.get_int("exclusive", 0) != 0;
+    p.reverse = L.node.get_int("reverse", 0) != 0;
+    const Sym axis = L.sym(1);  // const: call_arg(const Sym&) passes its values
+    L.out(0, O2G_CALL(L, o2g::cumsum, L.t(0), axis, p), L.dtype(0), r);
+}
 
 void host_CumSum(Lower& L) {
     const HostTensor& x = L.h(0);
@@ -244,42 +325,6 @@ void host_CumSum(Lower& L) {
             }
         }
     L.out_host(0, std::move(out));
-}
-
-}  // namespace onnx2ggml
-
-namespace onnx2ggml {
-
-void lower_CumSum(Lower& L) {
-    const Shape& in = L.shape(0);
-    int r = int(in.size());
-    int axis = norm_axis(L, L.h(1).i64(0), r);
-    bool excl = L.node.get_int("exclusive", 0) != 0, rev = L.node.get_int("reverse", 0) != 0;
-    std::vector<bool> red(size_t(r), false);
-    red[size_t(axis)] = true;
-    // Move the axis innermost, scan rows, move it back.
-    std::vector<int> perm;
-    for (int i = 0; i < r; i++)
-        if (i != axis) perm.push_back(i);
-    perm.push_back(axis);
-    int g[4] = {0, 1, 2, 3}, gi[4] = {0, 1, 2, 3};
-    for (int i = 0; i < r; i++) g[r - 1 - perm[size_t(i)]] = r - 1 - i;
-    for (int i = 0; i < 4; i++) gi[g[i]] = i;
-    ggml_tensor* x = ggml_cont(L.ctx, ggml_permute(L.ctx, L.t(0), g[0], g[1], g[2], g[3]));
-    int64_t n = x->ne[0];
-    auto flip = [&](ggml_tensor* v) {
-        HostTensor idx = HostTensor::alloc(DType::INT32, {n});
-        for (int64_t i = 0; i < n; i++) idx.set_i64(i, n - 1 - i);
-        ggml_tensor* t = ggml_cont(L.ctx, ggml_transpose(L.ctx, ggml_reshape_2d(L.ctx, v, n, ggml_nelements(v) / n)));
-        t = ggml_get_rows(L.ctx, t, L.constant(idx));
-        return ggml_reshape_4d(L.ctx, ggml_cont(L.ctx, ggml_transpose(L.ctx, t)), v->ne[0], v->ne[1], v->ne[2], v->ne[3]);
-    };
-    if (rev) x = flip(x);
-    ggml_tensor* y = ggml_cumsum(L.ctx, x);
-    if (excl) y = ggml_sub(L.ctx, y, x);
-    if (rev) y = flip(y);
-    y = ggml_cont(L.ctx, ggml_permute(L.ctx, y, gi[0], gi[1], gi[2], gi[3]));
-    L.out(0, y, L.dtype(0), r);
 }
 
 }  // namespace onnx2ggml

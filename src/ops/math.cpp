@@ -1,53 +1,48 @@
-// Elementwise ONNX ops (unary math, activations, binary arithmetic, comparisons, logic), opsets 1-23.
+// Elementwise math ONNX ops, opsets 1-23: Add/Sub/Mul/Div/Pow/Mod, Sum/Mean/Max/Min, unary math (Exp, Log, Sqrt,
+// Erf, trigonometry, Round, Sign, ...), Clip, IsNaN/IsInf, comparisons, logic, bitwise (host), Where, Identity.
 #include <cmath>
 #include <cstring>
 
-#include "ops/custom.h"
 #include "ops/host.h"
+#include "ops/op.h"
 
 namespace onnx2ggml {
 
 namespace {
 
-using GFn2 = ggml_tensor* (*)(ggml_context*, ggml_tensor*, ggml_tensor*);
-
-
 void out_same(Lower& L, ggml_tensor* y, int like = 0) { L.out_shape(0, y, L.dtype(like), L.shape(like)); }
 
-Shape bshape(Lower& L) { return broadcast_shapes(L, L.shape(0), L.shape(1)); }
+// The broadcast shape of every input. Rank > 4 shapes are folded into ggml's four dims; the check keeps
+// broadcasting within what folding allows.
+Shape checked_bshape(Lower& L) {
+    Shape out = L.shape(0);
+    for (int i = 1; i < L.n_in(); i++) out = broadcast_shapes(L, out, L.shape(i));
+    for (int i = 0; i < L.n_in(); i++)
+        if (!folded_compatible(L.shape(i), out)) L.error("broadcast across folded dims (rank > 4)");
+    return out;
+}
+
+using BinFn = ggml_tensor* (*)(o2g::Ctx&, ggml_tensor*, ggml_tensor*);
 
 }  // namespace
 
 // ---- binary arithmetic ----
-// Rank > 4 shapes are folded into ggml's four dims; the check keeps broadcasting within what folding allows.
-static Shape checked_bshape(Lower& L) {
-    Shape out = bshape(L);
-    if (!folded_compatible(L.shape(0), out) || !folded_compatible(L.shape(1), out))
-        L.error("broadcast across folded dims (rank > 4)");
-    return out;
-}
 void lower_Add(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::add, L.t(0), L.t(1)), L.dtype(0), checked_bshape(L)); }
 void lower_Sub(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::sub, L.t(0), L.t(1)), L.dtype(0), checked_bshape(L)); }
 void lower_Mul(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::mul, L.t(0), L.t(1)), L.dtype(0), checked_bshape(L)); }
 void lower_Div(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::div, L.t(0), L.t(1)), L.dtype(0), checked_bshape(L)); }
 
 void lower_Pow(Lower& L) {
-    Shape out = bshape(L);
-    if (L.has(1) && L.in(1).host && L.in(1).host->numel() == 1 && out == L.shape(0)) {
-        double e = L.in(1).host->f64(0);
-        ggml_tensor* x = L.t(0);
-        if (e == 1) return out_same(L, x);
-        if (e == 2) return out_same(L, ggml_sqr(L.ctx, x));
-        if (e == 0.5) return out_same(L, ggml_sqrt(L.ctx, x));
-        return out_same(L, custom_unary(L, x, UnaryK::PowScalar, float(e)));
-    }
-    L.out(0, custom_binary(L, L.t(0), L.shape(0), L.t(1), L.shape(1), out, BinaryK::Pow), L.dtype(0), int(out.size()));
+    Shape out = checked_bshape(L);
+    // A constant scalar exponent picks ggml_sqr/ggml_sqrt where it can.
+    if (L.in(1).host && L.in(1).host->numel() == 1 && out == L.shape(0))
+        return out_same(L, O2G_CALL(L, o2g::pow_scalar, L.t(0), float(L.h(1).f64(0))));
+    L.out_shape(0, O2G_CALL(L, o2g::pow, L.t(0), L.t(1)), L.dtype(0), out);
 }
 
 void host_arith(Lower& L, char op) {
-    DType dt = L.dtype(0);
     L.out_host(0, host_map(
-        L, dt, {0, 1},
+        L, L.dtype(0), {0, 1},
         [op](const double* v) {
             switch (op) {
                 case '+': return v[0] + v[1];
@@ -57,7 +52,7 @@ void host_arith(Lower& L, char op) {
                 default: return std::pow(v[0], v[1]);
             }
         },
-        [op, dt](const int64_t* v) -> int64_t {
+        [op](const int64_t* v) -> int64_t {
             switch (op) {
                 case '+': return int64_t(uint64_t(v[0]) + uint64_t(v[1]));
                 case '-': return int64_t(uint64_t(v[0]) - uint64_t(v[1]));
@@ -74,7 +69,6 @@ void host_arith(Lower& L, char op) {
                 }
             }
         }));
-    (void)dt;
 }
 void host_Add(Lower& L) { host_arith(L, '+'); }
 void host_Sub(Lower& L) { host_arith(L, '-'); }
@@ -82,15 +76,14 @@ void host_Mul(Lower& L) { host_arith(L, '*'); }
 void host_Div(Lower& L) { host_arith(L, '/'); }
 void host_Pow(Lower& L) {
     // Pow's output type follows the base, even with a float exponent.
-    DType dt = L.dtype(0);
-    L.out_host(0, host_map(L, dt, {0, 1}, [](const double* v) { return std::pow(v[0], v[1]); }, nullptr));
+    L.out_host(0, host_map(L, L.dtype(0), {0, 1}, [](const double* v) { return std::pow(v[0], v[1]); }, nullptr));
 }
 
 void lower_Mod(Lower& L) {
-    Shape out = bshape(L);
-    bool f = L.node.get_int("fmod", 0) != 0;
-    L.out(0, custom_binary(L, L.t(0), L.shape(0), L.t(1), L.shape(1), out, f ? BinaryK::Fmod : BinaryK::Mod),
-          L.dtype(0), int(out.size()));
+    Shape out = checked_bshape(L);
+    o2g::ModParams p;
+    p.fmod = L.node.get_int("fmod", 0) != 0;
+    L.out_shape(0, O2G_CALL(L, o2g::mod, L.t(0), L.t(1), p), L.dtype(0), out);
 }
 void host_Mod(Lower& L) {
     bool f = L.node.get_int("fmod", 0) != 0;
@@ -109,23 +102,29 @@ void host_Mod(Lower& L) {
         }));
 }
 
-// ---- variadic ----
-static void variadic(Lower& L, GFn2 fn, BinaryK k, bool mean) {
-    Shape out = L.shape(0);
-    for (int i = 1; i < L.n_in(); i++) out = broadcast_shapes(L, out, L.shape(i));
-    ggml_tensor* acc = broadcast_to(L, L.t(0), L.shape(0), out);
-    Shape acc_shape = out;
-    for (int i = 1; i < L.n_in(); i++) {
-        if (fn) acc = fn(L.ctx, acc, L.t(i));
-        else acc = custom_binary(L, acc, acc_shape, L.t(i), L.shape(i), out, k);
-    }
-    if (mean) acc = ggml_scale(L.ctx, acc, 1.0f / float(L.n_in()));
-    L.out(0, acc, L.dtype(0), int(out.size()));
+// ---- variadic: a chain of binary calls, left to right ----
+static ggml_tensor* chain(Lower& L, BinFn fn, const char* name) {
+    ggml_tensor* acc = L.t(0);
+    for (int i = 1; i < L.n_in(); i++) acc = L.call(name, fn, acc, L.t(i));
+    return acc;
 }
-void lower_Sum(Lower& L) { variadic(L, ggml_add, BinaryK::Max, false); }
-void lower_Mean(Lower& L) { variadic(L, ggml_add, BinaryK::Max, true); }
-void lower_Max(Lower& L) { variadic(L, nullptr, BinaryK::Max, false); }
-void lower_Min(Lower& L) { variadic(L, nullptr, BinaryK::Min, false); }
+void lower_Sum(Lower& L) {
+    Shape out = checked_bshape(L);
+    L.out_shape(0, chain(L, o2g::add, "o2g::add"), L.dtype(0), out);
+}
+void lower_Mean(Lower& L) {
+    Shape out = checked_bshape(L);
+    ggml_tensor* y = chain(L, o2g::add, "o2g::add");
+    L.out_shape(0, O2G_CALL(L, ggml_scale, y, 1.0f / float(L.n_in())), L.dtype(0), out);
+}
+void lower_Max(Lower& L) {
+    Shape out = checked_bshape(L);
+    L.out_shape(0, chain(L, o2g::maximum, "o2g::maximum"), L.dtype(0), out);
+}
+void lower_Min(Lower& L) {
+    Shape out = checked_bshape(L);
+    L.out_shape(0, chain(L, o2g::minimum, "o2g::minimum"), L.dtype(0), out);
+}
 
 static void host_variadic(Lower& L, int kind) {
     std::vector<int> ins;
@@ -154,90 +153,41 @@ void host_Min(Lower& L) { host_variadic(L, 2); }
 void host_Mean(Lower& L) { host_variadic(L, 3); }
 
 // ---- unary math ----
-#define O2G_UNARY(NAME, EXPR)                 \
-    void lower_##NAME(Lower& L) {             \
-        ggml_tensor* x = L.t(0);              \
-        ggml_context* ctx = L.ctx;            \
-        (void)ctx;                            \
-        out_same(L, EXPR);                    \
-    }
-O2G_UNARY(Relu, ggml_relu(ctx, x))
-O2G_UNARY(Sigmoid, ggml_sigmoid(ctx, x))
-O2G_UNARY(SiLU, ggml_silu(ctx, x))
-O2G_UNARY(Tanh, ggml_tanh(ctx, x))
-O2G_UNARY(Exp, ggml_exp(ctx, x))
-O2G_UNARY(Log, ggml_log(ctx, x))
-O2G_UNARY(Sqrt, ggml_sqrt(ctx, x))
-O2G_UNARY(Abs, ggml_abs(ctx, x))
-O2G_UNARY(Neg, ggml_neg(ctx, x))
-O2G_UNARY(Floor, ggml_floor(ctx, x))
-O2G_UNARY(Ceil, ggml_ceil(ctx, x))
-O2G_UNARY(Sin, ggml_sin(ctx, x))
-O2G_UNARY(Cos, ggml_cos(ctx, x))
-O2G_UNARY(Erf, custom_unary(L, x, UnaryK::Erf))
-O2G_UNARY(Tan, custom_unary(L, x, UnaryK::Tan))
-O2G_UNARY(Asin, custom_unary(L, x, UnaryK::Asin))
-O2G_UNARY(Acos, custom_unary(L, x, UnaryK::Acos))
-O2G_UNARY(Atan, custom_unary(L, x, UnaryK::Atan))
-O2G_UNARY(Sinh, custom_unary(L, x, UnaryK::Sinh))
-O2G_UNARY(Cosh, custom_unary(L, x, UnaryK::Cosh))
-O2G_UNARY(Asinh, custom_unary(L, x, UnaryK::Asinh))
-O2G_UNARY(Acosh, custom_unary(L, x, UnaryK::Acosh))
-O2G_UNARY(Atanh, custom_unary(L, x, UnaryK::Atanh))
-O2G_UNARY(Reciprocal, custom_unary(L, x, UnaryK::Reciprocal))
-O2G_UNARY(Round, custom_unary(L, x, UnaryK::RoundEven))
-O2G_UNARY(Sign, custom_unary(L, x, UnaryK::Sign))
-O2G_UNARY(Softsign, custom_unary(L, x, UnaryK::Softsign))
-O2G_UNARY(Softplus, custom_unary(L, x, UnaryK::Softplus))
-O2G_UNARY(Mish, custom_unary(L, x, UnaryK::Mish))
-O2G_UNARY(HardSwish, ggml_hardswish(ctx, x))
-O2G_UNARY(Identity, x)
+#define O2G_UNARY(NAME, FN) \
+    void lower_##NAME(Lower& L) { out_same(L, O2G_CALL(L, FN, L.t(0))); }
+O2G_UNARY(Exp, ggml_exp)
+O2G_UNARY(Log, ggml_log)
+O2G_UNARY(Sqrt, ggml_sqrt)
+O2G_UNARY(Abs, ggml_abs)
+O2G_UNARY(Neg, ggml_neg)
+O2G_UNARY(Floor, ggml_floor)
+O2G_UNARY(Ceil, ggml_ceil)
+O2G_UNARY(Sin, ggml_sin)
+O2G_UNARY(Cos, ggml_cos)
+O2G_UNARY(Erf, o2g::erf)
+O2G_UNARY(Tan, o2g::tan)
+O2G_UNARY(Asin, o2g::asin)
+O2G_UNARY(Acos, o2g::acos)
+O2G_UNARY(Atan, o2g::atan)
+O2G_UNARY(Sinh, o2g::sinh)
+O2G_UNARY(Cosh, o2g::cosh)
+O2G_UNARY(Asinh, o2g::asinh)
+O2G_UNARY(Acosh, o2g::acosh)
+O2G_UNARY(Atanh, o2g::atanh)
+O2G_UNARY(Reciprocal, o2g::reciprocal)
+O2G_UNARY(Round, o2g::round)
+O2G_UNARY(Sign, o2g::sign)
 #undef O2G_UNARY
+void lower_Identity(Lower& L) { out_same(L, L.t(0)); }
 
-void lower_IsNaN(Lower& L) { L.out_shape(0, custom_unary(L, L.t(0), UnaryK::IsNaN), DType::BOOL, L.shape(0)); }
+void lower_IsNaN(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::is_nan, L.t(0)), DType::BOOL, L.shape(0)); }
 void lower_IsInf(Lower& L) {
-    bool pos = L.node.get_int("detect_positive", 1) != 0, neg = L.node.get_int("detect_negative", 1) != 0;
-    UnaryK k = pos && neg ? UnaryK::IsInf : pos ? UnaryK::IsInfPos : UnaryK::IsInfNeg;
-    ggml_tensor* y = (pos || neg) ? custom_unary(L, L.t(0), k) : ggml_scale(L.ctx, L.t(0), 0.0f);
-    L.out_shape(0, y, DType::BOOL, L.shape(0));
+    o2g::IsInfParams p;
+    p.detect_positive = L.node.get_int("detect_positive", 1) != 0;
+    p.detect_negative = L.node.get_int("detect_negative", 1) != 0;
+    L.out_shape(0, O2G_CALL(L, o2g::is_inf, L.t(0), p), DType::BOOL, L.shape(0));
 }
-void lower_Not(Lower& L) { L.out_shape(0, custom_unary(L, L.t(0), UnaryK::Not), DType::BOOL, L.shape(0)); }
-
-void lower_LeakyRelu(Lower& L) {
-    out_same(L, ggml_leaky_relu(L.ctx, L.t(0), L.node.get_float("alpha", 0.01f), false));
-}
-void lower_Elu(Lower& L) { out_same(L, custom_unary(L, L.t(0), UnaryK::EluA, L.node.get_float("alpha", 1.0f))); }
-void lower_Selu(Lower& L) {
-    out_same(L, custom_unary(L, L.t(0), UnaryK::Selu, L.node.get_float("alpha", 1.67326319217681884765625f),
-                             L.node.get_float("gamma", 1.05070102214813232421875f)));
-}
-void lower_Celu(Lower& L) { out_same(L, custom_unary(L, L.t(0), UnaryK::Celu, L.node.get_float("alpha", 1.0f))); }
-void lower_ThresholdedRelu(Lower& L) {
-    out_same(L, custom_unary(L, L.t(0), UnaryK::ThresholdedRelu, L.node.get_float("alpha", 1.0f)));
-}
-void lower_HardSigmoid(Lower& L) {
-    ggml_tensor* y = ggml_scale_bias(L.ctx, L.t(0), L.node.get_float("alpha", 0.2f), L.node.get_float("beta", 0.5f));
-    out_same(L, ggml_clamp(L.ctx, y, 0.0f, 1.0f));
-}
-void lower_PRelu(Lower& L) {
-    // relu(x) - slope * relu(-x), with slope broadcast to x
-    Shape out = bshape(L);
-    ggml_tensor* x = broadcast_to(L, L.t(0), L.shape(0), out);
-    ggml_tensor* neg = ggml_relu(L.ctx, ggml_neg(L.ctx, x));
-    ggml_tensor* y = ggml_sub(L.ctx, ggml_relu(L.ctx, x), ggml_mul(L.ctx, neg, L.t(1)));
-    L.out(0, y, L.dtype(0), int(out.size()));
-}
-void lower_Gelu(Lower& L) {
-    ggml_tensor* x = L.t(0);
-    if (L.node.get_string("approximate", "none") == "tanh") {
-        // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), composed in f32 (ggml_gelu uses an f16 table)
-        ggml_tensor* x3 = ggml_mul(L.ctx, ggml_sqr(L.ctx, x), x);
-        ggml_tensor* in = ggml_scale(L.ctx, ggml_add(L.ctx, x, ggml_scale(L.ctx, x3, 0.044715f)), 0.7978845608028654f);
-        ggml_tensor* t = ggml_scale_bias(L.ctx, ggml_tanh(L.ctx, in), 0.5f, 0.5f);
-        return out_same(L, ggml_mul(L.ctx, x, t));
-    }
-    out_same(L, ggml_gelu_erf(L.ctx, x));
-}
+void lower_Not(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::logical_not, L.t(0)), DType::BOOL, L.shape(0)); }
 
 void lower_Clip(Lower& L) {
     float lo = -INFINITY, hi = INFINITY;
@@ -249,7 +199,7 @@ void lower_Clip(Lower& L) {
         if (L.has(2)) hi = float(L.h(2).f64(0));
     }
     if (lo > hi) lo = hi;  // the spec: every value becomes max when min > max
-    out_same(L, ggml_clamp(L.ctx, L.t(0), lo, hi));
+    out_same(L, O2G_CALL(L, ggml_clamp, L.t(0), lo, hi));
 }
 void host_Clip(Lower& L) {
     double lo = -INFINITY, hi = INFINITY;
@@ -289,25 +239,23 @@ void host_Floor(Lower& L) { host_unary(L, [](double x) { return std::floor(x); }
 void host_Ceil(Lower& L) { host_unary(L, [](double x) { return std::ceil(x); }, nullptr); }
 void host_Round(Lower& L) { host_unary(L, [](double x) { return std::nearbyint(x); }, nullptr); }
 void host_Sqrt(Lower& L) { host_unary(L, [](double x) { return std::sqrt(x); }, nullptr); }
-void host_Relu(Lower& L) { host_unary(L, [](double x) { return x > 0 ? x : 0.0; }, [](int64_t x) { return x > 0 ? x : 0; }); }
 void host_Reciprocal(Lower& L) { host_unary(L, [](double x) { return 1.0 / x; }, nullptr); }
 void host_Exp(Lower& L) { host_unary(L, [](double x) { return std::exp(x); }, nullptr); }
 void host_Log(Lower& L) { host_unary(L, [](double x) { return std::log(x); }, nullptr); }
 void host_Identity(Lower& L) { L.pass(0, 0); }
 
 // ---- comparisons and logic: bool outputs ----
-static void lower_cmp(Lower& L, BinaryK k) {
-    Shape out = bshape(L);
-    L.out(0, custom_binary(L, L.t(0), L.shape(0), L.t(1), L.shape(1), out, k), DType::BOOL, int(out.size()));
-}
-void lower_Equal(Lower& L) { lower_cmp(L, BinaryK::Equal); }
-void lower_Less(Lower& L) { lower_cmp(L, BinaryK::Less); }
-void lower_LessOrEqual(Lower& L) { lower_cmp(L, BinaryK::LessEq); }
-void lower_Greater(Lower& L) { lower_cmp(L, BinaryK::Greater); }
-void lower_GreaterOrEqual(Lower& L) { lower_cmp(L, BinaryK::GreaterEq); }
-void lower_And(Lower& L) { lower_cmp(L, BinaryK::And); }
-void lower_Or(Lower& L) { lower_cmp(L, BinaryK::Or); }
-void lower_Xor(Lower& L) { lower_cmp(L, BinaryK::Xor); }
+#define O2G_CMP(NAME, FN) \
+    void lower_##NAME(Lower& L) { L.out_shape(0, O2G_CALL(L, FN, L.t(0), L.t(1)), DType::BOOL, checked_bshape(L)); }
+O2G_CMP(Equal, o2g::equal)
+O2G_CMP(Less, o2g::less)
+O2G_CMP(LessOrEqual, o2g::less_or_equal)
+O2G_CMP(Greater, o2g::greater)
+O2G_CMP(GreaterOrEqual, o2g::greater_or_equal)
+O2G_CMP(And, o2g::logical_and)
+O2G_CMP(Or, o2g::logical_or)
+O2G_CMP(Xor, o2g::logical_xor)
+#undef O2G_CMP
 
 static void host_cmp(Lower& L, int op) {
     auto cf = [op](const double* v) -> double {
@@ -370,11 +318,10 @@ void host_BitwiseNot(Lower& L) {
     L.out_host(0, host_map(L, L.dtype(0), {0}, nullptr, [](const int64_t* v) -> int64_t { return ~v[0]; }));
 }
 
-// ---- Where: selection (bool work), device select is exact ----
+// ---- Where: selection, exact on the device ----
 void lower_Where(Lower& L) {
-    Shape out = broadcast_shapes(L, broadcast_shapes(L, L.shape(0), L.shape(1)), L.shape(2));
-    ggml_tensor* y = custom_where(L, L.t(0), L.shape(0), L.t(1), L.shape(1), L.t(2), L.shape(2), out);
-    L.out(0, y, L.dtype(1), int(out.size()));
+    Shape out = checked_bshape(L);
+    L.out_shape(0, O2G_CALL(L, o2g::where, L.t(0), L.t(1), L.t(2)), L.dtype(1), out);
 }
 void host_Where(Lower& L) {
     Shape out = broadcast_shapes(L, broadcast_shapes(L, L.shape(0), L.shape(1)), L.shape(2));

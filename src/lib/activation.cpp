@@ -1,0 +1,50 @@
+// Op library: activations (see include/onnx2ggml/ops/activation.h).
+#include "kernels/custom.h"
+#include "onnx2ggml/ops.h"
+
+namespace o2g {
+
+ggml_tensor* prelu(Ctx& ctx, ggml_tensor* x, ggml_tensor* slope) {
+    int64_t ne[4];
+    broadcast_ne(x, slope, ne);
+    x = repeat_to(ctx, x, ne);
+    ggml_tensor* neg = ggml_relu(ctx, ggml_neg(ctx, x));
+    return ggml_sub(ctx, ggml_relu(ctx, x), ggml_mul(ctx, neg, slope));
+}
+
+ggml_tensor* elu(Ctx& ctx, ggml_tensor* x, const EluParams& p) { return custom_unary(ctx, x, UnaryK::EluA, p.alpha); }
+ggml_tensor* selu(Ctx& ctx, ggml_tensor* x, const SeluParams& p) {
+    return custom_unary(ctx, x, UnaryK::Selu, p.alpha, p.gamma);
+}
+ggml_tensor* celu(Ctx& ctx, ggml_tensor* x, const CeluParams& p) { return custom_unary(ctx, x, UnaryK::Celu, p.alpha); }
+ggml_tensor* thresholded_relu(Ctx& ctx, ggml_tensor* x, const ThresholdedReluParams& p) {
+    return custom_unary(ctx, x, UnaryK::ThresholdedRelu, p.alpha);
+}
+
+ggml_tensor* hard_sigmoid(Ctx& ctx, ggml_tensor* x, const HardSigmoidParams& p) {
+    return ggml_clamp(ctx, ggml_scale_bias(ctx, x, p.alpha, p.beta), 0.0f, 1.0f);
+}
+
+ggml_tensor* softplus(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Softplus); }
+ggml_tensor* softsign(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Softsign); }
+ggml_tensor* mish(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Mish); }
+
+ggml_tensor* gelu(Ctx& ctx, ggml_tensor* x, const GeluParams& p) {
+    if (!p.tanh) return ggml_gelu_erf(ctx, x);
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    ggml_tensor* x3 = ggml_mul(ctx, ggml_sqr(ctx, x), x);
+    ggml_tensor* in = ggml_scale(ctx, ggml_add(ctx, x, ggml_scale(ctx, x3, 0.044715f)), 0.7978845608028654f);
+    ggml_tensor* t = ggml_scale_bias(ctx, ggml_tanh(ctx, in), 0.5f, 0.5f);
+    return ggml_mul(ctx, x, t);
+}
+
+ggml_tensor* shrink(Ctx& ctx, ggml_tensor* x, const ShrinkParams& p) {
+    if (x->type != GGML_TYPE_F32) throw OpError(std::string("shrink needs F32 input, not ") + ggml_type_name(x->type));
+    return custom_unary(ctx, x, UnaryK::Shrink, p.lambd, p.bias);
+}
+
+ggml_tensor* swish(Ctx& ctx, ggml_tensor* x, const SwishParams& p) {
+    return ggml_mul(ctx, x, ggml_sigmoid(ctx, p.alpha == 1.0f ? x : ggml_scale(ctx, x, p.alpha)));
+}
+
+}  // namespace o2g

@@ -1,0 +1,101 @@
+// Activation ONNX ops, opsets 1-24: Relu, Sigmoid, Tanh, LeakyRelu, PRelu, Elu, Selu, Celu, HardSigmoid,
+// HardSwish, Softplus, Softsign, Mish, Gelu, ThresholdedRelu, Shrink, Swish, and the fused onnx2ggml.SiLU and
+// onnx2ggml.Gelu (erf form) that the fuse passes produce.
+#include <cmath>
+
+#include "ops/host.h"
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+namespace {
+void out_same(Lower& L, ggml_tensor* y) { L.out_shape(0, y, L.dtype(0), L.shape(0)); }
+}  // namespace
+
+void lower_Relu(Lower& L) { out_same(L, O2G_CALL(L, ggml_relu, L.t(0))); }
+void lower_Sigmoid(Lower& L) { out_same(L, O2G_CALL(L, ggml_sigmoid, L.t(0))); }
+void lower_SiLU(Lower& L) { out_same(L, O2G_CALL(L, ggml_silu, L.t(0))); }
+void lower_Tanh(Lower& L) { out_same(L, O2G_CALL(L, ggml_tanh, L.t(0))); }
+void lower_HardSwish(Lower& L) { out_same(L, O2G_CALL(L, ggml_hardswish, L.t(0))); }
+void lower_Softsign(Lower& L) { out_same(L, O2G_CALL(L, o2g::softsign, L.t(0))); }
+void lower_Softplus(Lower& L) { out_same(L, O2G_CALL(L, o2g::softplus, L.t(0))); }
+void lower_Mish(Lower& L) { out_same(L, O2G_CALL(L, o2g::mish, L.t(0))); }
+
+void host_Relu(Lower& L) {
+    L.out_host(0, host_map(
+        L, L.dtype(0), {0}, [](const double* v) { return v[0] > 0 ? v[0] : 0.0; },
+        [](const int64_t* v) { return v[0] > 0 ? v[0] : int64_t(0); }));
+}
+
+void lower_LeakyRelu(Lower& L) {
+    out_same(L, O2G_CALL(L, ggml_leaky_relu, L.t(0), L.node.get_float("alpha", 0.01f), false));
+}
+void lower_Elu(Lower& L) {
+    o2g::EluParams p;
+    p.alpha = L.node.get_float("alpha", p.alpha);
+    out_same(L, O2G_CALL(L, o2g::elu, L.t(0), p));
+}
+void lower_Selu(Lower& L) {
+    o2g::SeluParams p;
+    p.alpha = L.node.get_float("alpha", p.alpha);
+    p.gamma = L.node.get_float("gamma", p.gamma);
+    out_same(L, O2G_CALL(L, o2g::selu, L.t(0), p));
+}
+void lower_Celu(Lower& L) {
+    o2g::CeluParams p;
+    p.alpha = L.node.get_float("alpha", p.alpha);
+    out_same(L, O2G_CALL(L, o2g::celu, L.t(0), p));
+}
+void lower_ThresholdedRelu(Lower& L) {
+    o2g::ThresholdedReluParams p;
+    p.alpha = L.node.get_float("alpha", p.alpha);
+    out_same(L, O2G_CALL(L, o2g::thresholded_relu, L.t(0), p));
+}
+void lower_HardSigmoid(Lower& L) {
+    o2g::HardSigmoidParams p;
+    p.alpha = L.node.get_float("alpha", p.alpha);
+    p.beta = L.node.get_float("beta", p.beta);
+    out_same(L, O2G_CALL(L, o2g::hard_sigmoid, L.t(0), p));
+}
+
+void lower_PRelu(Lower& L) {
+    Shape out = broadcast_shapes(L, L.shape(0), L.shape(1));
+    if (!folded_compatible(L.shape(0), out) || !folded_compatible(L.shape(1), out))
+        L.error("broadcast across folded dims (rank > 4)");
+    L.out_shape(0, O2G_CALL(L, o2g::prelu, L.t(0), L.t(1)), L.dtype(0), out);
+}
+
+// Gelu (20) and onnx2ggml.Gelu (the erf form, from fuse_gelu).
+void lower_Gelu(Lower& L) {
+    std::string a = L.node.get_string("approximate", "none");
+    if (a != "none" && a != "tanh") L.error("approximate must be 'none' or 'tanh', not '" + a + "'");
+    o2g::GeluParams p;
+    p.tanh = a == "tanh";
+    out_same(L, O2G_CALL(L, o2g::gelu, L.t(0), p));
+}
+
+void lower_Shrink(Lower& L) {
+    o2g::ShrinkParams p;
+    p.lambd = L.node.get_float("lambd", p.lambd);
+    p.bias = L.node.get_float("bias", p.bias);
+    out_same(L, O2G_CALL(L, o2g::shrink, L.t(0), p));
+}
+void host_Shrink(Lower& L) {
+    double lambd = L.node.get_float("lambd", 0.5f), bias = L.node.get_float("bias", 0.0f);
+    const HostTensor& x = L.h(0);
+    HostTensor o = HostTensor::alloc(x.dtype, x.shape);
+    for (int64_t i = 0; i < x.numel(); i++) {
+        double v = x.f64(i);
+        o.set_f64(i, v < -lambd ? v + bias : v > lambd ? v - bias : 0.0);
+    }
+    L.out_host(0, o);
+}
+
+// Swish (24): x * sigmoid(alpha * x).
+void lower_Swish(Lower& L) {
+    o2g::SwishParams p;
+    p.alpha = L.node.get_float("alpha", p.alpha);
+    out_same(L, O2G_CALL(L, o2g::swish, L.t(0), p));
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,24 @@
+"""Activation cases."""
+
+from op_case import R, W, case
+
+x = R(3, 4, 5, lo=-4, hi=4)
+case("Elu", x)
+case("Elu", x, alpha=0.5)
+case("Selu", x)
+case("Selu", x, alpha=1.5, gamma=2.0)
+case("Celu", x, opset=12)
+case("Celu", x, alpha=2.0, opset=12)
+case("ThresholdedRelu", x, opset=10)
+case("ThresholdedRelu", x, alpha=0.5, opset=10)
+case("HardSwish", R(3, 4, 5, lo=-5, hi=5), opset=14)
+case("Softplus", R(3, 4, 5, lo=-20, hi=20))
+case("Softsign", x)
+case("Mish", R(3, 4, 5, lo=-6, hi=6), opset=18)
+case("PRelu", R(2, 3, 4, 4), W(3, 1, 1), opset=16)  # per channel
+case("PRelu", R(2, 3, 4), W(4), opset=16)
+case("PRelu", R(3, 5), R(1), opset=16)  # one slope, as a graph input
+case("Shrink", x, opset=9)
+case("Shrink", x, lambd=1.5, bias=0.3, opset=9)
+case("Swish", x, opset=24)
+case("Swish", x, alpha=0.7, opset=24)

@@ -1,0 +1,54 @@
+"""Elementwise math cases: unary math, Mod, variadic Sum/Mean/Max/Min, comparisons, logic, bitwise."""
+
+import numpy as np
+
+from op_case import R, V, case
+
+x = R(3, 4, 5)
+for op, lo, hi in (("Tan", -1.4, 1.4), ("Asin", -0.95, 0.95), ("Acos", -0.95, 0.95), ("Atan", -4, 4),
+                   ("Sinh", -3, 3), ("Cosh", -3, 3), ("Asinh", -4, 4), ("Acosh", 1.05, 5), ("Atanh", -0.95, 0.95),
+                   ("Floor", -5, 5), ("Ceil", -5, 5), ("Reciprocal", 0.5, 3)):
+    case(op, R(3, 4, 5, lo=lo, hi=hi))
+case("Reciprocal", R(2, 7, lo=-3, hi=-0.5))
+case("Round", R(3, 4, 5, lo=-5, hi=5))
+case("Round", V([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49, 3.51], "float32"))  # halves round to even
+case("Sign", V([[-2.0, 0.0, 3.5], [-0.0, 1e-30, -7.0]], "float32"))
+case("Sign", x)
+special = V([1.0, np.nan, np.inf, -np.inf, 0.0, -2.0], "float32")
+case("IsNaN", special)
+case("IsInf", special)
+case("IsInf", special, detect_positive=0)
+case("IsInf", special, detect_negative=0)
+case("IsInf", special, detect_positive=0, detect_negative=0)  # all false, NaN and inf included
+
+# Mod: fmod=1 for floats (sign of the dividend); integer Mod (sign of the divisor) runs on the host.
+case("Mod", R(3, 4, lo=-10, hi=10), R(4, lo=0.5, hi=3), fmod=1)
+case("Mod", R(2, 3, lo=-10, hi=10), R(2, 1, lo=-3, hi=-0.5), fmod=1)
+case("Mod", V([[7, -7, 9], [-9, 5, 0]], "int64"), V([[2, 2, -4], [4, -3, 7]], "int64"))
+case("Mod", V([7, -7, 9, -9], "int32"), V([3, 3, -4, -4], "int32"), fmod=1)
+
+# Variadic: any number of inputs, numpy broadcasting across all of them.
+for op in ("Sum", "Mean", "Max", "Min"):
+    case(op, R(2, 3, 4), R(3, 1), R(4))
+    case(op, R(3, 4), R(3, 4))
+    case(op, R(5))  # one input: itself
+case("Max", R(3, 4, dtype="int64", lo=-50, hi=50), R(4, dtype="int64", lo=-50, hi=50))
+case("Sum", R(1, 4), R(3, 1), R(3, 4), R(1, 1))
+
+ties = dict(lo=-2, hi=3)
+for op in ("GreaterOrEqual", "LessOrEqual"):
+    case(op, R(2, 3, 4), R(4))
+    case(op, R(3, 4, dtype="int64", **ties), R(3, 4, dtype="int64", **ties))
+    case(op, R(3, 4, lo=-2, hi=2, whole=True), R(3, 1, lo=-2, hi=2, whole=True))  # float ties
+case("Xor", R(2, 3, dtype="bool"), R(3, dtype="bool"))
+case("Xor", R(3, 1, dtype="bool"), R(1, 4, dtype="bool"))
+
+# Bitwise ops work on integers, on the host.
+case("BitShift", V([16, 4, 1, 255], "uint8"), V([1, 2, 3, 1], "uint8"), direction="LEFT", opset=11)
+case("BitShift", V([16, 4, 1, 4000000000], "uint32"), V([1, 2, 3, 4], "uint32"), direction="RIGHT", opset=11)
+case("BitShift", V([[1, 2], [3, 4]], "uint64"), V([5], "uint64"), direction="LEFT", opset=11)
+for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+    case(op, R(3, 4, dtype="int32", lo=-100, hi=100), R(4, dtype="int32", lo=-100, hi=100), opset=18)
+    case(op, R(5, dtype="uint8", lo=0, hi=255), R(5, dtype="uint8", lo=0, hi=255), opset=18)
+case("BitwiseNot", R(3, 4, dtype="int32", lo=-100, hi=100), opset=18)
+case("BitwiseNot", R(6, dtype="uint8", lo=0, hi=255), opset=18)
