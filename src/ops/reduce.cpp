@@ -1,4 +1,4 @@
-// Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin, CumSum.
+// Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin.
 #include <algorithm>
 #include <cmath>
 
@@ -215,71 +215,5 @@ void lower_ArgMax(Lower& L) { arg_common(L, true, false); }
 void lower_ArgMin(Lower& L) { arg_common(L, false, false); }
 void host_ArgMax(Lower& L) { arg_common(L, true, true); }
 void host_ArgMin(Lower& L) { arg_common(L, false, true); }
-
-void host_CumSum(Lower& L) {
-    const HostTensor& x = L.h(0);
-    int r = int(x.shape.size());
-    int axis = norm_axis(L, L.h(1).i64(0), r);
-    bool excl = L.node.get_int("exclusive", 0) != 0, rev = L.node.get_int("reverse", 0) != 0;
-    int64_t outer = 1, inner = 1, A = x.shape[size_t(axis)];
-    for (int i = 0; i < axis; i++) outer *= x.shape[size_t(i)];
-    for (int i = axis + 1; i < r; i++) inner *= x.shape[size_t(i)];
-    HostTensor out = HostTensor::alloc(x.dtype, x.shape);
-    bool is_int = !dtype_is_float(x.dtype);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < inner; j++) {
-            double acc = 0;
-            int64_t iacc = 0;
-            for (int64_t t = 0; t < A; t++) {
-                int64_t a = rev ? A - 1 - t : t;
-                int64_t e = (o * A + a) * inner + j;
-                if (excl) {
-                    if (is_int) out.set_i64(e, iacc); else out.set_f64(e, acc);
-                }
-                acc += x.f64(e);
-                iacc += x.i64(e);
-                if (!excl) {
-                    if (is_int) out.set_i64(e, iacc); else out.set_f64(e, acc);
-                }
-            }
-        }
-    L.out_host(0, std::move(out));
-}
-
-}  // namespace onnx2ggml
-
-namespace onnx2ggml {
-
-void lower_CumSum(Lower& L) {
-    const Shape& in = L.shape(0);
-    int r = int(in.size());
-    int axis = norm_axis(L, L.h(1).i64(0), r);
-    bool excl = L.node.get_int("exclusive", 0) != 0, rev = L.node.get_int("reverse", 0) != 0;
-    std::vector<bool> red(size_t(r), false);
-    red[size_t(axis)] = true;
-    // Move the axis innermost, scan rows, move it back.
-    std::vector<int> perm;
-    for (int i = 0; i < r; i++)
-        if (i != axis) perm.push_back(i);
-    perm.push_back(axis);
-    int g[4] = {0, 1, 2, 3}, gi[4] = {0, 1, 2, 3};
-    for (int i = 0; i < r; i++) g[r - 1 - perm[size_t(i)]] = r - 1 - i;
-    for (int i = 0; i < 4; i++) gi[g[i]] = i;
-    ggml_tensor* x = ggml_cont(L.ctx, ggml_permute(L.ctx, L.t(0), g[0], g[1], g[2], g[3]));
-    int64_t n = x->ne[0];
-    auto flip = [&](ggml_tensor* v) {
-        HostTensor idx = HostTensor::alloc(DType::INT32, {n});
-        for (int64_t i = 0; i < n; i++) idx.set_i64(i, n - 1 - i);
-        ggml_tensor* t = ggml_cont(L.ctx, ggml_transpose(L.ctx, ggml_reshape_2d(L.ctx, v, n, ggml_nelements(v) / n)));
-        t = ggml_get_rows(L.ctx, t, L.constant(idx));
-        return ggml_reshape_4d(L.ctx, ggml_cont(L.ctx, ggml_transpose(L.ctx, t)), v->ne[0], v->ne[1], v->ne[2], v->ne[3]);
-    };
-    if (rev) x = flip(x);
-    ggml_tensor* y = ggml_cumsum(L.ctx, x);
-    if (excl) y = ggml_sub(L.ctx, y, x);
-    if (rev) y = flip(y);
-    y = ggml_cont(L.ctx, ggml_permute(L.ctx, y, gi[0], gi[1], gi[2], gi[3]));
-    L.out(0, y, L.dtype(0), r);
-}
 
 }  // namespace onnx2ggml
