@@ -152,31 +152,4 @@ ggml_tensor* log_softmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p) {
 }
 ggml_tensor* hardmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p) { return along(ctx, x, p, hardmax_rows); }
 
-ggml_tensor* cumsum(Ctx& ctx, ggml_tensor* x, const Ints& axis, const CumSumParams& p) {
-    if (axis.size() != 1) throw OpError("cumsum takes one axis, not " + std::to_string(axis.size()));
-    int d = ggml_dim(axis[0], p.rank);
-    // Move the axis innermost, scan rows, move it back.
-    int g[4], gi[4];
-    to_front(d, g);
-    from_front(d, gi);
-    x = ggml_cont(ctx, ggml_permute(ctx, x, g[0], g[1], g[2], g[3]));
-    int64_t n = x->ne[0];
-    ggml_tensor* idx = nullptr;
-    auto flip = [&](ggml_tensor* v) {  // reverses each row: rows become get_rows' rows, gathered backwards
-        if (!idx) {
-            Ints rev(static_cast<size_t>(n));
-            for (int64_t i = 0; i < n; i++) rev[size_t(i)] = n - 1 - i;
-            idx = ctx.ints_tensor(rev, GGML_TYPE_I32);
-        }
-        ggml_tensor* t = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, v, n, ggml_nelements(v) / n)));
-        t = ggml_get_rows(ctx, t, idx);
-        return ggml_reshape_4d(ctx, ggml_cont(ctx, ggml_transpose(ctx, t)), v->ne[0], v->ne[1], v->ne[2], v->ne[3]);
-    };
-    if (p.reverse) x = flip(x);
-    ggml_tensor* y = ggml_cumsum(ctx, x);
-    if (p.exclusive) y = ggml_sub(ctx, y, x);
-    if (p.reverse) y = flip(y);
-    return ggml_cont(ctx, ggml_permute(ctx, y, gi[0], gi[1], gi[2], gi[3]));
-}
-
 }  // namespace o2g

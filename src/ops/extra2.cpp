@@ -1,5 +1,5 @@
 // More ops: GridSample, AffineGrid, QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul,
-// MatMulInteger, ConvInteger, QLinearConv, MaxUnpool, Col2Im, DFT, STFT.
+// MatMulInteger, ConvInteger, QLinearConv, DFT, STFT.
 //
 // Most float work runs as ggml custom CPU kernels over contiguous data; the kernels read ONNX shapes from their
 // parameters, so they work for any rank (rank > 4 tensors are folded by shape_to_ne, which keeps row-major order).
@@ -62,45 +62,6 @@ std::vector<int64_t> ints_or(const Node& n, const char* name, size_t len, int64_
     auto v = n.get_ints(name);
     if (v.empty()) v.assign(len, def);
     return v;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Scatter: out = 0; out[off[k]] = x[k] (or += when add); off[k] < 0 skips.
-struct ScatterP { bool add; };
-void scatter_kernel(ggml_tensor* dst, int ith, int, void* ud) {
-    if (ith != 0) return;
-    bool add = static_cast<const ScatterP*>(ud)->add;
-    const ggml_tensor *x = dst->src[0], *o = dst->src[1];
-    int64_t n = ggml_nelements(x);
-    std::memset(dst->data, 0, ggml_nbytes(dst));
-    for (int64_t k = 0; k < n; k++) {
-        int32_t v = ip(o)[k];
-        if (v < 0) continue;
-        if (dst->type == GGML_TYPE_F32) fp(dst)[v] = add ? fp(dst)[v] + fp(x)[k] : fp(x)[k];
-        else ip(dst)[v] = add ? ip(dst)[v] + ip(x)[k] : ip(x)[k];
-    }
-}
-
-void scatter_out(Lower& L, int in, const Shape& os, const std::vector<int64_t>& offs, bool add) {
-    DType dt = L.dtype(in);
-    if (L.b.host_mode) {
-        const HostTensor& x = L.h(in);
-        HostTensor r = HostTensor::alloc(x.dtype, os);
-        bool f = dtype_is_float(x.dtype);
-        for (size_t k = 0; k < offs.size(); k++) {
-            int64_t v = offs[k];
-            if (v < 0) continue;
-            if (f) r.set_f64(v, (add ? r.f64(v) : 0.0) + x.f64(int64_t(k)));
-            else r.set_i64(v, (add ? r.i64(v) : 0) + x.i64(int64_t(k)));
-        }
-        L.out_host(0, r);
-        return;
-    }
-    HostTensor oh = HostTensor::alloc(DType::INT32, {int64_t(offs.size())});
-    for (size_t k = 0; k < offs.size(); k++) oh.set_i64(int64_t(k), offs[k]);
-    ggml_tensor* x = L.cont(L.t(in));
-    ggml_tensor* y = kcall(L, x->type, os, {x, L.constant(oh)}, scatter_kernel, keep_params(ScatterP{add}), 1);
-    L.out_shape(0, y, dt, os);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -839,100 +800,6 @@ void lower_QLinearConv(Lower& L) {
     if (p.bias) args.push_back(L.cont(L.b.tensor(L.in(8))));
     ggml_tensor* y = kcall(L, GGML_TYPE_I32, os, args, requant_kernel, keep_params(p));
     L.out_shape(0, y, out_t, os);
-}
-
-// ---- MaxUnpool (11) ----
-void lower_MaxUnpool(Lower& L) {
-    const Shape& xs = L.shape(0);
-    const HostTensor& ind = L.h(1);
-    if (xs.size() < 3) L.error("input must have rank >= 3");
-    size_t n = xs.size() - 2;
-    auto k = L.node.get_ints("kernel_shape");
-    if (k.size() != n) L.error("kernel_shape has wrong length");
-    auto s = ints_or(L.node, "strides", n, 1);
-    auto pads = L.node.get_ints("pads");
-    Shape os = {xs[0], xs[1]};
-    for (size_t i = 0; i < n; i++) {
-        int64_t pb = pads.empty() ? 0 : pads[i], pe = pads.empty() ? 0 : pads[i + n];
-        os.push_back((xs[i + 2] - 1) * s[i] - pb - pe + k[i]);
-    }
-    Shape inferred = os;  // indices address this shape; output_shape pads it at the end of each dim
-    if (L.has(2)) {
-        auto o = L.ints(2);
-        if (o.size() != xs.size()) L.error("output_shape has wrong length");
-        os.assign(o.begin(), o.end());
-        for (size_t i = 0; i < os.size(); i++)
-            if (os[i] < inferred[i]) L.error("output_shape is smaller than the unpooled shape");
-    }
-    if (ind.numel() != shape_numel(xs)) L.error("indices must match the input's shape");
-    int64_t total = shape_numel(inferred);
-    auto ost = strides_of(os);
-    std::vector<int64_t> offs(static_cast<size_t>(ind.numel()));
-    for (int64_t i = 0; i < ind.numel(); i++) {
-        int64_t v = ind.i64(i);
-        if (v < 0 || v >= total) L.error("index out of range of the output");
-        int64_t off = 0;
-        for (size_t a = inferred.size(); a-- > 0;) {
-            off += (v % inferred[a]) * ost[a];
-            v /= inferred[a];
-        }
-        offs[size_t(i)] = off;
-    }
-    scatter_out(L, 0, os, offs, false);
-}
-
-// ---- Col2Im (18) ----
-void lower_Col2Im(Lower& L) {
-    const Shape& xs = L.shape(0);
-    auto img = L.ints(1), blk = L.ints(2);
-    size_t n = img.size();
-    if (xs.size() != 3 || blk.size() != n || n == 0) L.error("input must be [N, C*prod(block), L] with matching shapes");
-    auto d = ints_or(L.node, "dilations", n, 1), s = ints_or(L.node, "strides", n, 1);
-    auto pads = L.node.get_ints("pads");
-    if (pads.empty()) pads.assign(2 * n, 0);
-    if (d.size() != n || s.size() != n || pads.size() != 2 * n) L.error("attribute lengths do not match");
-    int64_t kb = 1;
-    for (int64_t b : blk) kb *= b;
-    if (xs[1] % kb) L.error("channel dim is not divisible by prod(block_shape)");
-    int64_t N = xs[0], C = xs[1] / kb, Lc = xs[2];
-    Shape nb(n);
-    int64_t ltot = 1;
-    for (size_t i = 0; i < n; i++) {
-        nb[i] = (img[i] + pads[i] + pads[i + n] - d[i] * (blk[i] - 1) - 1) / s[i] + 1;
-        ltot *= nb[i];
-    }
-    if (ltot != Lc) L.error("L does not match the number of blocks");
-    Shape os = {N, C};
-    os.insert(os.end(), img.begin(), img.end());
-    int64_t in_img = 1;
-    for (int64_t v : img) in_img *= v;
-    std::vector<int64_t> offs(size_t(shape_numel(xs)));
-    std::vector<int64_t> bc(n), lc(n);
-    for (int64_t nn = 0; nn < N; nn++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t kk = 0; kk < kb; kk++) {
-                int64_t rem = kk;
-                for (size_t i = n; i-- > 0;) {
-                    bc[i] = rem % blk[i];
-                    rem /= blk[i];
-                }
-                for (int64_t l = 0; l < Lc; l++) {
-                    int64_t r2 = l, off = 0;
-                    bool ok = true;
-                    for (size_t i = n; i-- > 0;) {
-                        lc[i] = r2 % nb[i];
-                        r2 /= nb[i];
-                    }
-                    for (size_t i = 0; i < n; i++) {
-                        int64_t pos = lc[i] * s[i] - pads[i] + bc[i] * d[i];
-                        if (pos < 0 || pos >= img[i]) ok = false;
-                        off = off * img[i] + pos;
-                    }
-                    int64_t src = (nn * C * kb + c * kb + kk) * Lc + l;
-                    offs[size_t(src)] = ok ? (nn * C + c) * in_img + off : -1;
-                }
-            }
-    scatter_out(L, 0, os, offs, true);
 }
 
 // ---- DFT (17, 20) ----

@@ -1,6 +1,5 @@
 // Recent and remaining ops: LinearAttention (27), CausalConvWithState (27), NonMaxSuppression (10, host),
-// TensorScatter (24), RoiAlign (10/16/22), BitCast (26, host), CumProd (26), Hann/Hamming/BlackmanWindow (17),
-// Unique (11, host), ReverseSequence (10), CenterCropPad (18), LRN, Det, RotaryEmbedding (23), LpPool, RNN, GRU,
+// RoiAlign (10/16/22), Hann/Hamming/BlackmanWindow (17), LRN, Det, RotaryEmbedding (23), LpPool, RNN, GRU,
 // LSTM, DeformConv (19/22, 2-D), MelWeightMatrix (17).
 // Float math runs in ggml: ggml ops where they fit, else ggml custom CPU kernels over contiguous F32 data.
 #include <algorithm>
@@ -368,63 +367,6 @@ void host_NonMaxSuppression(Lower& L) {
     L.out_host(0, HostTensor::from_i64(DType::INT64, {int64_t(out.size() / 3), 3}, out));
 }
 
-// ---- TensorScatter (24): rows of the cache replaced by rows of the update at per-batch write indices ----
-void lower_TensorScatter(Lower& L) {
-    const Shape &cs = L.shape(0), &us = L.shape(1);
-    int r = int(cs.size());
-    if (r < 2) L.error("past_cache must have rank >= 2");
-    if (int(us.size()) != r) L.error("update must have the rank of past_cache");
-    int axis = norm_axis(L, L.node.get_int("axis", -2), r);
-    if (axis == 0) L.error("axis must not be the batch axis");
-    for (int i = 0; i < r; i++)
-        if (i != axis ? us[size_t(i)] != cs[size_t(i)] : us[size_t(i)] > cs[size_t(i)])
-            L.error("update shape " + shape_str(us) + " does not fit past_cache shape " + shape_str(cs));
-    std::string mode = L.node.get_string("mode", "linear");
-    if (mode != "linear" && mode != "circular") L.error("unknown mode '" + mode + "'");
-    int64_t B = cs[0], M = cs[size_t(axis)], S = us[size_t(axis)], prefix = 1, inner = 1;
-    for (int i = 0; i < axis; i++) prefix *= cs[size_t(i)];
-    for (int i = axis + 1; i < r; i++) inner *= cs[size_t(i)];
-    std::vector<int64_t> wi(size_t(B), 0);
-    if (L.has(2)) {
-        wi = L.ints(2);
-        if (int64_t(wi.size()) != B) L.error("write_indices must have batch_size elements");
-    }
-    // Output row i comes from row map[i] of [cache rows; update rows].
-    std::vector<int64_t> map(size_t(prefix * M));
-    std::iota(map.begin(), map.end(), 0);
-    int64_t per_batch = prefix / std::max<int64_t>(1, B);
-    for (int64_t pi = 0; pi < prefix; pi++) {
-        int64_t w = wi[size_t(pi / per_batch)];
-        for (int64_t s = 0; s < S; s++) {
-            int64_t idx = w + s;
-            if (mode == "circular") idx = ((idx % M) + M) % M;
-            else if (idx < 0 || idx >= M)
-                L.error("write index " + std::to_string(idx) + " out of range [0, " + std::to_string(M) + ")");
-            map[size_t(pi * M + idx)] = prefix * M + pi * S + s;
-        }
-    }
-    if (L.b.host_mode) {
-        const HostTensor &c = L.h(0), &u = L.h(1);
-        HostTensor o = HostTensor::alloc(c.dtype, cs);
-        size_t row = size_t(inner) * dtype_size(c.dtype), ncr = size_t(prefix * M);
-        for (size_t i = 0; i < map.size(); i++) {
-            size_t m = size_t(map[i]);
-            const uint8_t* src = m < ncr ? c.data + m * row : u.data + (m - ncr) * row;
-            if (row) std::memcpy(o.mut() + i * row, src, row);
-        }
-        return L.out_host(0, o);
-    }
-    if (S == 0) return L.pass(0, 0);
-    ggml_tensor* c = ggml_reshape_2d(L.ctx, L.cont(L.t(0)), inner, prefix * M);
-    ggml_tensor* u = L.cont(L.t(1));
-    if (u->type != c->type) u = ggml_cast(L.ctx, u, c->type);
-    u = ggml_reshape_2d(L.ctx, u, inner, prefix * S);
-    HostTensor ih = HostTensor::alloc(DType::INT32, {int64_t(map.size())});
-    for (size_t i = 0; i < map.size(); i++) ih.set_i64(int64_t(i), map[i]);
-    ggml_tensor* y = ggml_get_rows(L.ctx, ggml_concat(L.ctx, c, u, 1), L.constant(ih));
-    L.out(0, reshape_to(L, y, cs), L.dtype(0), r);
-}
-
 // ---- RoiAlign (10; coordinate_transformation_mode from 16) ----
 void lower_RoiAlign(Lower& L) {
     if (L.rank(0) != 4) L.error("X must be 4-D (N, C, H, W)");
@@ -458,78 +400,11 @@ void lower_RoiAlign(Lower& L) {
 
 }  // namespace onnx2ggml
 
-// ======== further ops: BitCast, CumProd, window functions, Unique, ReverseSequence, CenterCropPad, LRN, Det,
+// ======== further ops: window functions, LRN, Det,
 // RotaryEmbedding, LpPool ========
 namespace onnx2ggml {
 
 namespace {
-
-// Output = rows of input 0 (viewed as [rows, inner]) picked by `rows` (-1: a zero row), as ONNX shape `os`.
-void gather_blocks(Lower& L, const std::vector<int64_t>& rows, int64_t inner, const Shape& os) {
-    if (shape_numel(os) == 0) L.error("the output would be empty, which ggml cannot hold");
-    if (L.b.host_mode) {
-        const HostTensor& x = L.h(0);
-        HostTensor o = HostTensor::alloc(x.dtype, os);
-        size_t row = size_t(inner) * dtype_size(x.dtype);
-        for (size_t i = 0; i < rows.size(); i++)
-            if (rows[i] >= 0) std::memcpy(o.mut() + i * row, x.data + size_t(rows[i]) * row, row);
-        return L.out_host(0, o);
-    }
-    int64_t n = shape_numel(L.shape(0)) / std::max<int64_t>(1, inner);
-    ggml_tensor* x = ggml_reshape_2d(L.ctx, L.cont(L.t(0)), inner, n);
-    bool zero = std::find(rows.begin(), rows.end(), int64_t(-1)) != rows.end();
-    if (zero) {
-        DType zt = x->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
-        x = ggml_concat(L.ctx, x, L.constant(HostTensor::alloc(zt, {1, inner})), 1);
-    }
-    HostTensor ih = HostTensor::alloc(DType::INT32, {int64_t(rows.size())});
-    for (size_t i = 0; i < rows.size(); i++) ih.set_i64(int64_t(i), rows[i] < 0 ? n : rows[i]);
-    ggml_tensor* y = ggml_get_rows(L.ctx, x, L.constant(ih));
-    L.out_shape(0, reshape_to(L, y, os), L.dtype(0), os);
-}
-
-// ---- CumProd kernel over [outer, A, inner] ----
-struct CumParams { int64_t outer, A, inner; bool excl, rev; };
-
-void cumprod_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
-    const CumParams& p = *static_cast<const CumParams*>(ud);
-    const ggml_tensor* a = dst->src[0];
-    bool is_int = a->type == GGML_TYPE_I32;
-    for (int64_t line = ith; line < p.outer * p.inner; line += nth) {
-        int64_t o = line / p.inner, j = line % p.inner;
-        double acc = 1;
-        int64_t iacc = 1;
-        for (int64_t t = 0; t < p.A; t++) {
-            int64_t e = (o * p.A + (p.rev ? p.A - 1 - t : t)) * p.inner + j;
-            if (is_int) {
-                int32_t v = static_cast<const int32_t*>(a->data)[e];
-                if (p.excl) static_cast<int32_t*>(dst->data)[e] = int32_t(iacc);
-                iacc = int64_t(uint64_t(iacc) * uint64_t(int64_t(v)));
-                if (!p.excl) static_cast<int32_t*>(dst->data)[e] = int32_t(iacc);
-            } else {
-                float v = static_cast<const float*>(a->data)[e];
-                if (p.excl) static_cast<float*>(dst->data)[e] = float(acc);
-                acc *= v;
-                if (!p.excl) static_cast<float*>(dst->data)[e] = float(acc);
-            }
-        }
-    }
-}
-
-void cum_params(Lower& L, CumParams& p, int& r) {
-    const Shape& xs = L.shape(0);
-    r = int(xs.size());
-    if (r == 0) L.error("input must have rank >= 1");
-    const HostTensor& ax = L.h(1);
-    if (ax.numel() != 1) L.error("axis must hold one value");
-    int axis = norm_axis(L, ax.i64(0), r);
-    p.outer = p.inner = 1;
-    p.A = xs[size_t(axis)];
-    for (int i = 0; i < axis; i++) p.outer *= xs[size_t(i)];
-    for (int i = axis + 1; i < r; i++) p.inner *= xs[size_t(i)];
-    p.excl = L.node.get_int("exclusive", 0) != 0;
-    p.rev = L.node.get_int("reverse", 0) != 0;
-}
 
 // ---- window functions ----
 enum class WinK { Hann, Hamming, Blackman };
@@ -691,199 +566,10 @@ void lppool_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
 
 }  // namespace
 
-// ---- BitCast (26, host) ----
-void host_BitCast(Lower& L) {
-    const HostTensor& x = L.h(0);
-    DType to = DType(L.node.get_int("to", 0));
-    if (!dtype_supported(to) || dtype_size(to) == 0) L.error("unsupported target type");
-    if (dtype_size(to) != dtype_size(x.dtype)) L.error("BitCast needs input and output types of the same width");
-    HostTensor o = x;
-    o.dtype = to;
-    L.out_host(0, o);
-}
-
-// ---- CumProd (26) ----
-void lower_CumProd(Lower& L) {
-    CumParams p;
-    int r;
-    cum_params(L, p, r);
-    bool is_int = dtype_is_integer(L.dtype(0));
-    ggml_tensor* x = is_int ? L.b.tensor(L.in(0)) : L.t(0);
-    x = L.cont(x);
-    if (!is_int && x->type != GGML_TYPE_F32) x = ggml_cast(L.ctx, x, GGML_TYPE_F32);
-    ggml_tensor* args[1] = {x};
-    ggml_tensor* y = ggml_custom_4d(L.ctx, x->type, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 1, cumprod_kernel,
-                                    GGML_N_TASKS_MAX, keep_params(p));
-    L.out_shape(0, y, L.dtype(0), L.shape(0));
-}
-
-void host_CumProd(Lower& L) {
-    CumParams p;
-    int r;
-    cum_params(L, p, r);
-    const HostTensor& x = L.h(0);
-    HostTensor out = HostTensor::alloc(x.dtype, x.shape);
-    bool is_int = !dtype_is_float(x.dtype);
-    for (int64_t o = 0; o < p.outer; o++)
-        for (int64_t j = 0; j < p.inner; j++) {
-            double acc = 1;
-            int64_t iacc = 1;
-            for (int64_t t = 0; t < p.A; t++) {
-                int64_t e = (o * p.A + (p.rev ? p.A - 1 - t : t)) * p.inner + j;
-                if (p.excl) is_int ? out.set_i64(e, iacc) : out.set_f64(e, acc);
-                acc *= x.f64(e);
-                iacc = int64_t(uint64_t(iacc) * uint64_t(x.i64(e)));
-                if (!p.excl) is_int ? out.set_i64(e, iacc) : out.set_f64(e, acc);
-            }
-        }
-    L.out_host(0, std::move(out));
-}
-
 // ---- HannWindow, HammingWindow, BlackmanWindow (17) ----
 void lower_HannWindow(Lower& L) { lower_window(L, WinK::Hann); }
 void lower_HammingWindow(Lower& L) { lower_window(L, WinK::Hamming); }
 void lower_BlackmanWindow(Lower& L) { lower_window(L, WinK::Blackman); }
-
-// ---- Unique (11, host: the output length depends on the values) ----
-void host_Unique(Lower& L) {
-    const HostTensor& x = L.h(0);
-    bool sorted = L.node.get_int("sorted", 1) != 0;
-    Shape xs = x.shape;
-    int r = int(xs.size());
-    bool has_axis = L.node.has("axis");
-    int axis = has_axis ? norm_axis(L, L.node.get_int("axis", 0), r) : 0;
-    // Slices along the axis (or single elements), each compared as a sequence of values.
-    int64_t outer = 1, A, inner = 1;
-    if (has_axis) {
-        A = xs[size_t(axis)];
-        for (int i = 0; i < axis; i++) outer *= xs[size_t(i)];
-        for (int i = axis + 1; i < r; i++) inner *= xs[size_t(i)];
-    } else A = x.numel();
-    bool f = dtype_is_float(x.dtype);
-    auto elem = [&](int64_t sl, int64_t k) {  // k-th element of slice sl
-        int64_t o = k / inner, in = k % inner;
-        return (o * A + sl) * inner + in;
-    };
-    int64_t len = outer * inner;
-    auto cmp = [&](int64_t a, int64_t b) {  // -1, 0, 1
-        for (int64_t k = 0; k < len; k++) {
-            int64_t ea = elem(a, k), eb = elem(b, k);
-            if (f) {
-                double va = x.f64(ea), vb = x.f64(eb);
-                if (va != vb) return va < vb ? -1 : 1;
-            } else {
-                int64_t va = x.i64(ea), vb = x.i64(eb);
-                if (va != vb) return va < vb ? -1 : 1;
-            }
-        }
-        return 0;
-    };
-    std::vector<int64_t> order(static_cast<size_t>(A));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
-    std::vector<int64_t> first, counts, inverse(static_cast<size_t>(A));
-    for (size_t i = 0; i < order.size(); i++) {
-        if (i == 0 || cmp(order[i - 1], order[i]) != 0) {
-            first.push_back(order[i]);
-            counts.push_back(0);
-        }
-        counts.back()++;
-        inverse[size_t(order[i])] = int64_t(first.size()) - 1;
-    }
-    int64_t U = int64_t(first.size());
-    std::vector<int64_t> pos(static_cast<size_t>(U));  // output position of each unique value
-    std::iota(pos.begin(), pos.end(), 0);
-    if (!sorted) {
-        std::vector<int64_t> by_first(static_cast<size_t>(U));
-        std::iota(by_first.begin(), by_first.end(), 0);
-        std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return first[size_t(a)] < first[size_t(b)]; });
-        for (int64_t i = 0; i < U; i++) pos[size_t(by_first[size_t(i)])] = i;
-    }
-    std::vector<int64_t> idx_out(static_cast<size_t>(U)), cnt_out(static_cast<size_t>(U)), inv_out(static_cast<size_t>(A));
-    for (int64_t u = 0; u < U; u++) {
-        idx_out[size_t(pos[size_t(u)])] = first[size_t(u)];
-        cnt_out[size_t(pos[size_t(u)])] = counts[size_t(u)];
-    }
-    for (int64_t i = 0; i < A; i++) inv_out[size_t(i)] = pos[size_t(inverse[size_t(i)])];
-    Shape ys = has_axis ? xs : Shape{U};
-    if (has_axis) ys[size_t(axis)] = U;
-    HostTensor y = HostTensor::alloc(x.dtype, ys);
-    size_t es = dtype_size(x.dtype);
-    for (int64_t u = 0; u < U; u++)
-        for (int64_t k = 0; k < len; k++) {
-            int64_t o = k / inner, in = k % inner;
-            int64_t dst = (o * U + u) * inner + in;
-            std::memcpy(y.mut() + size_t(dst) * es, x.data + size_t(elem(idx_out[size_t(u)], k)) * es, es);
-        }
-    L.out_host(0, y);
-    if (wanted(L, 1)) L.out_host(1, HostTensor::from_i64(DType::INT64, {U}, idx_out));
-    if (wanted(L, 2)) L.out_host(2, HostTensor::from_i64(DType::INT64, {A}, inv_out));
-    if (wanted(L, 3)) L.out_host(3, HostTensor::from_i64(DType::INT64, {U}, cnt_out));
-}
-
-// ---- ReverseSequence (10) ----
-void lower_ReverseSequence(Lower& L) {
-    const Shape& xs = L.shape(0);
-    int r = int(xs.size());
-    if (r < 2) L.error("input must have rank >= 2");
-    int ba = norm_axis(L, L.node.get_int("batch_axis", 1), r), ta = norm_axis(L, L.node.get_int("time_axis", 0), r);
-    if (ba == ta || ba > 1 || ta > 1) L.error("batch_axis and time_axis must be 0 and 1 in some order");
-    auto lens = L.ints(1);
-    if (int64_t(lens.size()) != xs[size_t(ba)]) L.error("sequence_lens must have batch_size elements");
-    int64_t T = xs[size_t(ta)], inner = 1;
-    for (int i = 2; i < r; i++) inner *= xs[size_t(i)];
-    for (int64_t l : lens)
-        if (l < 0 || l > T) L.error("sequence length " + std::to_string(l) + " out of range [0, " + std::to_string(T) + "]");
-    std::vector<int64_t> rows(static_cast<size_t>(xs[0] * xs[1]));
-    for (int64_t i = 0; i < xs[0]; i++)
-        for (int64_t j = 0; j < xs[1]; j++) {
-            int64_t b = ba == 0 ? i : j, t = ba == 0 ? j : i, l = lens[size_t(b)];
-            int64_t st = t < l ? l - 1 - t : t;
-            rows[size_t(i * xs[1] + j)] = ba == 0 ? b * xs[1] + st : st * xs[1] + b;
-        }
-    gather_blocks(L, rows, inner, xs);
-}
-
-// ---- CenterCropPad (18) ----
-void lower_CenterCropPad(Lower& L) {
-    const Shape& xs = L.shape(0);
-    int r = int(xs.size());
-    auto sh = L.ints(1);
-    std::vector<int64_t> axes = L.node.get_ints("axes");
-    if (axes.empty())
-        for (int i = 0; i < r; i++) axes.push_back(i);
-    if (sh.size() != axes.size()) L.error("shape must have one entry per axis");
-    Shape os = xs;
-    std::vector<int64_t> off(static_cast<size_t>(r), 0);  // input index = output index + off
-    for (size_t i = 0; i < axes.size(); i++) {
-        int a = norm_axis(L, axes[i], r);
-        int64_t dim = xs[size_t(a)], want = sh[i];
-        if (want < 0) L.error("negative target shape");
-        os[size_t(a)] = want;
-        off[size_t(a)] = want <= dim ? (dim - want) / 2 : -((want - dim) / 2);
-    }
-    int last = -1;
-    for (int i = 0; i < r; i++)
-        if (os[size_t(i)] != xs[size_t(i)] || off[size_t(i)] != 0) last = i;
-    if (last < 0) return L.pass(0, 0);
-    int64_t inner = 1, nrows = 1;
-    for (int i = last + 1; i < r; i++) inner *= xs[size_t(i)];
-    for (int i = 0; i <= last; i++) nrows *= os[size_t(i)];
-    std::vector<int64_t> rows(static_cast<size_t>(nrows));
-    for (int64_t k = 0; k < nrows; k++) {
-        int64_t rem = k, src = 0, mul = 1;
-        bool ok = true;
-        for (int i = last; i >= 0; i--) {
-            int64_t c = rem % os[size_t(i)] + off[size_t(i)];
-            rem /= os[size_t(i)];
-            if (c < 0 || c >= xs[size_t(i)]) ok = false;
-            src += c * mul;
-            mul *= xs[size_t(i)];
-        }
-        rows[size_t(k)] = ok ? src : -1;
-    }
-    gather_blocks(L, rows, inner, os);
-}
 
 // ---- LRN (1) ----
 void lower_LRN(Lower& L) {

@@ -1,11 +1,28 @@
 #include "ops/host.h"
 
+#include <cstring>
+
 namespace onnx2ggml {
 
 std::vector<int64_t> strides_of(const Shape& s) {
     std::vector<int64_t> st(s.size(), 1);
     for (int i = int(s.size()) - 2; i >= 0; i--) st[size_t(i)] = st[size_t(i) + 1] * s[size_t(i) + 1];
     return st;
+}
+
+HostTensor host_gather_flat(const HostTensor& src, const Shape& out, const std::vector<int64_t>& map) {
+    HostTensor r = HostTensor::alloc(src.dtype, out);
+    size_t es = dtype_size(src.dtype);
+    for (size_t k = 0; k < map.size(); k++) std::memcpy(r.mut() + k * es, src.data + size_t(map[k]) * es, es);
+    return r;
+}
+
+HostTensor host_take_rows(const HostTensor& x, int64_t inner, const std::vector<int64_t>& rows, const Shape& os) {
+    HostTensor o = HostTensor::alloc(x.dtype, os);
+    size_t row = size_t(inner) * dtype_size(x.dtype);
+    for (size_t i = 0; i < rows.size(); i++)
+        if (rows[i] >= 0 && row) std::memcpy(o.mut() + i * row, x.data + size_t(rows[i]) * row, row);
+    return o;
 }
 
 std::vector<int64_t> broadcast_index(const Shape& in, const Shape& out) {

@@ -8,6 +8,10 @@ namespace onnx2ggml {
 
 // For each element of `out`, the flat index into a tensor of shape `in` under numpy broadcasting.
 std::vector<int64_t> broadcast_index(const Shape& in, const Shape& out);
+// A tensor of shape `out` whose element k is element map[k] (a flat index) of `src`.
+HostTensor host_gather_flat(const HostTensor& src, const Shape& out, const std::vector<int64_t>& map);
+// Rows of `inner` elements: output row k (of a tensor of shape os) is row rows[k] of x, or zeros for -1.
+HostTensor host_take_rows(const HostTensor& x, int64_t inner, const std::vector<int64_t>& rows, const Shape& os);
 // Row-major strides.
 std::vector<int64_t> strides_of(const Shape& s);
 

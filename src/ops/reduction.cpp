@@ -1,5 +1,5 @@
 // Reduction ONNX ops, opsets 1-23: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin,
-// Softmax, LogSoftmax, Hardmax, CumSum.
+// Softmax, LogSoftmax, Hardmax.
 #include <algorithm>
 #include <cmath>
 
@@ -283,48 +283,6 @@ void lower_LogSoftmax(Lower& L) {
 void lower_Hardmax(Lower& L) {
     o2g::SoftmaxParams p = softmax_params(L);
     L.out_shape(0, O2G_CALL(L, o2g::hardmax, L.t(0), p), L.dtype(0), L.shape(0));
-}
-
-// ---- CumSum ----
-void lower_CumSum(Lower& L) {
-    int r = L.rank(0);
-    if (r > 4) L.error("rank " + std::to_string(r) + " input; ggml holds at most 4 dims");
-    o2g::CumSumParams p;
-    p.rank = r;
-    p.exclusive = L.node.get_int("exclusive", 0) != 0;
-    p.reverse = L.node.get_int("reverse", 0) != 0;
-    const Sym axis = L.sym(1);  // const: call_arg(const Sym&) passes its values
-    L.out(0, O2G_CALL(L, o2g::cumsum, L.t(0), axis, p), L.dtype(0), r);
-}
-
-void host_CumSum(Lower& L) {
-    const HostTensor& x = L.h(0);
-    int r = int(x.shape.size());
-    int axis = norm_axis(L, L.h(1).i64(0), r);
-    bool excl = L.node.get_int("exclusive", 0) != 0, rev = L.node.get_int("reverse", 0) != 0;
-    int64_t outer = 1, inner = 1, A = x.shape[size_t(axis)];
-    for (int i = 0; i < axis; i++) outer *= x.shape[size_t(i)];
-    for (int i = axis + 1; i < r; i++) inner *= x.shape[size_t(i)];
-    HostTensor out = HostTensor::alloc(x.dtype, x.shape);
-    bool is_int = !dtype_is_float(x.dtype);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < inner; j++) {
-            double acc = 0;
-            int64_t iacc = 0;
-            for (int64_t t = 0; t < A; t++) {
-                int64_t a = rev ? A - 1 - t : t;
-                int64_t e = (o * A + a) * inner + j;
-                if (excl) {
-                    if (is_int) out.set_i64(e, iacc); else out.set_f64(e, acc);
-                }
-                acc += x.f64(e);
-                iacc += x.i64(e);
-                if (!excl) {
-                    if (is_int) out.set_i64(e, iacc); else out.set_f64(e, acc);
-                }
-            }
-        }
-    L.out_host(0, std::move(out));
 }
 
 }  // namespace onnx2ggml

@@ -1,5 +1,5 @@
 // Op library, Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin, Softmax,
-// LogSoftmax, Hardmax, CumSum.
+// LogSoftmax, Hardmax.
 // Included by onnx2ggml/ops.h; see its conventions. Functions marked "CPU kernel" run as ggml custom ops, so only
 // on the CPU backend.
 #pragma once
@@ -49,14 +49,5 @@ ggml_tensor* softmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p);
 ggml_tensor* log_softmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p);
 // 1 at the first largest value along `axis`, 0 elsewhere (CPU kernel).
 ggml_tensor* hardmax(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p);
-
-struct CumSumParams {
-    int rank = 4;  // the input's ONNX rank, which `axis` counts from (at most 4)
-    bool exclusive = false;
-    bool reverse = false;
-    void fields(FieldWriter& f) const { f("rank", rank); f("exclusive", exclusive); f("reverse", reverse); }
-};
-// Running sum along `axis` (one ONNX axis, as a model gives it), with ggml_cumsum.
-ggml_tensor* cumsum(Ctx& ctx, ggml_tensor* x, const Ints& axis, const CumSumParams& p);
 
 }  // namespace o2g

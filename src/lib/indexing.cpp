@@ -1,0 +1,369 @@
+// Op library: indexing (see include/onnx2ggml/ops/indexing.h). Index data known at build time becomes row tables
+// for ggml_get_rows; scatters, TopK and running products are our own CPU kernels.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "kernels/custom.h"
+#include "lib/index_maps.h"
+#include "lib/row_gather.h"
+
+namespace o2g {
+
+namespace {
+
+int64_t wrap_index(int64_t v, int64_t n, const char* op) {
+    if (v < -n || v >= n)
+        throw OpError(std::string(op) + ": index " + std::to_string(v) + " out of range for a dim of " + std::to_string(n));
+    return v < 0 ? v + n : v;
+}
+
+// ---- scatter kernel: out = data; out[off[k]] = reduce(out[off[k]], upd[k]) in order ----
+template <typename T>
+T reduce(int r, T a, T b) {
+    switch (r) {
+        case SCATTER_ADD: return a + b;
+        case SCATTER_MUL: return a * b;
+        case SCATTER_MAX: return std::max(a, b);
+        case SCATTER_MIN: return std::min(a, b);
+        default: return b;
+    }
+}
+struct ScatterK { int red; };
+void scatter_kernel(ggml_tensor* dst, int ith, int, void* ud) {
+    if (ith != 0) return;
+    int r = static_cast<const ScatterK*>(ud)->red;
+    const ggml_tensor *d = dst->src[0], *u = dst->src[1], *o = dst->src[2];
+    int64_t n = ggml_nelements(d), m = ggml_nelements(u);
+    std::memcpy(dst->data, d->data, size_t(n) * 4);
+    const int32_t* off = static_cast<const int32_t*>(o->data);
+    if (dst->type == GGML_TYPE_F32) {
+        float* y = static_cast<float*>(dst->data);
+        const float* v = static_cast<const float*>(u->data);
+        for (int64_t k = 0; k < m; k++) y[off[k]] = reduce(r, y[off[k]], v[k]);
+    } else {
+        int32_t* y = static_cast<int32_t*>(dst->data);
+        const int32_t* v = static_cast<const int32_t*>(u->data);
+        for (int64_t k = 0; k < m; k++) y[off[k]] = reduce(r, y[off[k]], v[k]);
+    }
+}
+
+ggml_tensor* offsets_tensor(Ctx& ctx, const Ints& offs) {
+    std::vector<int32_t> v(offs.begin(), offs.end());
+    const int64_t ne[4] = {int64_t(v.size()), 1, 1, 1};
+    return ctx.constant(GGML_TYPE_I32, ne, v.data(), v.size() * 4);
+}
+
+ggml_tensor* scatter(Ctx& ctx, ggml_tensor* x, ggml_tensor* updates, const Ints& offs, int red, const char* op) {
+    if (!ctx.cpu) throw OpError(std::string(op) + " runs as a CPU kernel only");
+    if (red < SCATTER_NONE || red > SCATTER_MIN) throw OpError(std::string(op) + ": unknown reduction");
+    ggml_tensor* d = cont(ctx, x);
+    ggml_tensor* u = cont(ctx, updates);
+    if (u->type != d->type) u = ggml_cast(ctx, u, d->type);
+    if (ggml_nelements(u) != int64_t(offs.size()))
+        throw OpError(std::string(op) + ": " + std::to_string(ggml_nelements(u)) + " updates for " +
+                      std::to_string(offs.size()) + " indexed elements");
+    ggml_tensor* args[3] = {d, u, offsets_tensor(ctx, offs)};
+    ggml_tensor* y = ggml_custom_4d(ctx, d->type, d->ne[0], d->ne[1], d->ne[2], d->ne[3], args, 3, scatter_kernel, 1,
+                                    keep_params(ScatterK{red}));
+    ctx.label(y, "scatter");
+    return y;
+}
+
+}  // namespace
+
+// ---- gathers ----
+
+ggml_tensor* gather(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& indices_shape, const GatherParams& p) {
+    int g = p.axis;
+    if (g < 0 || g > 3 || (p.rank > 4 && g == 3)) throw OpError("Gather: axis out of range of ggml's dims");
+    if (prod(indices_shape) != int64_t(indices.size())) throw OpError("Gather: indices do not match their shape");
+    Ints idx = indices;
+    for (auto& v : idx) v = wrap_index(v, x->ne[g], "Gather");
+    ggml_tensor* y = gather_dim(ctx, x, g, idx);
+    if (p.rank > 4) return y;
+    Ints xs = onnx_shape(x, p.rank, "Gather"), os;
+    int a = p.rank - 1 - g;
+    os.insert(os.end(), xs.begin(), xs.begin() + a);
+    os.insert(os.end(), indices_shape.begin(), indices_shape.end());
+    os.insert(os.end(), xs.begin() + a + 1, xs.end());
+    int64_t ne[4];
+    fold_ne(os, ne);
+    return reshape_ne(ctx, y, ne);
+}
+
+ggml_tensor* gather_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* indices, const GatherParams& p) {
+    int g = p.axis;
+    if (g < 0 || g > 3) throw OpError("Gather: axis out of range of ggml's dims");
+    int64_t inner = 1, outer = 1;
+    for (int d = 0; d < g; d++) inner *= x->ne[d];
+    for (int d = g + 1; d < 4; d++) outer *= x->ne[d];
+    if (outer != 1) throw OpError("Gather with device indices is supported on axis 0 only");
+    int64_t ne[4] = {1, 1, 1, 1};
+    for (int d = 0; d < g; d++) ne[d] = x->ne[d];
+    for (int d = 0; d < 4; d++) {
+        if (g + d < 4) ne[g + d] = indices->ne[d];
+        else if (indices->ne[d] != 1) throw OpError("Gather: output rank above 4");
+    }
+    ggml_tensor* x2 = ggml_reshape_2d(ctx, cont(ctx, x), inner, x->ne[g]);
+    ggml_tensor* idx = ggml_reshape_1d(ctx, cont(ctx, indices), ggml_nelements(indices));
+    return reshape_ne(ctx, ggml_get_rows(ctx, x2, idx), ne);
+}
+
+ggml_tensor* gather_elements(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& indices_shape,
+                             const GatherElementsParams& p) {
+    Ints xs = onnx_shape(x, p.rank, "GatherElements");
+    Ints offs = element_offsets(xs, indices, indices_shape, p.rank - 1 - p.axis, "GatherElements");
+    int64_t ne[4];
+    fold_ne(indices_shape, ne);
+    return take_rows(ctx, x, 1, offs, ne);
+}
+
+namespace {
+ggml_tensor* take(Ctx& ctx, ggml_tensor* x, const RowMap& m) {
+    int64_t ne[4];
+    fold_ne(m.os, ne);
+    return take_rows(ctx, x, m.inner, m.rows, ne);
+}
+}  // namespace
+
+ggml_tensor* gather_nd(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& is, const GatherNDParams& p) {
+    return take(ctx, x, gather_nd_rows(onnx_shape(x, p.rank, "GatherND"), indices, is, p.batch_dims));
+}
+
+ggml_tensor* compress(Ctx& ctx, ggml_tensor* x, const Ints& condition, const CompressParams& p) {
+    int axis = p.axis < 0 ? -1 : p.rank - 1 - p.axis;
+    return take(ctx, x, compress_rows(onnx_shape(x, p.rank, "Compress"), condition, axis));
+}
+
+// ---- scatters ----
+
+ggml_tensor* scatter_nd(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& is, ggml_tensor* updates,
+                        const ScatterNDParams& p) {
+    Ints offs = scatter_nd_offsets(onnx_shape(x, p.rank, "ScatterND"), indices, is);
+    return scatter(ctx, x, updates, offs, p.reduction, "ScatterND");
+}
+
+ggml_tensor* scatter_elements(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& indices_shape,
+                              ggml_tensor* updates, const ScatterElementsParams& p) {
+    Ints ds = onnx_shape(x, p.rank, "ScatterElements");
+    Ints offs = element_offsets(ds, indices, indices_shape, p.rank - 1 - p.axis, "ScatterElements");
+    return scatter(ctx, x, updates, offs, p.reduction, "ScatterElements");
+}
+
+ggml_tensor* tensor_scatter(Ctx& ctx, ggml_tensor* cache, ggml_tensor* update, const Ints& write_indices,
+                            const TensorScatterParams& p) {
+    Ints cs = onnx_shape(cache, p.rank, "TensorScatter"), us = onnx_shape(update, p.rank, "TensorScatter");
+    RowMap m = tensor_scatter_rows(cs, us, write_indices, p.rank - 1 - p.axis, p.circular);
+    if (prod(us) == 0) return cache;
+    int64_t rows = prod(cs) / m.inner;
+    ggml_tensor* c = ggml_reshape_2d(ctx, cont(ctx, cache), m.inner, rows);
+    ggml_tensor* u = cont(ctx, update);
+    if (u->type != c->type) u = ggml_cast(ctx, u, c->type);
+    u = ggml_reshape_2d(ctx, u, m.inner, prod(us) / m.inner);
+    ggml_tensor* y = ggml_get_rows(ctx, ggml_concat(ctx, c, u, 1), offsets_tensor(ctx, m.rows));
+    int64_t ne[4] = {cache->ne[0], cache->ne[1], cache->ne[2], cache->ne[3]};
+    return reshape_ne(ctx, y, ne);
+}
+
+// ---- TopK: a row kernel along ggml dim 0, with the axis moved there and back ----
+
+namespace {
+struct TopKK { int64_t K; bool largest, indices; };
+void topk_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const TopKK& p = *static_cast<const TopKK*>(ud);
+    const ggml_tensor* a = dst->src[0];
+    int64_t n = a->ne[0], rows = ggml_nrows(a);
+    int64_t per = (rows + nth - 1) / nth, r0 = std::min(rows, per * ith), r1 = std::min(rows, r0 + per);
+    std::vector<int64_t> idx;
+    for (int64_t r = r0; r < r1; r++) {
+        const float* x = static_cast<const float*>(a->data) + r * n;
+        idx.resize(size_t(n));
+        std::iota(idx.begin(), idx.end(), 0);
+        auto cmp = [&](int64_t i, int64_t j) {
+            float a1 = x[i], b1 = x[j];
+            if (a1 != b1) return p.largest ? a1 > b1 : a1 < b1;
+            return i < j;
+        };
+        std::partial_sort(idx.begin(), idx.begin() + p.K, idx.end(), cmp);
+        if (!p.indices) {
+            float* y = static_cast<float*>(dst->data) + r * p.K;
+            for (int64_t i = 0; i < p.K; i++) y[i] = x[idx[size_t(i)]];
+        } else {
+            int32_t* y = static_cast<int32_t*>(dst->data) + r * p.K;
+            for (int64_t i = 0; i < p.K; i++) y[i] = int32_t(idx[size_t(i)]);
+        }
+    }
+}
+}  // namespace
+
+ggml_tensor* topk(Ctx& ctx, ggml_tensor* x, const Ints& k, const TopKParams& p) {
+    if (!ctx.cpu) throw OpError("TopK runs as a CPU kernel only");
+    if (k.size() != 1) throw OpError("TopK: K must hold one value");
+    if (p.axis < 0 || p.axis >= std::max(p.rank, 1) || p.rank > 4) throw OpError("TopK: axis out of range");
+    int64_t K = k[0];
+    if (K <= 0 || K > x->ne[p.axis])
+        throw OpError("TopK: K = " + std::to_string(K) + " for a dim of " + std::to_string(x->ne[p.axis]));
+    // ggml perm moving dim `axis` to dim 0 (ONNX: the axis last), and back.
+    int r = std::max(p.rank, 1);
+    Ints to(static_cast<size_t>(r)), back(static_cast<size_t>(r));
+    to[0] = p.axis;
+    for (int d = 0, j = 1; d < r; d++)
+        if (d != p.axis) to[size_t(j++)] = d;
+    for (int d = 0; d < r; d++) back[size_t(to[size_t(d)])] = d;
+    ggml_tensor* xt = cont(ctx, transpose(ctx, x, {to}));
+    if (xt->type != GGML_TYPE_F32) xt = ggml_cast(ctx, xt, GGML_TYPE_F32);
+    ggml_tensor* args[1] = {xt};
+    ggml_tensor* y = ggml_custom_4d(ctx, p.indices ? GGML_TYPE_I32 : GGML_TYPE_F32, K, xt->ne[1], xt->ne[2],
+                                    xt->ne[3], args, 1, topk_kernel, GGML_N_TASKS_MAX,
+                                    keep_params(TopKK{K, p.largest, p.indices}));
+    ctx.label(y, "topk");
+    return transpose(ctx, y, {back});
+}
+
+// ---- Trilu, CumProd ----
+
+ggml_tensor* trilu(Ctx& ctx, ggml_tensor* x, const Ints& k, const TriluParams& p) {
+    if (k.size() > 1) throw OpError("Trilu: k must hold one value");
+    int64_t kk = k.empty() ? 0 : k[0], C = x->ne[0], R = x->ne[1];
+    std::vector<float> m(size_t(R * C));
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t j = 0; j < C; j++) m[size_t(i * C + j)] = (p.upper ? j - i >= kk : j - i <= kk) ? 1.f : 0.f;
+    const int64_t ne[4] = {C, R, 1, 1};
+    return ggml_mul(ctx, x, ctx.constant_f32(ne, m));
+}
+
+namespace {
+struct CumK { int64_t outer, A, inner; bool excl, rev; };
+// Running product over [outer, A, inner]; integers wrap like the int64 reference.
+void cumprod_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const CumK& p = *static_cast<const CumK*>(ud);
+    const ggml_tensor* a = dst->src[0];
+    bool is_int = a->type == GGML_TYPE_I32;
+    for (int64_t line = ith; line < p.outer * p.inner; line += nth) {
+        int64_t o = line / p.inner, j = line % p.inner;
+        double acc = 1;
+        int64_t iacc = 1;
+        for (int64_t t = 0; t < p.A; t++) {
+            int64_t e = (o * p.A + (p.rev ? p.A - 1 - t : t)) * p.inner + j;
+            if (is_int) {
+                int32_t v = static_cast<const int32_t*>(a->data)[e];
+                if (p.excl) static_cast<int32_t*>(dst->data)[e] = int32_t(iacc);
+                iacc = int64_t(uint64_t(iacc) * uint64_t(int64_t(v)));
+                if (!p.excl) static_cast<int32_t*>(dst->data)[e] = int32_t(iacc);
+            } else {
+                float v = static_cast<const float*>(a->data)[e];
+                if (p.excl) static_cast<float*>(dst->data)[e] = float(acc);
+                acc *= v;
+                if (!p.excl) static_cast<float*>(dst->data)[e] = float(acc);
+            }
+        }
+    }
+}
+
+// out = 0; out[off[k]] = x[k] (or += when add); off[k] < 0 skips (MaxUnpool, Col2Im).
+struct PlaceK { bool add; };
+void place_kernel(ggml_tensor* dst, int ith, int, void* ud) {
+    if (ith != 0) return;
+    bool add = static_cast<const PlaceK*>(ud)->add;
+    const ggml_tensor *x = dst->src[0], *o = dst->src[1];
+    int64_t n = ggml_nelements(x);
+    std::memset(dst->data, 0, ggml_nbytes(dst));
+    const int32_t* off = static_cast<const int32_t*>(o->data);
+    for (int64_t k = 0; k < n; k++) {
+        int32_t v = off[k];
+        if (v < 0) continue;
+        if (dst->type == GGML_TYPE_F32) {
+            float* y = static_cast<float*>(dst->data);
+            y[v] = add ? y[v] + static_cast<const float*>(x->data)[k] : static_cast<const float*>(x->data)[k];
+        } else {
+            int32_t* y = static_cast<int32_t*>(dst->data);
+            y[v] = add ? y[v] + static_cast<const int32_t*>(x->data)[k] : static_cast<const int32_t*>(x->data)[k];
+        }
+    }
+}
+
+ggml_tensor* place(Ctx& ctx, ggml_tensor* x, const Ints& os, const Ints& offs, bool add, const char* op) {
+    if (!ctx.cpu) throw OpError(std::string(op) + " runs as a CPU kernel only");
+    int64_t ne[4];
+    fold_ne(os, ne);
+    if (prod(os) == 0) throw OpError(std::string(op) + ": empty output; ggml cannot hold it");
+    ggml_tensor* args[2] = {cont(ctx, x), offsets_tensor(ctx, offs)};
+    ggml_tensor* y = ggml_custom_4d(ctx, x->type, ne[0], ne[1], ne[2], ne[3], args, 2, place_kernel, 1,
+                                    keep_params(PlaceK{add}));
+    ctx.label(y, "scatter");
+    return y;
+}
+
+}  // namespace
+
+ggml_tensor* cumprod(Ctx& ctx, ggml_tensor* x, const CumParams& p) {
+    if (!ctx.cpu) throw OpError("CumProd runs as a CPU kernel only");
+    if (p.axis < 0 || p.axis > 3) throw OpError("CumProd: axis out of range");
+    CumK k{1, x->ne[p.axis], 1, p.exclusive, p.reverse};
+    for (int d = 0; d < p.axis; d++) k.inner *= x->ne[d];
+    for (int d = p.axis + 1; d < 4; d++) k.outer *= x->ne[d];
+    x = cont(ctx, x);
+    if (x->type != GGML_TYPE_F32 && x->type != GGML_TYPE_I32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
+    ggml_tensor* args[1] = {x};
+    ggml_tensor* y = ggml_custom_4d(ctx, x->type, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 1, cumprod_kernel,
+                                    GGML_N_TASKS_MAX, keep_params(k));
+    ctx.label(y, "cumprod");
+    return y;
+}
+
+ggml_tensor* cumsum(Ctx& ctx, ggml_tensor* x, const CumParams& p) {
+    if (p.axis < 0 || p.axis > 3) throw OpError("CumSum: axis out of range");
+    // ggml_cumsum runs along dim 0: move the axis there and back; reverse by flipping with a row gather.
+    Ints to = {p.axis}, back(4);
+    for (int d = 0; d < 4; d++)
+        if (d != p.axis) to.push_back(d);
+    for (int d = 0; d < 4; d++) back[size_t(to[size_t(d)])] = d;
+    x = transpose(ctx, x, {to});
+    int64_t n = x->ne[0];
+    auto flip = [&](ggml_tensor* v) {
+        Ints idx(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; i++) idx[size_t(i)] = n - 1 - i;
+        ggml_tensor* t = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, v, n, ggml_nelements(v) / n)));
+        t = ggml_get_rows(ctx, t, offsets_tensor(ctx, idx));
+        return ggml_reshape_4d(ctx, ggml_cont(ctx, ggml_transpose(ctx, t)), v->ne[0], v->ne[1], v->ne[2], v->ne[3]);
+    };
+    if (p.reverse) x = flip(x);
+    ggml_tensor* y = ggml_cumsum(ctx, x);
+    if (p.exclusive) y = ggml_sub(ctx, y, x);
+    if (p.reverse) y = flip(y);
+    return transpose(ctx, y, {back});
+}
+
+// ---- MaxUnpool, Col2Im: values placed into a zero output ----
+
+ggml_tensor* max_unpool(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& output_shape,
+                        const MaxUnpoolParams& p) {
+    size_t n = p.kernel.size();
+    if (n < 1 || n > 3) throw OpError("MaxUnpool: 1 to 3 spatial dims");
+    // Three spatial dims fold N and C into ne[3]: unpool as [1, N*C, ...], which has the same flat offsets.
+    Ints xs, out = output_shape;
+    if (n <= 2) {
+        xs = onnx_shape(x, int(n) + 2, "MaxUnpool");
+    } else {
+        xs = {1, x->ne[3], x->ne[2], x->ne[1], x->ne[0]};
+        if (!out.empty()) {
+            if (out.size() != 5 || out[0] * out[1] != x->ne[3])
+                throw OpError("MaxUnpool: output_shape must keep the input's batch and channel dims");
+            out[1] *= out[0];
+            out[0] = 1;
+        }
+    }
+    Ints os;
+    Ints offs = max_unpool_offsets(xs, indices, out, p.kernel, p.strides, p.pads, os);
+    return place(ctx, x, os, offs, false, "MaxUnpool");
+}
+
+ggml_tensor* col2im(Ctx& ctx, ggml_tensor* x, const Ints& img, const Ints& blk, const Col2ImParams& p) {
+    Ints os;
+    Ints offs = col2im_offsets(onnx_shape(x, 3, "Col2Im"), img, blk, p.dilations, p.strides, p.pads, os);
+    return place(ctx, x, os, offs, true, "Col2Im");
+}
+
+}  // namespace o2g

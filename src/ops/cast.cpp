@@ -1,0 +1,52 @@
+// Element-type and pass-through ops: Cast (1-23), CastLike (15-23), BitCast (26, host), Dropout (1-22, inference).
+#include "ops/host.h"
+
+namespace onnx2ggml {
+
+static DType cast_target(Lower& L) {
+    if (L.node.op_type == "CastLike") return L.dtype(1);
+    const Attribute* a = L.node.attr("to");
+    if (!a) L.error("missing attribute 'to'");
+    if (a->type == AttrType::STRING) L.error("string 'to' is not supported");
+    DType to = DType(int32_t(a->i));
+    if (!dtype_supported(to)) L.error(std::string("cast to ") + dtype_name(to) + " is not supported");
+    return to;
+}
+
+void lower_Cast(Lower& L) {
+    DType to = cast_target(L), from = L.dtype(0);
+    bool to_int = dtype_is_integer(to), from_int = dtype_is_integer(from);
+    // Integers are I32 on the device and every float or bool F32: only these changes move data.
+    int kind = -1;
+    if (to_int && !from_int) kind = o2g::CAST_INT;
+    else if (!to_int && from_int) kind = o2g::CAST_FLOAT;
+    else if (to == DType::BOOL && from != DType::BOOL) kind = o2g::CAST_BOOL;
+    else if (to == DType::FLOAT16 && from != DType::FLOAT16) kind = o2g::CAST_FLOAT16;
+    else if (to == DType::BFLOAT16 && from != DType::BFLOAT16) kind = o2g::CAST_BFLOAT16;
+    ggml_tensor* x = L.t(0);
+    if (kind >= 0) x = O2G_CALL(L, o2g::cast, x, o2g::CastParams{kind});
+    L.out_shape(0, x, to, L.shape(0));
+}
+void host_Cast(Lower& L) { L.out_host(0, L.h(0).cast(cast_target(L))); }
+
+void host_BitCast(Lower& L) {
+    const HostTensor& x = L.h(0);
+    DType to = DType(L.node.get_int("to", 0));
+    if (!dtype_supported(to) || dtype_size(to) == 0) L.error("unsupported target type");
+    if (dtype_size(to) != dtype_size(x.dtype)) L.error("BitCast needs input and output types of the same width");
+    HostTensor o = x;
+    o.dtype = to;
+    L.out_host(0, o);
+}
+
+// Inference: the data passes through and the optional mask is all true.
+void lower_Dropout(Lower& L) {
+    L.pass(0, 0);
+    if (L.outs.size() > 1 && !L.node.outputs[1].empty()) {
+        HostTensor m = HostTensor::alloc(DType::BOOL, L.shape(0));
+        for (int64_t k = 0; k < m.numel(); k++) m.mut()[k] = 1;
+        L.out_host(1, std::move(m));
+    }
+}
+
+}  // namespace onnx2ggml

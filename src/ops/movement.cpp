@@ -1,0 +1,370 @@
+// Data movement ops: Transpose (1-23), Concat (1-23), Split (1-18), Slice (1-13), Expand (8-13), Tile (6-13),
+// Pad (1-23), CenterCropPad (18), ReverseSequence (10), DepthToSpace / SpaceToDepth (1-13).
+#include <algorithm>
+#include <cstring>
+
+#include "lib/index_maps.h"
+#include "ops/host.h"
+#include "runtime/builder.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+// Host evaluation through a flat map: element k of the output (shape os) is element src(coords) of x.
+template <typename F>
+HostTensor host_remap(const HostTensor& x, const Shape& os, F src) {
+    auto ist = strides_of(x.shape);
+    std::vector<int64_t> map(size_t(shape_numel(os)));
+    std::vector<int64_t> c(os.size(), 0);
+    for (size_t k = 0; k < map.size(); k++) {
+        int64_t off = 0;
+        for (size_t d = 0; d < os.size(); d++) off += src(d, c[d]) * ist[d];
+        map[k] = off;
+        for (int d = int(os.size()) - 1; d >= 0; d--) {
+            if (++c[size_t(d)] < os[size_t(d)]) break;
+            c[size_t(d)] = 0;
+        }
+    }
+    return host_gather_flat(x, os, map);
+}
+
+}  // namespace
+
+// ---- Transpose ----
+static std::vector<int64_t> transpose_perm(Lower& L) {
+    int r = L.rank(0);
+    std::vector<int64_t> perm = L.node.get_ints("perm");
+    if (perm.empty())
+        for (int i = r - 1; i >= 0; i--) perm.push_back(i);
+    if (int(perm.size()) != r) L.error("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
+    for (auto& p : perm) p = norm_axis(L, p, r);
+    return perm;
+}
+void lower_Transpose(Lower& L) {
+    int r = L.rank(0);
+    auto perm = transpose_perm(L);
+    if (r > 4) L.error("rank > 4 Transpose is not supported by ggml");
+    ggml_tensor* y = O2G_CALL(L, o2g::transpose, L.t(0), o2g::TransposeParams{o2g::ggml_perm(perm)});
+    L.out(0, y, L.dtype(0), r);
+}
+void host_Transpose(Lower& L) {
+    const HostTensor& x = L.h(0);
+    auto perm = transpose_perm(L);
+    Shape os;
+    for (auto p : perm) os.push_back(x.shape[size_t(p)]);
+    auto ist = strides_of(x.shape);
+    Shape pst;  // input stride of each output dim
+    for (auto p : perm) pst.push_back(ist[size_t(p)]);
+    std::vector<int64_t> map(size_t(shape_numel(os)));
+    std::vector<int64_t> c(os.size(), 0);
+    for (size_t k = 0; k < map.size(); k++) {
+        int64_t off = 0;
+        for (size_t d = 0; d < os.size(); d++) off += c[d] * pst[d];
+        map[k] = off;
+        for (int d = int(os.size()) - 1; d >= 0; d--) {
+            if (++c[size_t(d)] < os[size_t(d)]) break;
+            c[size_t(d)] = 0;
+        }
+    }
+    L.out_host(0, host_gather_flat(x, os, map));
+}
+
+// ---- Concat ----
+void lower_Concat(Lower& L) {
+    int r = L.rank(0);
+    if (r > 4) L.error("rank > 4 Concat is not supported on the device");
+    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
+    o2g::ConcatParams p{gdim(r, axis)};
+    ggml_tensor* acc = nullptr;
+    for (int i = 0; i < L.n_in(); i++) {
+        if (!L.has(i) || shape_numel(L.shape(i)) == 0) continue;
+        acc = acc ? O2G_CALL(L, o2g::concat, acc, L.t(i), p) : L.t(i);
+    }
+    if (!acc) L.error("Concat of empty tensors is not supported on the device");
+    L.out(0, acc, L.dtype(0), r);
+}
+void host_Concat(Lower& L) {
+    int r = L.rank(0);
+    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
+    Shape os = L.shape(0);
+    os[size_t(axis)] = 0;
+    for (int i = 0; i < L.n_in(); i++) {
+        const Shape& s = L.shape(i);
+        if (int(s.size()) != r) L.error("Concat inputs differ in rank");
+        os[size_t(axis)] += s[size_t(axis)];
+    }
+    HostTensor out = HostTensor::alloc(L.dtype(0), os);
+    size_t es = dtype_size(out.dtype);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= os[size_t(i)];
+    for (int i = axis + 1; i < r; i++) inner *= os[size_t(i)];
+    int64_t off = 0;
+    for (int i = 0; i < L.n_in(); i++) {
+        const HostTensor& x = L.h(i);
+        int64_t a = x.shape[size_t(axis)];
+        for (int64_t o = 0; o < outer; o++)
+            std::memcpy(out.mut() + size_t((o * os[size_t(axis)] + off) * inner) * es,
+                        x.data + size_t(o * a * inner) * es, size_t(a * inner) * es);
+        off += a;
+    }
+    L.out_host(0, std::move(out));
+}
+
+// ---- Split ----
+// The sizes input or attribute (empty: equal chunks), and the number of parts.
+static Sym split_arg(Lower& L, int& parts) {
+    Sym split;
+    if (L.opset >= 13 && L.has(1)) split = L.sym(1);
+    else if (L.opset < 13) split.v = L.node.get_ints("split");
+    parts = int(L.node.outputs.size());
+    if (split.v.empty() && L.node.has("num_outputs")) parts = int(L.node.get_int("num_outputs", parts));
+    if (!split.v.empty()) parts = int(split.v.size());
+    return split;
+}
+static std::vector<int64_t> split_sizes(Lower& L, int axis) {
+    int parts;
+    std::vector<int64_t> split = split_arg(L, parts).v;
+    int64_t A = L.shape(0)[size_t(axis)];
+    if (split.empty()) {
+        int64_t chunk = (A + parts - 1) / parts;
+        for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
+    }
+    return split;
+}
+void lower_Split(Lower& L) {
+    int r = L.rank(0);
+    if (r > 4) L.error("rank > 4 Split is not supported on the device");
+    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
+    int parts;
+    const Sym split = split_arg(L, parts);
+    for (int i = 0; i < parts && i < int(L.outs.size()); i++) {
+        o2g::SplitParams p{gdim(r, axis), i, split.v.empty() ? parts : 1};
+        L.out(i, O2G_CALL(L, o2g::split, L.t(0), split, p), L.dtype(0), r);
+    }
+}
+void host_Split(Lower& L) {
+    int r = L.rank(0);
+    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
+    auto split = split_sizes(L, axis);
+    const HostTensor& x = L.h(0);
+    int64_t off = 0;
+    for (size_t i = 0; i < split.size() && i < L.outs.size(); i++) {
+        Shape os = x.shape;
+        os[size_t(axis)] = split[i];
+        L.outs[i] = Val();
+        L.out_host(int(i), host_remap(x, os, [&](size_t d, int64_t c) { return int(d) == axis ? c + off : c; }));
+        off += split[i];
+    }
+}
+
+// ---- Slice ----
+struct SliceArgs { Sym starts, ends, steps; std::vector<int64_t> axes; };
+static SliceArgs slice_args(Lower& L) {
+    SliceArgs a;
+    if (L.opset < 10) {
+        a.starts.v = L.node.get_ints("starts");
+        a.ends.v = L.node.get_ints("ends");
+        a.axes = L.node.get_ints("axes");
+    } else {
+        a.starts = L.sym(1);
+        a.ends = L.sym(2);
+        if (L.has(3)) a.axes = L.sym(3).v;
+        if (L.has(4)) a.steps = L.sym(4);
+    }
+    if (a.axes.empty())
+        for (size_t i = 0; i < a.starts.v.size(); i++) a.axes.push_back(int64_t(i));
+    size_t n = a.starts.v.size();
+    if (a.ends.v.size() != n || a.axes.size() != n || (!a.steps.v.empty() && a.steps.v.size() != n))
+        L.error("starts, ends, axes and steps differ in length");
+    for (auto& ax : a.axes) ax = norm_axis(L, ax, L.rank(0));
+    return a;
+}
+// Output shape, and the first index and step along each axis.
+static Shape slice_shape(Lower& L, const SliceArgs& a, std::vector<int64_t>& first, std::vector<int64_t>& step) {
+    Shape os = L.shape(0);
+    first.assign(os.size(), 0);
+    step.assign(os.size(), 1);
+    for (size_t i = 0; i < a.axes.size(); i++) {
+        size_t ax = size_t(a.axes[i]);
+        int64_t st = a.steps.v.empty() ? 1 : a.steps.v[i], count;
+        if (st == 0) L.error("slice step is 0");
+        o2g::slice_range(os[ax], a.starts.v[i], a.ends.v[i], st, first[ax], count);
+        os[ax] = count;
+        step[ax] = st;
+    }
+    return os;
+}
+void lower_Slice(Lower& L) {
+    const SliceArgs a = slice_args(L);
+    std::vector<int64_t> first, step;
+    Shape os = slice_shape(L, a, first, step);
+    int r = L.rank(0);
+    if (r > 4) L.error("rank > 4 Slice is not supported on the device");
+    if (shape_numel(os) == 0) return L.out_host(0, HostTensor::alloc(L.dtype(0), os));  // nothing to compute
+    o2g::SliceParams p;
+    for (auto ax : a.axes) p.axes.push_back(gdim(r, int(ax)));
+    L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.steps, p), L.dtype(0), r);
+}
+void host_Slice(Lower& L) {
+    SliceArgs a = slice_args(L);
+    std::vector<int64_t> first, step;
+    Shape os = slice_shape(L, a, first, step);
+    L.out_host(0, host_remap(L.h(0), os, [&](size_t d, int64_t c) { return first[d] + c * step[d]; }));
+}
+
+// ---- Expand, Tile ----
+void lower_Expand(Lower& L) {
+    const Sym given = L.sym(1);
+    Shape os = broadcast_shapes(L, L.shape(0), given.v);
+    const Sym full{os, nullptr};  // folded dims (rank > 4): the op library needs every output dim spelled out
+    if (os.size() > 4 && !folded_compatible(L.shape(0), os))
+        L.error("broadcast of " + shape_str(L.shape(0)) + " to " + shape_str(os) + " across folded dims (rank > 4)");
+    const Sym& shape = os.size() > 4 ? full : given;
+    L.out_shape(0, O2G_CALL(L, o2g::expand, L.t(0), shape, o2g::ExpandParams{L.rank(0)}), L.dtype(0), os);
+}
+void host_Expand(Lower& L) {
+    Shape os = broadcast_shapes(L, L.shape(0), L.ints(1));
+    L.out_host(0, host_gather_flat(L.h(0), os, broadcast_index(L.shape(0), os)));
+}
+static Shape tile_shape(Lower& L, const std::vector<int64_t>& rep) {
+    Shape os = L.shape(0);
+    if (rep.size() != os.size()) L.error("repeats has " + std::to_string(rep.size()) + " entries for rank " + std::to_string(os.size()));
+    for (size_t i = 0; i < os.size(); i++) os[i] *= rep[i];
+    return os;
+}
+void lower_Tile(Lower& L) {
+    const Sym rep = L.sym(1);
+    Shape os = tile_shape(L, rep.v);
+    L.out(0, O2G_CALL(L, o2g::tile, L.t(0), rep), L.dtype(0), int(os.size()));
+}
+void host_Tile(Lower& L) {
+    const HostTensor& x = L.h(0);
+    Shape os = tile_shape(L, L.ints(1));
+    L.out_host(0, host_remap(x, os, [&](size_t d, int64_t c) { return c % x.shape[d]; }));
+}
+
+// ---- Pad ----
+struct PadArgs { Sym pads; std::vector<int64_t> axes; o2g::PadParams p; };
+static PadArgs pad_args(Lower& L) {
+    int r = L.rank(0);
+    PadArgs a;
+    std::string mode = L.node.get_string("mode", "constant");
+    if (mode == "constant") a.p.mode = o2g::PAD_CONSTANT;
+    else if (mode == "reflect") a.p.mode = o2g::PAD_REFLECT;
+    else if (mode == "edge") a.p.mode = o2g::PAD_EDGE;
+    else if (mode == "wrap") a.p.mode = o2g::PAD_WRAP;
+    else L.error("unknown mode '" + mode + "'");
+    if (L.opset < 11) {
+        a.pads.v = L.node.get_ints(L.opset < 2 ? "paddings" : "pads");
+        a.p.value = L.node.get_float("value", 0.0f);
+    } else {
+        a.pads = L.sym(1);
+        if (L.has(2)) a.p.value = float(L.h(2).f64(0));
+    }
+    if (L.opset >= 18 && L.has(3)) a.axes = L.sym(3).v;
+    else
+        for (int i = 0; i < r; i++) a.axes.push_back(i);
+    if (a.pads.v.size() != a.axes.size() * 2)
+        L.error(std::to_string(a.pads.v.size()) + " pads for " + std::to_string(a.axes.size()) + " axes");
+    for (auto& ax : a.axes) ax = norm_axis(L, ax, r);
+    a.p.rank = r;
+    return a;
+}
+void lower_Pad(Lower& L) {
+    PadArgs a = pad_args(L);
+    int r = L.rank(0);
+    if (r > 4) L.error("rank > 4 Pad is not supported on the device");
+    if (L.opset >= 18 && L.has(3))
+        for (auto ax : a.axes) a.p.axes.push_back(gdim(r, int(ax)));
+    const Sym& pads = a.pads;
+    L.out(0, O2G_CALL(L, o2g::pad, L.t(0), pads, a.p), L.dtype(0), r);
+}
+void host_Pad(Lower& L) {
+    PadArgs a = pad_args(L);
+    const HostTensor& x = L.h(0);
+    size_t r = x.shape.size(), n = a.axes.size();
+    std::vector<int64_t> begin(r, 0), end(r, 0);
+    for (size_t i = 0; i < n; i++) {
+        begin[size_t(a.axes[i])] = a.pads.v[i];
+        end[size_t(a.axes[i])] = a.pads.v[i + n];
+    }
+    Shape os = x.shape;
+    for (size_t d = 0; d < r; d++) os[d] += begin[d] + end[d];
+    HostTensor out = HostTensor::alloc(x.dtype, os);
+    auto ist = strides_of(x.shape);
+    std::vector<int64_t> c(r, 0);
+    size_t es = dtype_size(x.dtype);
+    double value = L.opset < 11 ? double(a.p.value) : L.has(2) ? L.h(2).f64(0) : 0.0;
+    for (int64_t k = 0; k < out.numel(); k++) {
+        int64_t off = 0;
+        bool inside = true;
+        for (size_t d = 0; d < r; d++) {
+            int64_t src = o2g::pad_source(a.p.mode, c[d] - begin[d], x.shape[d]);
+            if (src < 0) inside = false;
+            else off += src * ist[d];
+        }
+        if (inside) std::memcpy(out.mut() + size_t(k) * es, x.data + size_t(off) * es, es);
+        else out.set_f64(k, value);
+        for (int d = int(r) - 1; d >= 0; d--) {
+            if (++c[size_t(d)] < os[size_t(d)]) break;
+            c[size_t(d)] = 0;
+        }
+    }
+    L.out_host(0, std::move(out));
+}
+
+// ---- CenterCropPad (18), ReverseSequence (10): row gathers (index maps shared with the op library) ----
+void lower_CenterCropPad(Lower& L) {
+    int r = L.rank(0);
+    const Sym sh = L.sym(1);
+    std::vector<int64_t> axes = L.node.get_ints("axes");
+    if (axes.empty())
+        for (int i = 0; i < r; i++) axes.push_back(i);
+    o2g::CenterCropPadParams p{r, {}};
+    for (auto& a : axes) {
+        a = norm_axis(L, a, r);
+        p.axes.push_back(gdim(r, int(a)));
+    }
+    o2g::RowMap m = o2g::center_crop_pad_rows(L.shape(0), sh.v, axes);
+    if (m.rows.empty()) return L.pass(0, 0);
+    if (shape_numel(m.os) == 0) L.error("the output would be empty, which ggml cannot hold");
+    if (L.b.host_mode) return L.out_host(0, host_take_rows(L.h(0), m.inner, m.rows, m.os));
+    if (r > 4) L.error("rank > 4 CenterCropPad is not supported on the device");
+    L.out_shape(0, O2G_CALL(L, o2g::center_crop_pad, L.t(0), sh, p), L.dtype(0), m.os);
+}
+
+void lower_ReverseSequence(Lower& L) {
+    int r = L.rank(0);
+    if (r < 2) L.error("input must have rank >= 2");
+    int ba = norm_axis(L, L.node.get_int("batch_axis", 1), r), ta = norm_axis(L, L.node.get_int("time_axis", 0), r);
+    if (ba == ta || ba > 1 || ta > 1) L.error("batch_axis and time_axis must be 0 and 1 in some order");
+    const Sym lens = L.sym(1);
+    o2g::RowMap m = o2g::reverse_sequence_rows(L.shape(0), lens.v, ba == 0);
+    if (shape_numel(m.os) == 0) L.error("the output would be empty, which ggml cannot hold");
+    if (L.b.host_mode) return L.out_host(0, host_take_rows(L.h(0), m.inner, m.rows, m.os));
+    if (r > 4) L.error("rank > 4 ReverseSequence is not supported on the device");
+    L.out(0, O2G_CALL(L, o2g::reverse_sequence, L.t(0), lens, o2g::ReverseSequenceParams{r, ba == 0}), L.dtype(0), r);
+}
+
+// ---- DepthToSpace / SpaceToDepth ----
+void lower_DepthToSpace(Lower& L) {
+    if (L.rank(0) != 4) L.error("expects rank 4");
+    int64_t b = L.node.get_int("blocksize", 1);
+    if (b < 1) L.error("blocksize " + std::to_string(b) + " must be positive");
+    ggml_tensor* y;
+    if (L.node.op_type == "DepthToSpace")
+        y = O2G_CALL(L, o2g::depth_to_space, L.t(0),
+                     o2g::DepthToSpaceParams{b, L.node.get_string("mode", "DCR") == "CRD"});
+    else
+        y = O2G_CALL(L, o2g::space_to_depth, L.t(0), o2g::SpaceToDepthParams{b});
+    L.out(0, y, L.dtype(0), 4);
+}
+void host_DepthToSpace(Lower& L) {
+    if (L.rank(0) != 4) L.error("expects rank 4");
+    bool d2s = L.node.op_type == "DepthToSpace", crd = L.node.get_string("mode", "DCR") == "CRD";
+    o2g::RowMap m = o2g::depth_to_space_map(L.shape(0), L.node.get_int("blocksize", 1), crd && d2s, d2s);
+    L.out_host(0, host_gather_flat(L.h(0), m.os, m.rows));
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,143 @@
+// Shape ops: Shape, Size (host), Reshape (1-23), Flatten (1-23), Squeeze (1-23), Unsqueeze (1-23).
+#include <algorithm>
+
+#include "ops/host.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+HostTensor make_i64(const std::vector<int64_t>& v) { return HostTensor::from_i64(DType::INT64, {int64_t(v.size())}, v); }
+
+// Axes from input `input` (opset 13+) or attribute `attr`.
+std::vector<int64_t> axes_arg(Lower& L, int input, const char* attr) {
+    if (L.has(input)) return L.sym(input).v;
+    return L.node.get_ints(attr);
+}
+
+// Output `s` of a reshape-like op: host data stays on the host; rank > 4 (folded dims) reshapes to the literal
+// shape; otherwise `call` makes the op-library call.
+template <typename F>
+void reshape_like(Lower& L, const Shape& s, F call) {
+    Val& x = L.in(0);
+    if (x.host) return L.out_host(0, x.host->reshaped(s));
+    ggml_tensor* y;
+    if (L.rank(0) > 4 || s.size() > 4)
+    {
+        const Sym shape{s, nullptr};
+        y = O2G_CALL(L, o2g::reshape, L.t(0), shape, o2g::ReshapeParams{L.rank(0), false});
+    }
+    else
+        y = call();
+    L.out_shape(0, y, x.dtype, s);
+}
+
+Shape reshape_target(Lower& L, const Shape& in, std::vector<int64_t> spec, bool allowzero) {
+    int64_t known = 1;
+    int neg = -1;
+    for (size_t i = 0; i < spec.size(); i++) {
+        if (spec[i] == 0 && !allowzero) {
+            if (i >= in.size()) L.error("Reshape: 0 at position " + std::to_string(i) + " beyond input rank");
+            spec[i] = in[i];
+        }
+        if (spec[i] == -1) {
+            if (neg >= 0) L.error("Reshape: more than one -1 in shape");
+            neg = int(i);
+        } else if (spec[i] < 0) L.error("Reshape: invalid dim " + std::to_string(spec[i]));
+        else known *= spec[i];
+    }
+    int64_t total = shape_numel(in);
+    if (neg >= 0) {
+        if (known == 0 || total % known) L.error("Reshape: cannot infer -1 for " + shape_str(in));
+        spec[size_t(neg)] = total / known;
+    } else if (known != total) L.error("Reshape: cannot reshape " + shape_str(in) + " to " + shape_str(spec));
+    return spec;
+}
+
+}  // namespace
+
+// ---- Shape, Size ----
+void host_Shape(Lower& L) {
+    const Shape& s = L.shape(0);
+    int64_t r = int64_t(s.size());
+    int64_t start = L.node.get_int("start", 0), end = L.node.get_int("end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = std::clamp<int64_t>(start, 0, r);
+    end = std::clamp<int64_t>(end, 0, r);
+    std::vector<int64_t> v;
+    for (int64_t i = start; i < end; i++) v.push_back(s[size_t(i)]);
+    L.out_host(0, make_i64(v));
+}
+void host_Size(Lower& L) { L.out_host(0, HostTensor::from_i64(DType::INT64, {}, {shape_numel(L.shape(0))})); }
+
+// ---- Reshape family (each row also evaluates host data) ----
+void lower_Reshape(Lower& L) {
+    bool allowzero = L.opset >= 5 && L.node.get_int("allowzero", 0) != 0;
+    const Sym given = L.opset < 5 ? Sym{L.node.get_ints("shape"), nullptr} : L.sym(1);
+    Shape s = reshape_target(L, L.shape(0), given.v, allowzero);
+    int r = L.rank(0);
+    bool folded_zero = false;  // a 0 copying one of the dims folded into ne[3]
+    for (size_t i = 0; i < given.v.size(); i++) folded_zero |= given.v[i] == 0 && !allowzero && r > 4 && r - 1 - int(i) >= 3;
+    Val& x = L.in(0);
+    if (x.host) return L.out_host(0, x.host->reshaped(s));
+    const Sym resolved{s, nullptr};
+    const Sym& spec = folded_zero ? resolved : given;
+    L.out_shape(0, O2G_CALL(L, o2g::reshape, L.t(0), spec, o2g::ReshapeParams{r, allowzero}), x.dtype, s);
+}
+
+void lower_Flatten(Lower& L) {
+    const Shape& in = L.shape(0);
+    int r = int(in.size());
+    int64_t axis = L.node.get_int("axis", 1);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis > r) L.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(r));
+    int64_t a = 1;
+    for (int i = 0; i < axis; i++) a *= in[size_t(i)];
+    Shape s = {a, shape_numel(in) / std::max<int64_t>(a, 1) * (a == 0 ? 0 : 1)};
+    reshape_like(L, s, [&] { return O2G_CALL(L, o2g::flatten, L.t(0), o2g::FlattenParams{r, int(r - axis)}); });
+}
+
+void lower_Squeeze(Lower& L) {
+    const Shape& in = L.shape(0);
+    int r = int(in.size());
+    std::vector<int64_t> axes = axes_arg(L, 1, "axes");
+    std::vector<bool> drop(in.size(), false);
+    if (axes.empty())
+        for (size_t i = 0; i < in.size(); i++) drop[i] = in[i] == 1;
+    for (int64_t a : axes) {
+        int ax = norm_axis(L, a, r);
+        if (in[size_t(ax)] != 1) L.error("Squeeze: dim " + std::to_string(ax) + " is not 1");
+        drop[size_t(ax)] = true;
+    }
+    Shape s;
+    o2g::SqueezeParams p{r, {}};
+    for (int i = 0; i < r; i++) {
+        if (!drop[size_t(i)]) s.push_back(in[size_t(i)]);
+        else p.axes.push_back(gdim(r, i));
+    }
+    reshape_like(L, s, [&] { return O2G_CALL(L, o2g::squeeze, L.t(0), p); });
+}
+
+void lower_Unsqueeze(Lower& L) {
+    const Shape& in = L.shape(0);
+    std::vector<int64_t> axes = axes_arg(L, 1, "axes");
+    int r = int(in.size() + axes.size());
+    std::vector<bool> ins(size_t(r), false);
+    for (int64_t a : axes) {
+        int ax = norm_axis(L, a, r);
+        if (ins[size_t(ax)]) L.error("Unsqueeze: repeated axis " + std::to_string(a));
+        ins[size_t(ax)] = true;
+    }
+    Shape s;
+    o2g::UnsqueezeParams p{int(in.size()), {}};
+    size_t j = 0;
+    for (int i = 0; i < r; i++) {
+        s.push_back(ins[size_t(i)] ? 1 : in[j++]);
+        if (ins[size_t(i)]) p.axes.push_back(gdim(r, i));
+    }
+    std::sort(p.axes.begin(), p.axes.end());
+    reshape_like(L, s, [&] { return O2G_CALL(L, o2g::unsqueeze, L.t(0), p); });
+}
+
+}  // namespace onnx2ggml

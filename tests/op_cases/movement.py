@@ -1,0 +1,41 @@
+"""Movement ops: reshapes past rank 4, DepthToSpace/SpaceToDepth, CenterCropPad, ReverseSequence, casts and the
+host-evaluated constants (Constant, EyeLike, BitCast)."""
+
+import numpy as np
+from onnx import TensorProto, numpy_helper
+
+from op_case import I64, K, R, V, W, case
+
+# Reshapes whose input or output has rank > 4 (ggml folds the outer dims).
+case("Reshape", R(2, 3, 4, 5), I64(2, 3, 2, 2, 5), opset=14)
+case("Reshape", R(2, 3, 2, 2, 5), I64(0, 0, -1), opset=14)  # 0 copies folded dims
+case("Unsqueeze", R(2, 3, 4, 5), I64(2), opset=13)
+case("Squeeze", R(2, 1, 3, 4, 5), I64(1), opset=13)
+case("Flatten", R(2, 3, 2, 2, 5), axis=3)
+case("Expand", R(3, 1), I64(2, 1, 1, 3, 4))
+case("Transpose", R(2, 3), perm=[0, 1])  # identity
+
+case("DepthToSpace", R(1, 8, 2, 3), blocksize=2, opset=13)  # DCR
+case("DepthToSpace", R(2, 12, 2, 2), blocksize=2, mode="CRD", opset=13)
+case("SpaceToDepth", R(1, 3, 4, 6), blocksize=2, opset=13)
+case("SpaceToDepth", R(2, 2, 6, 3), blocksize=3, opset=13)
+
+case("CenterCropPad", R(5, 7), I64(3, 10), opset=18)  # crop one axis, pad the other
+case("CenterCropPad", R(2, 6, 4), I64(4, 7), axes=[1, -1], opset=18)
+case("CenterCropPad", R(3, 4, dtype="int64", lo=0, hi=9), I64(5, 2), opset=18)  # host data
+case("ReverseSequence", R(4, 3, 2), K([4, 2, 3], "int64"), batch_axis=1, time_axis=0, opset=10)
+case("ReverseSequence", R(3, 5), K([5, 1, 3], "int64"), batch_axis=0, time_axis=1, opset=10)
+case("ReverseSequence", R(3, 4, dtype="int64", lo=0, hi=99), K([4, 1, 2], "int64"), batch_axis=0, time_axis=1,
+     opset=10)
+
+case("Cast", R(2, 3, dtype="int64", lo=-5, hi=5), to=TensorProto.BOOL)
+case("Cast", R(3, 4, lo=-50, hi=50), to=TensorProto.BFLOAT16, tol=1e-2)
+case("Cast", R(3, 4, dtype="float16"), to=TensorProto.FLOAT16)  # nothing to do
+
+case("Constant", value=numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3)))
+case("Constant", value_ints=[3, -1, 4])
+case("Constant", value_float=2.5)
+case("EyeLike", W(3, 4), k=1, opset=9)
+case("EyeLike", W(4, 4), k=-2, dtype=TensorProto.INT64, opset=9)
+case("BitCast", V([1.0, -2.5, 0.0], "float32"), to=TensorProto.INT32, opset=26)
+case("BitCast", V([[1, -2], [3, 4]], "int64"), to=TensorProto.DOUBLE, opset=26)
