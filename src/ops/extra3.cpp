@@ -1,6 +1,4 @@
-// Recent and remaining ops: LinearAttention (27), CausalConvWithState (27), NonMaxSuppression (10, host),
-// RoiAlign (10/16/22), Hann/Hamming/BlackmanWindow (17), LRN, Det, RotaryEmbedding (23), LpPool, RNN, GRU,
-// LSTM, DeformConv (19/22, 2-D), MelWeightMatrix (17).
+// Ops not yet moved to their family file.
 // Float math runs in ggml: ggml ops where they fit, else ggml custom CPU kernels over contiguous F32 data.
 #include <algorithm>
 #include <cmath>
@@ -255,41 +253,6 @@ void lower_LinearAttention(Lower& L) {
     }
 }
 
-// ---- CausalConvWithState (27): depthwise causal conv1d over [past_state | input] ----
-void lower_CausalConvWithState(Lower& L) {
-    if (L.rank(0) != 3 || L.rank(1) != 3) L.error("input and weight must be 3-D");
-    const Shape &xs = L.shape(0), &ws = L.shape(1);
-    int64_t B = xs[0], C = xs[1], Len = xs[2], K = ws[2];
-    if (ws[0] != C || ws[1] != 1 || K < 1) L.error("weight must have shape (channels, 1, k)");
-    std::string act = L.node.get_string("activation", "none");
-    if (act != "none" && act != "silu" && act != "swish") L.error("unknown activation '" + act + "'");
-    DType dt = L.dtype(0);
-    ggml_tensor* x = f32_cont(L, L.t(0));  // [Len, C, B]
-    ggml_tensor* padded = x;
-    if (K > 1) {
-        ggml_tensor* pad;
-        if (L.has(3)) {
-            if (L.shape(3) != Shape{B, C, K - 1}) L.error("past_state must have shape (batch, channels, k - 1)");
-            pad = f32_cont(L, L.t(3));
-        } else pad = L.constant(HostTensor::alloc(DType::FLOAT, {B, C, K - 1}));
-        padded = ggml_concat(L.ctx, pad, x, 0);  // [K - 1 + Len, C, B]
-    } else if (L.has(3) && shape_numel(L.shape(3)) != 0) L.error("past_state must be empty when k = 1");
-    ggml_tensor* w = ggml_reshape_2d(L.ctx, f32_cont(L, L.t(1)), K, C);
-    ggml_tensor* y = ggml_ssm_conv(L.ctx, padded, w);  // [C, Len, B]
-    if (L.has(2)) {
-        if (L.shape(2) != Shape{C}) L.error("bias must have shape (channels)");
-        y = ggml_add(L.ctx, y, f32_cont(L, L.t(2)));
-    }
-    if (act != "none") y = ggml_silu(L.ctx, y);
-    y = ggml_cont(L.ctx, ggml_permute(L.ctx, y, 1, 0, 2, 3));  // [Len, C, B]
-    L.out(0, y, dt, 3);
-    if (!wanted(L, 1)) return;
-    if (K == 1) return L.out_host(1, HostTensor::alloc(dt, {B, C, 0}));
-    ggml_tensor* st = ggml_view_3d(L.ctx, padded, K - 1, C, B, padded->nb[1], padded->nb[2],
-                                   size_t(Len) * padded->nb[0]);
-    L.out(1, ggml_cont(L.ctx, st), dt, 3);
-}
-
 // ---- NonMaxSuppression (10, host: the output length depends on the values) ----
 void host_NonMaxSuppression(Lower& L) {
     const HostTensor& boxes = L.h(0);
@@ -400,8 +363,6 @@ void lower_RoiAlign(Lower& L) {
 
 }  // namespace onnx2ggml
 
-// ======== further ops: window functions, LRN, Det,
-// RotaryEmbedding, LpPool ========
 namespace onnx2ggml {
 
 namespace {
@@ -530,40 +491,6 @@ void rope_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
-// ---- LpPool over up to 3 spatial dims ----
-struct LpParams { int64_t outer, in[3], out[3], k[3], s[3], d[3], pb[3]; double p; };
-
-void lppool_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
-    const ggml_tensor* a = dst->src[0];
-    const LpParams& q = *static_cast<const LpParams*>(ud);
-    const float* x = static_cast<const float*>(a->data);
-    float* y = static_cast<float*>(dst->data);
-    int64_t isz = q.in[0] * q.in[1] * q.in[2], osz = q.out[0] * q.out[1] * q.out[2];
-    int64_t total = q.outer * osz, per = (total + nth - 1) / nth, b0 = std::min(total, per * ith),
-            b1 = std::min(total, b0 + per);
-    for (int64_t e = b0; e < b1; e++) {
-        int64_t o = e / osz, r = e % osz;
-        int64_t o2 = r % q.out[2], o1 = (r / q.out[2]) % q.out[1], o0 = r / (q.out[2] * q.out[1]);
-        const float* xo = x + o * isz;
-        double acc = 0;
-        for (int64_t k0 = 0; k0 < q.k[0]; k0++) {
-            int64_t i0 = o0 * q.s[0] - q.pb[0] + k0 * q.d[0];
-            if (i0 < 0 || i0 >= q.in[0]) continue;
-            for (int64_t k1 = 0; k1 < q.k[1]; k1++) {
-                int64_t i1 = o1 * q.s[1] - q.pb[1] + k1 * q.d[1];
-                if (i1 < 0 || i1 >= q.in[1]) continue;
-                for (int64_t k2 = 0; k2 < q.k[2]; k2++) {
-                    int64_t i2 = o2 * q.s[2] - q.pb[2] + k2 * q.d[2];
-                    if (i2 < 0 || i2 >= q.in[2]) continue;
-                    double v = std::fabs(double(xo[(i0 * q.in[1] + i1) * q.in[2] + i2]));
-                    acc += q.p == 2 ? v * v : std::pow(v, q.p);
-                }
-            }
-        }
-        y[e] = float(q.p == 2 ? std::sqrt(acc) : std::pow(acc, 1.0 / q.p));
-    }
-}
-
 }  // namespace
 
 // ---- HannWindow, HammingWindow, BlackmanWindow (17) ----
@@ -633,57 +560,6 @@ void lower_RotaryEmbedding(Lower& L) {
                                     args[0]->ne[3], args.data(), int(args.size()), rope_kernel, GGML_N_TASKS_MAX,
                                     keep_params(p));
     L.out(0, y, L.dtype(0), r);
-}
-
-// ---- LpPool (11/18/22) ----
-void lower_LpPool(Lower& L) {
-    const Shape& xs = L.shape(0);
-    int sp = int(xs.size()) - 2;
-    if (sp < 1 || sp > 3) L.error("only 1-D to 3-D pooling is supported");
-    auto k = L.node.get_ints("kernel_shape");
-    if (int(k.size()) != sp) L.error("kernel_shape has wrong length");
-    auto s = L.node.get_ints("strides"), d = L.node.get_ints("dilations");
-    if (s.empty()) s.assign(size_t(sp), 1);
-    if (d.empty()) d.assign(size_t(sp), 1);
-    if (int(s.size()) != sp || int(d.size()) != sp) L.error("strides/dilations have wrong length");
-    bool ceil_mode = L.node.get_int("ceil_mode", 0) != 0;
-    std::string ap = L.node.get_string("auto_pad", "NOTSET");
-    auto pads = L.node.get_ints("pads");
-    if (ap == "NOTSET" && !pads.empty() && int(pads.size()) != 2 * sp) L.error("pads has wrong length");
-    LpParams q{};
-    q.p = L.opset >= 2 ? double(L.node.get_int("p", 2)) : double(L.node.get_float("p", 2.0f));
-    if (q.p <= 0) L.error("p must be positive");
-    q.outer = xs[0] * xs[1];
-    Shape os = {xs[0], xs[1]};
-    for (int i = 0; i < 3; i++) q.in[i] = q.out[i] = q.k[i] = q.s[i] = q.d[i] = 1;
-    int base = 3 - sp;
-    for (int i = 0; i < sp; i++) {
-        int64_t in = xs[size_t(i + 2)], kk = k[size_t(i)], st = s[size_t(i)], dl = d[size_t(i)];
-        if (kk < 1 || st < 1 || dl < 1) L.error("kernel_shape, strides and dilations must be positive");
-        int64_t dk = (kk - 1) * dl + 1, o, pb = 0;
-        if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-            o = (in + st - 1) / st;
-            int64_t total = std::max<int64_t>(0, (o - 1) * st + dk - in);
-            pb = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-        } else if (ap == "VALID") {
-            o = (in - dk) / st + 1;
-        } else if (ap == "NOTSET") {
-            int64_t pe = 0;
-            if (!pads.empty()) pb = pads[size_t(i)], pe = pads[size_t(i + sp)];
-            int64_t span = in + pb + pe - dk;
-            o = (ceil_mode ? (span + st - 1) / st : span / st) + 1;
-            if (ceil_mode && (o - 1) * st >= in + pb) o--;
-        } else L.error("unknown auto_pad '" + ap + "'");
-        if (o < 1) L.error("the output would be empty, which ggml cannot hold");
-        q.in[base + i] = in, q.out[base + i] = o, q.k[base + i] = kk, q.s[base + i] = st, q.d[base + i] = dl;
-        q.pb[base + i] = pb;
-        os.push_back(o);
-    }
-    ggml_tensor* x = f32_cont(L, L.t(0));
-    ggml_tensor* args[1] = {x};
-    ggml_tensor* out = ggml_custom_4d(L.ctx, GGML_TYPE_F32, shape_numel(os), 1, 1, 1, args, 1, lppool_kernel,
-                                      GGML_N_TASKS_MAX, keep_params(q));
-    L.out_shape(0, reshape_to(L, out, os), L.dtype(0), os);
 }
 
 }  // namespace onnx2ggml
@@ -928,51 +804,10 @@ void lower_LSTM(Lower& L) { lower_recurrent(L, Cell::LSTM); }
 
 }  // namespace onnx2ggml
 
-// ======== DeformConv (19/22, 2-D), MelWeightMatrix (17) ========
+// ======== MelWeightMatrix (17) ========
 namespace onnx2ggml {
 
 namespace {
-
-// Deformable im2col: cols [K = icg*kh*kw, P = oh*ow, group, n], each sample bilinear (zeros outside) times mask.
-struct DcnParams { int64_t n, ic, ih, iw, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, g, offg; bool mask; };
-
-void dcn_cols_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
-    const DcnParams& p = *static_cast<const DcnParams*>(ud);
-    const float* X = static_cast<const float*>(dst->src[0]->data);
-    const float* off = static_cast<const float*>(dst->src[1]->data);
-    const float* msk = p.mask ? static_cast<const float*>(dst->src[2]->data) : nullptr;
-    float* cols = static_cast<float*>(dst->data);
-    int64_t P = p.oh * p.ow, KK = p.kh * p.kw, icg = p.ic / p.g, K = icg * KK, icpo = p.ic / p.offg;
-    for (int64_t item = ith; item < p.n * p.ic; item += nth) {
-        int64_t b = item / p.ic, c = item % p.ic, grp = c / icg, cl = c % icg, og = c / icpo;
-        const float* img = X + (b * p.ic + c) * p.ih * p.iw;
-        float* out = cols + (b * p.g + grp) * P * K;
-        for (int64_t ki = 0; ki < p.kh; ki++)
-            for (int64_t kj = 0; kj < p.kw; kj++) {
-                int64_t kk = ki * p.kw + kj, oc_ch = (og * KK + kk) * 2;
-                const float* offh = off + (b * p.offg * KK * 2 + oc_ch) * P;
-                const float* offw = offh + P;
-                const float* m = msk ? msk + (b * p.offg * KK + og * KK + kk) * P : nullptr;
-                int64_t k = cl * KK + kk;
-                for (int64_t i = 0; i < p.oh; i++)
-                    for (int64_t j = 0; j < p.ow; j++) {
-                        int64_t pp = i * p.ow + j;
-                        double y = double(i * p.sh - p.ph + ki * p.dh) + offh[pp];
-                        double x = double(j * p.sw - p.pw + kj * p.dw) + offw[pp];
-                        double y0 = std::floor(y), x0 = std::floor(x), ly = y - y0, lx = x - x0, v = 0;
-                        int64_t yi = int64_t(y0), xi = int64_t(x0);
-                        auto at = [&](int64_t yy, int64_t xx) {
-                            return yy >= 0 && yy < p.ih && xx >= 0 && xx < p.iw ? double(img[yy * p.iw + xx]) : 0.0;
-                        };
-                        if (std::isfinite(y) && std::isfinite(x))
-                            v = (1 - ly) * ((1 - lx) * at(yi, xi) + lx * at(yi, xi + 1)) +
-                                ly * ((1 - lx) * at(yi + 1, xi) + lx * at(yi + 1, xi + 1));
-                        if (m) v *= m[pp];
-                        out[pp * K + k] = float(v);
-                    }
-            }
-    }
-}
 
 struct MelParams { int64_t bins, dft, rate; double lo, hi; };
 
@@ -1002,48 +837,6 @@ void mel_kernel(ggml_tensor* dst, int ith, int, void* ud) {
 }
 
 }  // namespace
-
-void lower_DeformConv(Lower& L) {
-    const Shape &xs = L.shape(0), &ws = L.shape(1), &os = L.shape(2);
-    if (xs.size() != 4 || ws.size() != 4 || os.size() != 4) L.error("only 2-D DeformConv is supported");
-    DcnParams p{};
-    p.n = xs[0], p.ic = xs[1], p.ih = xs[2], p.iw = xs[3];
-    int64_t oc = ws[0];
-    p.g = L.node.get_int("group", 1);
-    p.offg = L.node.get_int("offset_group", 1);
-    auto k = L.node.get_ints("kernel_shape", {ws[2], ws[3]});
-    auto s = L.node.get_ints("strides", {1, 1}), d = L.node.get_ints("dilations", {1, 1});
-    auto pads = L.node.get_ints("pads", {0, 0, 0, 0});
-    if (k.size() != 2 || s.size() != 2 || d.size() != 2 || pads.size() != 4) L.error("attributes must be for 2 spatial dims");
-    if (k[0] != ws[2] || k[1] != ws[3]) L.error("kernel_shape does not match W");
-    p.kh = k[0], p.kw = k[1], p.sh = s[0], p.sw = s[1], p.dh = d[0], p.dw = d[1], p.ph = pads[0], p.pw = pads[1];
-    if (p.g < 1 || p.offg < 1 || p.ic % p.g || oc % p.g || ws[1] * p.g != p.ic || p.ic % p.offg)
-        L.error("channels do not match group / offset_group");
-    if (p.sh < 1 || p.sw < 1 || p.dh < 1 || p.dw < 1) L.error("strides and dilations must be positive");
-    p.oh = (p.ih + pads[0] + pads[2] - ((p.kh - 1) * p.dh + 1)) / p.sh + 1;
-    p.ow = (p.iw + pads[1] + pads[3] - ((p.kw - 1) * p.dw + 1)) / p.sw + 1;
-    if (p.oh < 1 || p.ow < 1) L.error("the output would be empty");
-    int64_t KK = p.kh * p.kw;
-    if (os != Shape{p.n, p.offg * KK * 2, p.oh, p.ow}) L.error("offset must have shape " + shape_str({p.n, p.offg * KK * 2, p.oh, p.ow}));
-    std::vector<ggml_tensor*> args = {f32_cont(L, L.t(0)), f32_cont(L, L.t(2))};
-    if (L.has(4)) {
-        if (L.shape(4) != Shape{p.n, p.offg * KK, p.oh, p.ow}) L.error("mask must have shape " + shape_str({p.n, p.offg * KK, p.oh, p.ow}));
-        p.mask = true;
-        args.push_back(f32_cont(L, L.t(4)));
-    }
-    int64_t K = (p.ic / p.g) * KK, P = p.oh * p.ow, ocg = oc / p.g;
-    ggml_tensor* cols = ggml_custom_4d(L.ctx, GGML_TYPE_F32, K, P, p.g, p.n, args.data(), int(args.size()),
-                                       dcn_cols_kernel, GGML_N_TASKS_MAX, keep_params(p));
-    ggml_tensor* w = ggml_reshape_4d(L.ctx, f32_cont(L, L.t(1)), K, ocg, p.g, 1);
-    ggml_tensor* y = ggml_mul_mat(L.ctx, w, cols);                            // [ocg, P, g, n]
-    y = ggml_cont(L.ctx, ggml_permute(L.ctx, y, 1, 0, 2, 3));                 // [P, ocg, g, n]
-    y = ggml_reshape_4d(L.ctx, y, p.ow, p.oh, oc, p.n);
-    if (L.has(3)) {
-        if (L.shape(3) != Shape{oc}) L.error("B must have shape (out_channels)");
-        y = ggml_add(L.ctx, y, ggml_reshape_4d(L.ctx, f32_cont(L, L.t(3)), 1, 1, oc, 1));
-    }
-    L.out(0, y, L.dtype(0), 4);
-}
 
 void lower_MelWeightMatrix(Lower& L) {
     auto scalar = [&](int i) {

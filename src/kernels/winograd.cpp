@@ -1,7 +1,7 @@
 // Winograd F(m x m, 3 x 3) convolution for the CPU: input transform and output transform are custom kernels,
 // the 36 (or 16) small products in between are one batched ggml_mul_mat. Compared with an F32 im2col this does
 // 2.25x (m = 2) or 4x (m = 4) fewer multiply-adds and moves 4x / 2.25x the input instead of 9x.
-#include "ops/winograd.h"
+#include "kernels/winograd.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "ops/custom.h"
-#include "runtime/builder.h"
+#include "kernels/custom.h"
+#include "kernels/sgemm_pad.h"
 
-namespace onnx2ggml {
+namespace o2g {
 
 namespace {
 
@@ -168,19 +168,11 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
+// g: weight [CO, CI, 3, 3] -> o: U [A*A, CO, CI] (ggml [CI, CO, A*A]).
 template <int M>
-HostTensor transform_weights(const HostTensor& w) {
+void transform_weights(const float* g, float* o, int64_t CO, int64_t CI) {
     using K = Mat<M>;
     constexpr int A = K::A;
-    const int64_t CO = w.shape[0], CI = w.shape[1];
-    HostTensor out = HostTensor::alloc(DType::FLOAT, {A * A, CO, CI});
-    std::vector<float> conv;
-    const float* g = reinterpret_cast<const float*>(w.data);
-    if (w.dtype != DType::FLOAT) {
-        conv = w.to_f32();
-        g = conv.data();
-    }
-    float* o = reinterpret_cast<float*>(out.mut());
     auto rows = [&](int64_t co0, int64_t co1) {
         for (int64_t co = co0; co < co1; co++)
             for (int64_t ci = 0; ci < CI; ci++) {
@@ -199,18 +191,17 @@ HostTensor transform_weights(const HostTensor& w) {
     const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(CO, int64_t(std::thread::hardware_concurrency())));
     if (nt == 1 || CO * CI < 65536) {
         rows(0, CO);
-        return out;
+        return;
     }
     std::vector<std::thread> pool;
     for (int64_t t = 0; t < nt; t++) pool.emplace_back(rows, CO * t / nt, CO * (t + 1) / nt);
     for (auto& th : pool) th.join();
-    return out;
 }
 
 template <int M>
-ggml_tensor* build(Lower& L, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, int ph) {
+ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, int pw, int ph) {
     constexpr int A = Mat<M>::A;
-    x = L.cont(x);
+    x = cont(ctx, x);
     Params p{};
     p.pw = pw;
     p.ph = ph;
@@ -223,19 +214,22 @@ ggml_tensor* build(Lower& L, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, 
     p.TW = (p.OW + M - 1) / M;
     p.TH = (p.OH + M - 1) / M;
     const Params* pp = keep_params(p);
-    const std::string& wname = L.in(wi).name;
-    const int64_t CO = L.shape(wi)[0];
-    ggml_tensor* u = cached_weight(L, wi, M == 2 ? "#wino2" : "#wino4", transform_weights<M>);  // [CI, CO, A*A]
+    const int64_t CO = w->ne[3], CI = w->ne[2];
+    const int64_t une[4] = {CI, CO, A * A, 1};
+    ggml_tensor* u = ctx.weights->derived(w, M == 2 ? "wino2" : "wino4", GGML_TYPE_F32, une,
+                                          [CO, CI](const float* src, float* dst) {
+                                              transform_weights<M>(src, dst, CO, CI);
+                                          });  // [CI, CO, A*A]
     ggml_tensor* args[1] = {x};
-    ggml_tensor* v = ggml_custom_4d(L.ctx, GGML_TYPE_F32, p.C, p.N * p.TH * p.TW, A * A, 1, args, 1, input_kernel<M>,
+    ggml_tensor* v = ggml_custom_4d(ctx, GGML_TYPE_F32, p.C, p.N * p.TH * p.TW, A * A, 1, args, 1, input_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
-    ggml_format_name(v, "%s#wino_in", wname.c_str());
-    L.b.kernel[v] = M == 2 ? "winograd2_input" : "winograd4_input";
-    ggml_tensor* mt = mul_mat(L, v, u);  // [T, CO, A*A]
+    ggml_format_name(v, "%s#wino_in", ggml_get_name(w));
+    ctx.label(v, M == 2 ? "winograd2_input" : "winograd4_input");
+    ggml_tensor* mt = mul_mat_padded(ctx, v, u);  // [T, CO, A*A]
     ggml_tensor* oargs[2] = {mt, bias};
-    ggml_tensor* y = ggml_custom_4d(L.ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1, output_kernel<M>,
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1, output_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
-    L.b.kernel[y] = M == 2 ? "winograd2_output" : "winograd4_output";
+    ctx.label(y, M == 2 ? "winograd2_output" : "winograd4_output");
     return y;
 }
 
@@ -290,15 +284,15 @@ void depthwise_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
 
 }  // namespace
 
-ggml_tensor* conv2d_depthwise(Lower& L, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh, int pw,
+ggml_tensor* conv2d_depthwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh, int pw,
                               int ph) {
-    x = L.cont(x);
-    k = L.cont(k);
+    x = cont(ctx, x);
+    k = cont(ctx, k);
     const int64_t OW = (x->ne[0] + 2 * pw - k->ne[0]) / sw + 1, OH = (x->ne[1] + 2 * ph - k->ne[1]) / sh + 1;
     ggml_tensor* args[3] = {x, k, bias};
-    ggml_tensor* y = ggml_custom_4d(L.ctx, GGML_TYPE_F32, OW, OH, x->ne[2], x->ne[3], args, bias ? 3 : 2,
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, OW, OH, x->ne[2], x->ne[3], args, bias ? 3 : 2,
                                     depthwise_kernel, GGML_N_TASKS_MAX, keep_params(DwParams{sw, sh, pw, ph}));
-    L.b.kernel[y] = "depthwise";
+    ctx.label(y, "depthwise");
     return y;
 }
 
@@ -315,8 +309,8 @@ int winograd_tile(int64_t out_pixels) {
     return 0;
 }
 
-ggml_tensor* conv2d_winograd(Lower& L, int m, ggml_tensor* x, int wi, ggml_tensor* bias, int pw, int ph) {
-    return m == 2 ? build<2>(L, x, wi, bias, pw, ph) : build<4>(L, x, wi, bias, pw, ph);
+ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, int pw, int ph) {
+    return m == 2 ? build<2>(ctx, x, w, bias, pw, ph) : build<4>(ctx, x, w, bias, pw, ph);
 }
 
-}  // namespace onnx2ggml
+}  // namespace o2g

@@ -1,0 +1,19 @@
+// CPU convolution kernels (see winograd.cpp): Winograd 3x3 and depthwise, as ggml custom ops. Used by o2g::conv
+// only when ctx.cpu.
+#pragma once
+#include "onnx2ggml/ops.h"
+
+namespace o2g {
+
+// Output tile size for a 3x3 stride-1 convolution with N*OH*OW output pixels: 4 or 2, or 0 for the im2col path.
+// ONNX2GGML_WINOGRAD=0|2|4 forces one choice (measurements, tests).
+int winograd_tile(int64_t out_pixels);
+// x: [W, H, C, N]; w: a constant weight of ctx.weights [3, 3, C, CO] (transformed once, kept as a derived
+// weight); bias: F32 [CO] or null; symmetric pads pw, ph.
+ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, int pw, int ph);
+
+// Depthwise 2-D convolution (dilation 1): x [W, H, C, N], k F32 [kW, kH, 1, C], bias F32 [C] or null.
+ggml_tensor* conv2d_depthwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh, int pw,
+                              int ph);
+
+}  // namespace o2g

@@ -1,0 +1,461 @@
+// Op library: convolutions and window geometry (see include/onnx2ggml/ops/conv.h).
+#include <algorithm>
+#include <string>
+
+#include "kernels/sgemm_pad.h"
+#include "kernels/window.h"
+#include "kernels/winograd.h"
+#include "lib/window.h"
+
+namespace o2g {
+
+// ---- geometry ----
+
+int auto_pad_value(const std::string& s) {
+    if (s == "NOTSET") return AUTO_PAD_NOTSET;
+    if (s == "SAME_UPPER") return AUTO_PAD_SAME_UPPER;
+    if (s == "SAME_LOWER") return AUTO_PAD_SAME_LOWER;
+    if (s == "VALID") return AUTO_PAD_VALID;
+    throw OpError("unknown auto_pad '" + s + "'");
+}
+
+namespace {
+
+std::string str(const Ints& v) { return ints_literal(v); }
+
+Ints or_fill(const Ints& v, size_t n, int64_t def, const char* what) {
+    if (v.empty()) return Ints(n, def);
+    if (v.size() != n)
+        throw OpError(std::string(what) + " " + str(v) + " has " + std::to_string(v.size()) + " values for " +
+                      std::to_string(n) + " spatial axes");
+    return v;
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+void check_window(const Ints& in, const Ints& kernel, const Ints& s, const Ints& d) {
+    if (kernel.size() != in.size())
+        throw OpError("kernel_shape " + str(kernel) + " has " + std::to_string(kernel.size()) + " values for " +
+                      std::to_string(in.size()) + " spatial axes");
+    for (size_t i = 0; i < in.size(); i++)
+        if (kernel[i] < 1 || s[i] < 1 || d[i] < 1)
+            throw OpError("kernel_shape " + str(kernel) + ", strides " + str(s) + " and dilations " + str(d) +
+                          " must be positive");
+}
+
+}  // namespace
+
+WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, const Ints& pads, const Ints& strides,
+                             const Ints& dilations, bool ceil_mode) {
+    const size_t n = in.size();
+    WindowGeometry g;
+    g.in = in;
+    g.kernel = kernel;
+    g.strides = or_fill(strides, n, 1, "strides");
+    g.dilations = or_fill(dilations, n, 1, "dilations");
+    check_window(in, kernel, g.strides, g.dilations);
+    if (auto_pad < AUTO_PAD_NOTSET || auto_pad > AUTO_PAD_VALID)
+        throw OpError("unknown auto_pad value " + std::to_string(auto_pad));
+    g.pad_begin.assign(n, 0);
+    g.pad_end.assign(n, 0);
+    g.out.assign(n, 0);
+    if (auto_pad == AUTO_PAD_NOTSET && !pads.empty()) {
+        if (pads.size() != 2 * n)
+            throw OpError("pads " + str(pads) + " has " + std::to_string(pads.size()) + " values for " +
+                          std::to_string(n) + " spatial axes");
+        for (size_t i = 0; i < n; i++) {
+            g.pad_begin[i] = pads[i];
+            g.pad_end[i] = pads[i + n];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const int64_t s = g.strides[i], ek = (kernel[i] - 1) * g.dilations[i] + 1;
+        int64_t o;
+        if (auto_pad == AUTO_PAD_SAME_UPPER || auto_pad == AUTO_PAD_SAME_LOWER) {
+            o = ceil_div(in[i], s);
+            int64_t total = std::max<int64_t>(0, (o - 1) * s + ek - in[i]);
+            g.pad_begin[i] = auto_pad == AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            g.pad_end[i] = total - g.pad_begin[i];
+        } else if (auto_pad == AUTO_PAD_VALID) {
+            o = floor_div(in[i] - ek, s) + 1;
+        } else {
+            int64_t span = in[i] + g.pad_begin[i] + g.pad_end[i] - ek;
+            o = (ceil_mode ? ceil_div(span, s) : floor_div(span, s)) + 1;
+            if (ceil_mode && (o - 1) * s >= in[i] + g.pad_begin[i]) o--;  // a last window starting in the padding
+        }
+        if (o < 1)
+            throw OpError("the output would be empty: input " + str(in) + ", kernel_shape " + str(kernel) +
+                          ", strides " + str(g.strides) + ", dilations " + str(g.dilations) + ", pads " +
+                          str(g.pad_begin) + " / " + str(g.pad_end));
+        g.out[i] = o;
+    }
+    return g;
+}
+
+WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int auto_pad, const Ints& pads,
+                                       const Ints& strides, const Ints& dilations, const Ints& output_padding,
+                                       const Ints& output_shape) {
+    const size_t n = in.size();
+    WindowGeometry g;
+    g.in = in;
+    g.kernel = kernel;
+    g.strides = or_fill(strides, n, 1, "strides");
+    g.dilations = or_fill(dilations, n, 1, "dilations");
+    check_window(in, kernel, g.strides, g.dilations);
+    Ints op = or_fill(output_padding, n, 0, "output_padding");
+    if (auto_pad < AUTO_PAD_NOTSET || auto_pad > AUTO_PAD_VALID)
+        throw OpError("unknown auto_pad value " + std::to_string(auto_pad));
+    if (!output_shape.empty() && output_shape.size() < n)
+        throw OpError("output_shape " + str(output_shape) + " has fewer than " + std::to_string(n) + " values");
+    const bool same = auto_pad == AUTO_PAD_SAME_UPPER || auto_pad == AUTO_PAD_SAME_LOWER;
+    if (auto_pad == AUTO_PAD_NOTSET && output_shape.empty() && !pads.empty() && pads.size() != 2 * n)
+        throw OpError("pads " + str(pads) + " has " + std::to_string(pads.size()) + " values for " +
+                      std::to_string(n) + " spatial axes");
+    g.pad_begin.assign(n, 0);
+    g.pad_end.assign(n, 0);
+    g.out.assign(n, 0);
+    for (size_t i = 0; i < n; i++) {
+        const int64_t full = g.strides[i] * (in[i] - 1) + op[i] + (kernel[i] - 1) * g.dilations[i] + 1;
+        if (!output_shape.empty() || same) {
+            const int64_t target = !output_shape.empty() ? output_shape[output_shape.size() - n + i] : in[i] * g.strides[i];
+            const int64_t total = full - target;
+            g.pad_begin[i] = auto_pad == AUTO_PAD_SAME_LOWER ? total - total / 2 : total / 2;
+            g.pad_end[i] = total - g.pad_begin[i];
+        } else if (auto_pad == AUTO_PAD_NOTSET && !pads.empty()) {
+            g.pad_begin[i] = pads[i];
+            g.pad_end[i] = pads[i + n];
+        }
+        g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
+        if (g.out[i] < 1)
+            throw OpError("the output would be empty: input " + str(in) + ", kernel_shape " + str(kernel) +
+                          ", strides " + str(g.strides) + ", pads " + str(g.pad_begin) + " / " + str(g.pad_end));
+    }
+    return g;
+}
+
+Ints spatial_sizes(const ggml_tensor* x, int dims) {
+    Ints r(static_cast<size_t>(dims));
+    for (int i = 0; i < dims; i++) r[size_t(i)] = x->ne[dims - 1 - i];
+    return r;
+}
+
+// ---- shared layout helpers ----
+
+ggml_tensor* pad_crop_2d(Ctx& ctx, ggml_tensor* x, int64_t wb, int64_t we, int64_t hb, int64_t he) {
+    if (wb < 0 || we < 0 || hb < 0 || he < 0) {
+        int64_t cwb = std::max<int64_t>(0, -wb), cwe = std::max<int64_t>(0, -we);
+        int64_t chb = std::max<int64_t>(0, -hb), che = std::max<int64_t>(0, -he);
+        x = cont(ctx, x);
+        x = ggml_view_4d(ctx, x, x->ne[0] - cwb - cwe, x->ne[1] - chb - che, x->ne[2], x->ne[3], x->nb[1], x->nb[2],
+                         x->nb[3], size_t(cwb) * x->nb[0] + size_t(chb) * x->nb[1]);
+        x = ggml_cont(ctx, x);
+    }
+    int lw = int(std::max<int64_t>(0, wb)), rw = int(std::max<int64_t>(0, we));
+    int lh = int(std::max<int64_t>(0, hb)), rh = int(std::max<int64_t>(0, he));
+    if (lw || rw || lh || rh) x = ggml_pad_ext(ctx, x, lw, rw, lh, rh, 0, 0, 0, 0);
+    return x;
+}
+
+ggml_tensor* f32_cont(Ctx& ctx, ggml_tensor* x) {
+    x = cont(ctx, x);
+    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
+    return x;
+}
+
+namespace {
+
+// Dense 2-D convolution through an F32 im2col (ggml_conv_2d's F16 im2col loses fp32 parity).
+ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh) {
+    int64_t M = k->ne[3];
+    ggml_tensor* k2 = ggml_reshape_2d(ctx, cont(ctx, k), k->ne[0] * k->ne[1] * k->ne[2], M);  // [CKK, M]
+    if (k->ne[0] == 1 && k->ne[1] == 1 && sw == 1 && sh == 1 && pw == 0 && ph == 0 && x->ne[3] == 1) {
+        // 1x1 conv, batch 1: a plain matrix product over channels; one transpose instead of im2col + permute.
+        int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
+        ggml_tensor* xt = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, cont(ctx, x), W * H, C)));
+        return ggml_reshape_4d(ctx, mul_mat_padded(ctx, xt, k2), W, H, M, 1);  // [W*H, M]
+    }
+    ggml_tensor* col = ggml_im2col(ctx, k, cont(ctx, x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
+    ggml_tensor* y =
+        mul_mat_padded(ctx, ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]), k2);
+    if (col->ne[3] == 1) return ggml_reshape_4d(ctx, y, col->ne[1], col->ne[2], M, 1);  // batch 1: already [OW, OH, M]
+    y = ggml_reshape_4d(ctx, y, col->ne[1], col->ne[2], col->ne[3], M);  // [OW, OH, N, M]
+    return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));
+}
+
+// 2-D convolution of x [W,H,C,N] with kernel [kW,kH,C/g,M] (stride/dilation per axis, symmetric padding).
+ggml_tensor* conv2d_core(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, int64_t group, int sw, int sh, int dw, int dh,
+                         int pw, int ph) {
+    int64_t C = x->ne[2], M = k->ne[3];
+    if (group == 1) return conv2d_f32(ctx, k, x, sw, sh, pw, ph, dw, dh);
+    if (group == C && M == C && k->ne[2] == 1) return ggml_conv_2d_dw_direct(ctx, k, x, sw, sh, pw, ph, dw, dh);
+    int64_t cg = C / group, mg = M / group;
+    ggml_tensor* out = nullptr;
+    for (int64_t g = 0; g < group; g++) {
+        ggml_tensor* xv = ggml_cont(ctx, ggml_view_4d(ctx, x, x->ne[0], x->ne[1], cg, x->ne[3], x->nb[1], x->nb[2],
+                                                      x->nb[3], size_t(g * cg) * x->nb[2]));
+        ggml_tensor* kv = ggml_view_4d(ctx, k, k->ne[0], k->ne[1], k->ne[2], mg, k->nb[1], k->nb[2], k->nb[3],
+                                       size_t(g * mg) * k->nb[3]);
+        ggml_tensor* y = conv2d_f32(ctx, ggml_cont(ctx, kv), xv, sw, sh, pw, ph, dw, dh);
+        out = out ? ggml_concat(ctx, out, y, 2) : y;
+    }
+    return out;
+}
+
+// Group, channel and kernel checks shared by Conv (w [k..., C/group, M]) and ConvTranspose (w [k..., M/group, C]);
+// returns the kernel (ONNX order).
+Ints check_conv(const ggml_tensor* x, const ggml_tensor* w, int dims, int64_t group, const Ints& kernel,
+                bool transpose) {
+    const char* op = transpose ? "transposed convolution" : "convolution";
+    if (dims != 1 && dims != 2)
+        throw OpError(std::string("only 1-D and 2-D ") + op + " is supported, not " + std::to_string(dims) + "-D");
+    const int64_t C = x->ne[dims], wa = w->ne[dims], wb = w->ne[dims + 1];
+    const bool ok = group >= 1 && C % group == 0 && (transpose ? wb == C : wa * group == C && wb % group == 0);
+    if (!ok)
+        throw OpError(std::string(op) + " with group " + std::to_string(group) + ": " + std::to_string(C) +
+                      " input channels do not match the weight's channels " + std::to_string(wb) + " x " +
+                      std::to_string(wa));
+    Ints wk = spatial_sizes(w, dims);
+    if (!kernel.empty() && kernel != wk)
+        throw OpError("kernel_shape " + str(kernel) + " does not match the weight's " + str(wk));
+    return wk;
+}
+
+}  // namespace
+
+// ---- Conv ----
+
+ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p) {
+    const int d1 = p.dims;
+    Ints kernel = check_conv(x, w, d1, p.group, p.kernel, false);
+    WindowGeometry g = conv_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides, p.dilations);
+    Ints pb = g.pad_begin, pe = g.pad_end, s = g.strides, dil = g.dilations;
+    ggml_tensor* k = w;
+    if (d1 == 1) {  // [L, C, N] -> [L, 1, C, N]
+        x = ggml_reshape_4d(ctx, cont(ctx, x), x->ne[0], 1, x->ne[1], x->ne[2]);
+        k = ggml_reshape_4d(ctx, cont(ctx, w), w->ne[0], 1, w->ne[1], w->ne[2]);
+        for (Ints* v : {&pb, &pe}) v->insert(v->begin(), 0);
+        for (Ints* v : {&s, &dil}) v->insert(v->begin(), 1);
+    }
+    // ONNX spatial order is (H, W); ggml dim 0 is W.
+    int64_t wb = pb[1], we = pe[1], hb = pb[0], he = pe[0];
+    int pw = 0, ph = 0;
+    if (wb == we && hb == he) {
+        pw = int(wb);
+        ph = int(hb);
+    } else x = pad_crop_2d(ctx, x, wb, we, hb, he);
+    const bool unit_dil = dil[0] == 1 && dil[1] == 1;
+    // 3x3 stride-1 convolutions with a constant weight take the Winograd path on the CPU (fewer multiply-adds).
+    const bool constant_w = ctx.weights && ctx.weights->is_weight(w);
+    const int wino = d1 == 2 && p.group == 1 && k->ne[0] == 3 && k->ne[1] == 3 && s[0] == 1 && s[1] == 1 &&
+                             unit_dil && constant_w && ctx.cpu
+                         ? winograd_tile(x->ne[3] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
+                         : 0;
+    const bool depthwise = d1 == 2 && p.group == x->ne[2] && k->ne[3] == p.group && k->ne[2] == 1 && unit_dil &&
+                           ctx.cpu && ggml_nelements(x) > 0;
+    // Our CPU kernels add the bias while writing the output.
+    auto f32_bias = [&]() -> ggml_tensor* {
+        if (!bias) return nullptr;
+        ggml_tensor* b = bias->type != GGML_TYPE_F32 ? ggml_cast(ctx, bias, GGML_TYPE_F32) : bias;
+        return cont(ctx, b);
+    };
+    ggml_tensor* y;
+    if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
+        if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
+        y = conv2d_depthwise(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph);
+    } else if (wino) {
+        y = conv2d_winograd(ctx, wino, x, w, f32_bias(), pw, ph);
+    } else {
+        y = conv2d_core(ctx, x, k, p.group, int(s[1]), int(s[0]), int(dil[1]), int(dil[0]), pw, ph);
+        if (bias) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
+    }
+    if (d1 == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
+    return y;
+}
+
+// ---- ConvTranspose ----
+
+namespace {
+
+// ConvTranspose weight [Cin, Cog, kH, kW] -> Conv weight [Cog*group, Cin/group, kH, kW], spatially flipped.
+void flip_for_conv_transpose(const float* f, float* o, int64_t Cin, int64_t Cog, int64_t kH, int64_t kW,
+                             int64_t group) {
+    const int64_t Cig = Cin / group;
+    for (int64_t g = 0; g < group; g++)
+        for (int64_t oc = 0; oc < Cog; oc++)
+            for (int64_t ic = 0; ic < Cig; ic++)
+                for (int64_t y = 0; y < kH; y++)
+                    for (int64_t x = 0; x < kW; x++)
+                        o[(((g * Cog + oc) * Cig + ic) * kH + y) * kW + x] =
+                            f[size_t((((g * Cig + ic) * Cog + oc) * kH + (kH - 1 - y)) * kW + (kW - 1 - x))];
+}
+
+// The same in the graph, for a weight computed at run time: kernel taps reversed by get_rows, then the channel
+// blocks of each group swapped by a permute.
+ggml_tensor* flip_in_graph(Ctx& ctx, ggml_tensor* w, int64_t Cin, int64_t Cog, int64_t kH, int64_t kW,
+                           int64_t group) {
+    const int64_t KK = kH * kW, Cig = Cin / group;
+    ggml_tensor* t = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, f32_cont(ctx, w), KK, Cog * Cin)));
+    if (KK > 1) {
+        Ints rev(static_cast<size_t>(KK));
+        for (int64_t i = 0; i < KK; i++) rev[size_t(i)] = KK - 1 - i;
+        t = ggml_get_rows(ctx, t, ctx.ints_tensor(rev, GGML_TYPE_I32));  // [Cog*Cin, KK], taps reversed
+    }
+    t = ggml_reshape_4d(ctx, t, Cog, Cig, group, KK);
+    t = ggml_cont(ctx, ggml_permute(ctx, t, 2, 1, 3, 0));  // [KK, Cig, Cog, group]
+    return ggml_reshape_4d(ctx, t, kW, kH, Cig, Cog * group);
+}
+
+// Inserts (s-1) zeros between elements along ggml dim 0 (W) or 1 (H).
+ggml_tensor* dilate_input(Ctx& ctx, ggml_tensor* x, int dim, int64_t s) {
+    if (s == 1) return x;
+    x = cont(ctx, x);
+    int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2], N = x->ne[3];
+    if (dim == 0) {
+        ggml_tensor* y = ggml_reshape_4d(ctx, x, 1, W, H, C * N);
+        y = ggml_pad_ext(ctx, y, 0, int(s - 1), 0, 0, 0, 0, 0, 0);
+        y = ggml_reshape_4d(ctx, ggml_cont(ctx, y), s * W, H, C, N);
+        y = ggml_view_4d(ctx, y, (W - 1) * s + 1, H, C, N, y->nb[1], y->nb[2], y->nb[3], 0);
+        return ggml_cont(ctx, y);
+    }
+    ggml_tensor* y = ggml_reshape_4d(ctx, x, W, 1, H, C * N);
+    y = ggml_pad_ext(ctx, y, 0, 0, 0, int(s - 1), 0, 0, 0, 0);
+    y = ggml_reshape_4d(ctx, ggml_cont(ctx, y), W, s * H, C, N);
+    y = ggml_view_4d(ctx, y, W, (H - 1) * s + 1, C, N, y->nb[1], y->nb[2], y->nb[3], 0);
+    return ggml_cont(ctx, y);
+}
+
+}  // namespace
+
+ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvTransposeParams& p) {
+    const int d1 = p.dims;
+    Ints kernel = check_conv(x, w, d1, p.group, p.kernel, true);
+    WindowGeometry g = conv_transpose_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides,
+                                               p.dilations, p.output_padding, p.output_shape);
+    const int64_t Cin = x->ne[d1], Cog = w->ne[d1], kW = w->ne[0], kH = d1 == 2 ? w->ne[1] : 1;
+    const int64_t group = p.group;
+    ggml_tensor* k;
+    if (ctx.weights && ctx.weights->is_weight(w)) {
+        const int64_t kne[4] = {kW, kH, Cin / group, Cog * group};
+        k = ctx.weights->derived(w, "convT", GGML_TYPE_F32, kne, [=](const float* src, float* dst) {
+            flip_for_conv_transpose(src, dst, Cin, Cog, kH, kW, group);
+        });
+    } else
+        k = flip_in_graph(ctx, w, Cin, Cog, kH, kW, group);
+    Ints op = p.output_padding.empty() ? Ints(size_t(d1), 0) : p.output_padding;
+    int64_t sW = g.strides.back(), dW = g.dilations.back(), pbW = g.pad_begin.back(), peW = g.pad_end.back();
+    int64_t opW = op.back();
+    int64_t sH = d1 == 2 ? g.strides[0] : 1, dH = d1 == 2 ? g.dilations[0] : 1;
+    int64_t pbH = d1 == 2 ? g.pad_begin[0] : 0, peH = d1 == 2 ? g.pad_end[0] : 0, opH = d1 == 2 ? op[0] : 0;
+    if (d1 == 1) x = ggml_reshape_4d(ctx, cont(ctx, x), x->ne[0], 1, x->ne[1], x->ne[2]);
+    x = dilate_input(ctx, x, 0, sW);
+    x = dilate_input(ctx, x, 1, sH);
+    x = pad_crop_2d(ctx, x, dW * (kW - 1) - pbW, dW * (kW - 1) - peW + opW, dH * (kH - 1) - pbH,
+                    dH * (kH - 1) - peH + opH);
+    ggml_tensor* y = conv2d_core(ctx, x, k, group, 1, 1, int(dW), int(dH), 0, 0);
+    if (bias) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
+    if (d1 == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
+    return y;
+}
+
+// ---- DeformConv ----
+
+ggml_tensor* deform_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* offset, ggml_tensor* bias,
+                         ggml_tensor* mask, const DeformConvParams& p) {
+    DeformParams d{};
+    d.n = x->ne[3], d.ic = x->ne[2], d.ih = x->ne[1], d.iw = x->ne[0];
+    const int64_t oc = w->ne[3];
+    d.g = p.group;
+    d.offg = p.offset_group;
+    Ints wk = spatial_sizes(w, 2);
+    if (!p.kernel.empty() && p.kernel != wk)
+        throw OpError("kernel_shape " + str(p.kernel) + " does not match the weight's " + str(wk));
+    if (d.g < 1 || d.offg < 1 || d.ic % d.g || oc % d.g || w->ne[2] * d.g != d.ic || d.ic % d.offg)
+        throw OpError("channels (input " + std::to_string(d.ic) + ", weight " + std::to_string(w->ne[2]) + " in, " +
+                      std::to_string(oc) + " out) do not match group " + std::to_string(d.g) + " / offset_group " +
+                      std::to_string(d.offg));
+    WindowGeometry g = conv_geometry({d.ih, d.iw}, wk, AUTO_PAD_NOTSET, p.pads, p.strides, p.dilations);
+    d.kh = wk[0], d.kw = wk[1], d.sh = g.strides[0], d.sw = g.strides[1], d.dh = g.dilations[0], d.dw = g.dilations[1];
+    d.ph = g.pad_begin[0], d.pw = g.pad_begin[1], d.oh = g.out[0], d.ow = g.out[1];
+    const int64_t KK = d.kh * d.kw;
+    auto expect = [&](const ggml_tensor* t, int64_t c, const char* what) {
+        if (t->ne[0] != d.ow || t->ne[1] != d.oh || t->ne[2] != c || t->ne[3] != d.n)
+            throw OpError(std::string(what) + " must have ne [" + std::to_string(d.ow) + ", " + std::to_string(d.oh) +
+                          ", " + std::to_string(c) + ", " + std::to_string(d.n) + "], not [" +
+                          std::to_string(t->ne[0]) + ", " + std::to_string(t->ne[1]) + ", " +
+                          std::to_string(t->ne[2]) + ", " + std::to_string(t->ne[3]) + "]");
+    };
+    expect(offset, d.offg * KK * 2, "offset");
+    if (mask) expect(mask, d.offg * KK, "mask");
+    if (bias && ggml_nelements(bias) != oc)
+        throw OpError("bias has " + std::to_string(ggml_nelements(bias)) + " values for " + std::to_string(oc) +
+                      " output channels");
+    d.mask = mask != nullptr;
+    x = f32_cont(ctx, x);
+    offset = f32_cont(ctx, offset);
+    if (mask) mask = f32_cont(ctx, mask);
+    const int64_t K = (d.ic / d.g) * KK, ocg = oc / d.g;
+    ggml_tensor* cols = deform_cols_kernel(ctx, x, offset, mask, d);  // [K, P, g, n]
+    ggml_tensor* wt = ggml_reshape_4d(ctx, f32_cont(ctx, w), K, ocg, d.g, 1);
+    ggml_tensor* y = ggml_mul_mat(ctx, wt, cols);               // [ocg, P, g, n]
+    y = ggml_cont(ctx, ggml_permute(ctx, y, 1, 0, 2, 3));       // [P, ocg, g, n]
+    y = ggml_reshape_4d(ctx, y, d.ow, d.oh, oc, d.n);
+    if (bias) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, f32_cont(ctx, bias), 1, 1, oc, 1));
+    return y;
+}
+
+// ---- CausalConvWithState ----
+
+namespace {
+
+// [past | x] along time: [k - 1 + L, C, N] (x itself when k = 1).
+ggml_tensor* causal_input(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* past) {
+    const int64_t L = x->ne[0], C = x->ne[1], N = x->ne[2], K = w->ne[0];
+    if (x->ne[3] != 1 || w->ne[1] != 1 || w->ne[2] != C || w->ne[3] != 1)
+        throw OpError("weight must have ne [k, 1, " + std::to_string(C) + "] for input ne [" + std::to_string(L) +
+                      ", " + std::to_string(C) + ", " + std::to_string(N) + "]");
+    x = f32_cont(ctx, x);
+    if (K == 1) {
+        if (past && ggml_nelements(past) != 0) throw OpError("past_state must be empty when k = 1");
+        return x;
+    }
+    ggml_tensor* pad;
+    if (past) {
+        if (past->ne[0] != K - 1 || past->ne[1] != C || past->ne[2] != N || past->ne[3] != 1)
+            throw OpError("past_state must have ne [" + std::to_string(K - 1) + ", " + std::to_string(C) + ", " +
+                          std::to_string(N) + "] (k - 1, channels, batch)");
+        pad = f32_cont(ctx, past);
+    } else {
+        const int64_t ne[4] = {K - 1, C, N, 1};
+        pad = ctx.constant_f32(ne, std::vector<float>(size_t((K - 1) * C * N), 0.0f));
+    }
+    return ggml_concat(ctx, pad, x, 0);
+}
+
+}  // namespace
+
+ggml_tensor* causal_conv_with_state(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* past,
+                                    const CausalConvParams& p) {
+    const int64_t K = w->ne[0], C = x->ne[1];
+    ggml_tensor* padded = causal_input(ctx, x, w, past);
+    ggml_tensor* wt = ggml_reshape_2d(ctx, f32_cont(ctx, w), K, C);
+    ggml_tensor* y = ggml_ssm_conv(ctx, padded, wt);  // [C, L, N]
+    if (bias) {
+        if (ggml_nelements(bias) != C)
+            throw OpError("bias has " + std::to_string(ggml_nelements(bias)) + " values for " + std::to_string(C) +
+                          " channels");
+        y = ggml_add(ctx, y, f32_cont(ctx, bias));
+    }
+    if (p.silu) y = ggml_silu(ctx, y);
+    return ggml_cont(ctx, ggml_permute(ctx, y, 1, 0, 2, 3));  // [L, C, N]
+}
+
+ggml_tensor* causal_conv_state(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* past) {
+    const int64_t K = w->ne[0], L = x->ne[0], C = x->ne[1], N = x->ne[2];
+    if (K < 2) throw OpError("the state of a k = 1 causal convolution is empty, which ggml cannot hold");
+    ggml_tensor* padded = causal_input(ctx, x, w, past);
+    ggml_tensor* st = ggml_view_3d(ctx, padded, K - 1, C, N, padded->nb[1], padded->nb[2], size_t(L) * padded->nb[0]);
+    return ggml_cont(ctx, st);
+}
+
+}  // namespace o2g

@@ -1,0 +1,113 @@
+// Op library: pooling (see include/onnx2ggml/ops/pool.h).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/custom.h"
+#include "kernels/window.h"
+#include "lib/window.h"
+
+namespace o2g {
+
+namespace {
+
+ggml_tensor* pool(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_max) {
+    if (p.dims != 1 && p.dims != 2)
+        throw OpError("only 1-D and 2-D pooling is supported, not " + std::to_string(p.dims) + "-D");
+    for (int64_t d : p.dilations)
+        if (d != 1) throw OpError("pooling dilations are not supported (ggml pooling has no dilation)");
+    WindowGeometry g =
+        conv_geometry(spatial_sizes(x, p.dims), p.kernel, p.auto_pad, p.pads, p.strides, p.dilations, p.ceil_mode);
+    Ints k = g.kernel, s = g.strides, pb = g.pad_begin, pe = g.pad_end, out = g.out, in_sp = g.in;
+    // The physical end padding that makes ggml's valid pooling produce the ONNX output size (negative: a crop).
+    Ints pend(out.size());
+    for (size_t i = 0; i < out.size(); i++) pend[i] = (out[i] - 1) * s[i] + k[i] - in_sp[i] - pb[i];
+    if (p.dims == 1) {  // [L, C, N] -> [L, 1, C, N]
+        x = ggml_reshape_4d(ctx, cont(ctx, x), x->ne[0], 1, x->ne[1], x->ne[2]);
+        for (Ints* v : {&k, &s, &out, &in_sp}) v->insert(v->begin(), 1);
+        for (Ints* v : {&pb, &pe, &pend}) v->insert(v->begin(), 0);
+    }
+    const int64_t W = in_sp[1], H = in_sp[0];
+    const bool padded = pb[0] || pb[1] || pend[0] || pend[1];
+    if (padded) {
+        x = pad_crop_2d(ctx, x, pb[1], pend[1], pb[0], pend[0]);
+        if (is_max) {  // padding must never win a max
+            const int64_t PW = W + pb[1] + pend[1], PH = H + pb[0] + pend[0];
+            std::vector<float> m(size_t(PH * PW));
+            for (int64_t y = 0; y < PH; y++)
+                for (int64_t xx = 0; xx < PW; xx++) {
+                    int64_t iy = y - pb[0], ix = xx - pb[1];
+                    m[size_t(y * PW + xx)] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? 0.0f : -INFINITY;
+                }
+            const int64_t ne[4] = {PW, PH, 1, 1};
+            x = ggml_add(ctx, x, ctx.constant_f32(ne, m));
+        }
+    }
+    ggml_tensor* y = ggml_pool_2d(ctx, cont(ctx, x), is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG, int(k[1]),
+                                  int(k[0]), int(s[1]), int(s[0]), 0, 0);
+    if (!is_max && padded) {
+        // ggml divides by the full window; rescale by the ONNX divisor per output position.
+        const int64_t OH = out[0], OW = out[1];
+        std::vector<float> m(size_t(OH * OW));
+        auto count = [&](int64_t o, size_t a, int64_t n) {
+            int64_t st = o * s[a] - pb[a], en = st + k[a];
+            int64_t lo = p.count_include_pad ? -pb[a] : 0, hi = p.count_include_pad ? n + pe[a] : n;
+            return std::max<int64_t>(0, std::min(en, hi) - std::max(st, lo));
+        };
+        for (int64_t oy = 0; oy < OH; oy++)
+            for (int64_t ox = 0; ox < OW; ox++) {
+                int64_t c = count(oy, 0, H) * count(ox, 1, W);
+                m[size_t(oy * OW + ox)] = float(double(k[0] * k[1]) / double(std::max<int64_t>(c, 1)));
+            }
+        const int64_t ne[4] = {OW, OH, 1, 1};
+        y = ggml_mul(ctx, y, ctx.constant_f32(ne, m));
+    }
+    if (p.dims == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
+    return y;
+}
+
+// Each plane of the `dims` innermost dims reduced to one value, the outer dims kept.
+ggml_tensor* global_pool(Ctx& ctx, ggml_tensor* x, int dims, bool is_max) {
+    if (dims < 1 || dims > 3) throw OpError("global pooling over " + std::to_string(dims) + " dims is not supported");
+    int64_t S = 1, R = 1, ne[4] = {1, 1, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        if (i < dims) S *= x->ne[i];
+        else R *= (ne[i] = x->ne[i]);
+    }
+    ggml_tensor* x2 = ggml_reshape_2d(ctx, cont(ctx, x), S, R);
+    ggml_tensor* y = is_max ? custom_rows(ctx, x2, ReduceK::Max) : ggml_mean(ctx, x2);  // [1, R]
+    return ggml_reshape_4d(ctx, y, ne[0], ne[1], ne[2], ne[3]);
+}
+
+}  // namespace
+
+ggml_tensor* max_pool(Ctx& ctx, ggml_tensor* x, const PoolParams& p) { return pool(ctx, x, p, true); }
+ggml_tensor* avg_pool(Ctx& ctx, ggml_tensor* x, const PoolParams& p) { return pool(ctx, x, p, false); }
+
+ggml_tensor* global_avg_pool(Ctx& ctx, ggml_tensor* x, int dims) { return global_pool(ctx, x, dims, false); }
+ggml_tensor* global_max_pool(Ctx& ctx, ggml_tensor* x, int dims) { return global_pool(ctx, x, dims, true); }
+
+ggml_tensor* lp_pool(Ctx& ctx, ggml_tensor* x, const LpPoolParams& p) {
+    if (p.dims < 1 || p.dims > 3)
+        throw OpError("only 1-D to 3-D pooling is supported, not " + std::to_string(p.dims) + "-D");
+    if (!(p.p > 0)) throw OpError("p must be positive, not " + float_literal(p.p));
+    WindowGeometry g =
+        conv_geometry(spatial_sizes(x, p.dims), p.kernel, p.auto_pad, p.pads, p.strides, p.dilations, p.ceil_mode);
+    LpKernelParams q{};
+    q.p = double(p.p);
+    q.outer = 1;
+    for (int i = p.dims; i < 4; i++) q.outer *= x->ne[i];
+    for (int i = 0; i < 3; i++) q.in[i] = q.out[i] = q.k[i] = q.s[i] = q.d[i] = 1;
+    const int base = 3 - p.dims;
+    int64_t ne[4];
+    for (int i = 0; i < 4; i++) ne[i] = x->ne[i];
+    for (int i = 0; i < p.dims; i++) {
+        const size_t a = size_t(i);
+        q.in[base + i] = g.in[a], q.out[base + i] = g.out[a], q.k[base + i] = g.kernel[a];
+        q.s[base + i] = g.strides[a], q.d[base + i] = g.dilations[a], q.pb[base + i] = g.pad_begin[a];
+        ne[p.dims - 1 - i] = g.out[a];
+    }
+    return lp_pool_kernel(ctx, f32_cont(ctx, x), q, ne);
+}
+
+}  // namespace o2g

@@ -1,0 +1,106 @@
+// Convolution ONNX ops: Conv (1-22), ConvTranspose (1-22), DeformConv (19-22), CausalConvWithState (27).
+// Rows read attributes into params; the lowering is the op library's (src/lib/conv.cpp).
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+int auto_pad(Lower& L) { return o2g::auto_pad_value(L.node.get_string("auto_pad", "NOTSET")); }
+
+// Per-spatial-axis attributes must have one value per axis (pads: two), when given.
+void check_lengths(Lower& L, int sp, std::initializer_list<std::pair<const char*, size_t>> attrs) {
+    for (auto [name, per_axis] : attrs) {
+        auto v = L.node.get_ints(name);
+        if (!v.empty() && v.size() != per_axis * size_t(sp))
+            L.error(std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(sp) +
+                    " spatial axes");
+    }
+}
+
+bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
+
+ggml_tensor* optional(Lower& L, int i) { return L.has(i) ? L.t(i) : nullptr; }
+
+}  // namespace
+
+// ---- Conv (1-D and 2-D) ----
+void lower_Conv(Lower& L) {
+    int sp = L.rank(0) - 2;
+    if (sp != 1 && sp != 2) L.error("only 1-D and 2-D convolutions are supported");
+    if (L.rank(1) != L.rank(0)) L.error("the weight's rank must be the input's");
+    check_lengths(L, sp, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}});
+    o2g::ConvParams p;
+    p.dims = sp;
+    p.auto_pad = auto_pad(L);
+    p.kernel = L.node.get_ints("kernel_shape");
+    p.pads = L.node.get_ints("pads");
+    p.strides = L.node.get_ints("strides");
+    p.dilations = L.node.get_ints("dilations");
+    p.group = L.node.get_int("group", 1);
+    if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, sp, {{"pads", 2}});
+    if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
+    L.out(0, O2G_CALL(L, o2g::conv, L.t(0), L.t(1), optional(L, 2), p), L.dtype(0), L.rank(0));
+}
+
+// ---- ConvTranspose (1-D and 2-D) ----
+void lower_ConvTranspose(Lower& L) {
+    int sp = L.rank(0) - 2;
+    if (sp != 1 && sp != 2) L.error("only 1-D and 2-D transposed convolutions are supported");
+    if (L.rank(1) != L.rank(0)) L.error("the weight's rank must be the input's");
+    check_lengths(L, sp, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"output_padding", 1}});
+    o2g::ConvTransposeParams p;
+    p.dims = sp;
+    p.auto_pad = auto_pad(L);
+    p.kernel = L.node.get_ints("kernel_shape");
+    p.pads = L.node.get_ints("pads");
+    p.strides = L.node.get_ints("strides");
+    p.dilations = L.node.get_ints("dilations");
+    p.output_padding = L.node.get_ints("output_padding");
+    p.output_shape = L.node.get_ints("output_shape");
+    p.group = L.node.get_int("group", 1);
+    if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
+    if (!p.output_shape.empty() && p.output_shape.size() < size_t(sp))
+        L.error("output_shape has " + std::to_string(p.output_shape.size()) + " values for " + std::to_string(sp) +
+                " spatial axes");
+    L.out(0, O2G_CALL(L, o2g::conv_transpose, L.t(0), L.t(1), optional(L, 2), p), L.dtype(0), L.rank(0));
+}
+
+// ---- DeformConv (19/22, 2-D) ----
+void lower_DeformConv(Lower& L) {
+    if (L.rank(0) != 4 || L.rank(1) != 4 || L.rank(2) != 4) L.error("only 2-D DeformConv is supported");
+    if (L.has(3) && L.rank(3) != 1) L.error("B must have shape (out_channels)");
+    if (L.has(4) && L.rank(4) != 4) L.error("mask must be 4-D");
+    check_lengths(L, 2, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"pads", 2}});
+    o2g::DeformConvParams p;
+    p.kernel = L.node.get_ints("kernel_shape");
+    p.pads = L.node.get_ints("pads");
+    p.strides = L.node.get_ints("strides");
+    p.dilations = L.node.get_ints("dilations");
+    p.group = L.node.get_int("group", 1);
+    p.offset_group = L.node.get_int("offset_group", 1);
+    L.out(0, O2G_CALL(L, o2g::deform_conv, L.t(0), L.t(1), L.t(2), optional(L, 3), optional(L, 4), p), L.dtype(0), 4);
+}
+
+// ---- CausalConvWithState (27): depthwise causal conv1d over [past_state | input] ----
+void lower_CausalConvWithState(Lower& L) {
+    if (L.rank(0) != 3 || L.rank(1) != 3) L.error("input and weight must be 3-D");
+    if (L.has(2) && L.rank(2) != 1) L.error("bias must have shape (channels)");
+    if (L.has(3) && L.rank(3) != 3) L.error("past_state must have shape (batch, channels, k - 1)");
+    std::string act = L.node.get_string("activation", "none");
+    if (act != "none" && act != "silu" && act != "swish") L.error("unknown activation '" + act + "'");
+    o2g::CausalConvParams p;
+    p.silu = act != "none";
+    const int64_t K = L.shape(1)[2];  // a weight dim: fixed by the model
+    // An empty past_state (k = 1) is left out: ggml cannot hold empty tensors.
+    const bool past = L.has(3) && shape_numel(L.shape(3)) != 0;
+    if (L.has(3) && !past && K > 1) L.error("past_state must have shape (batch, channels, k - 1)");
+    DType dt = L.dtype(0);
+    L.out(0, O2G_CALL(L, o2g::causal_conv_with_state, L.t(0), L.t(1), optional(L, 2), past ? L.t(3) : nullptr, p),
+          dt, 3);
+    if (!wanted(L, 1)) return;
+    if (K == 1) return L.out_host(1, HostTensor::alloc(dt, {L.shape(0)[0], L.shape(0)[1], 0}));
+    L.out(1, O2G_CALL(L, o2g::causal_conv_state, L.t(0), L.t(1), past ? L.t(3) : nullptr), dt, 3);
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,70 @@
+// Pooling ONNX ops: MaxPool (1-22), AveragePool (1-22), GlobalAveragePool (1-22), GlobalMaxPool (1-22),
+// LpPool (1-22). Rows read attributes into params; the lowering is the op library's (src/lib/pool.cpp).
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+// MaxPool / AveragePool attributes.
+o2g::PoolParams pool_params(Lower& L) {
+    int sp = L.rank(0) - 2;
+    if (sp != 1 && sp != 2) L.error("only 1-D and 2-D pooling is supported");
+    o2g::PoolParams p;
+    p.dims = sp;
+    p.auto_pad = o2g::auto_pad_value(L.node.get_string("auto_pad", "NOTSET"));
+    p.kernel = L.node.get_ints("kernel_shape");
+    p.pads = L.node.get_ints("pads");
+    p.strides = L.node.get_ints("strides");
+    p.dilations = L.node.get_ints("dilations");
+    p.ceil_mode = L.node.get_int("ceil_mode", 0) != 0;
+    p.count_include_pad = L.node.get_int("count_include_pad", 0) != 0;
+    if (int(p.kernel.size()) != sp) L.error("kernel_shape has wrong length");
+    for (auto v : p.dilations)
+        if (v != 1) L.error("pooling dilations are not supported");
+    return p;
+}
+
+// Global pools keep N and C and reduce every spatial axis to 1.
+void global_pool(Lower& L, ggml_tensor* (*fn)(o2g::Ctx&, ggml_tensor*, int), const char* name) {
+    const Shape& xs = L.shape(0);
+    int r = int(xs.size());
+    if (r < 3 || r > 5) L.error("expects rank 3 to 5");
+    Shape os = {xs[0], xs[1]};
+    for (int i = 2; i < r; i++) os.push_back(1);
+    L.out_shape(0, L.call(name, fn, L.t(0), r - 2), L.dtype(0), os);
+}
+
+}  // namespace
+
+void lower_MaxPool(Lower& L) {
+    if (L.node.outputs.size() > 1 && !L.node.outputs[1].empty()) L.error("MaxPool Indices output is not supported");
+    L.out(0, O2G_CALL(L, o2g::max_pool, L.t(0), pool_params(L)), L.dtype(0), L.rank(0));
+}
+void lower_AveragePool(Lower& L) { L.out(0, O2G_CALL(L, o2g::avg_pool, L.t(0), pool_params(L)), L.dtype(0), L.rank(0)); }
+
+void lower_GlobalAveragePool(Lower& L) { global_pool(L, o2g::global_avg_pool, "o2g::global_avg_pool"); }
+void lower_GlobalMaxPool(Lower& L) { global_pool(L, o2g::global_max_pool, "o2g::global_max_pool"); }
+
+// ---- LpPool (1/2/11/18/22), 1-D to 3-D ----
+void lower_LpPool(Lower& L) {
+    const Shape& xs = L.shape(0);
+    int sp = int(xs.size()) - 2;
+    if (sp < 1 || sp > 3) L.error("only 1-D to 3-D pooling is supported");
+    o2g::LpPoolParams p;
+    p.dims = sp;
+    p.auto_pad = o2g::auto_pad_value(L.node.get_string("auto_pad", "NOTSET"));
+    p.kernel = L.node.get_ints("kernel_shape");
+    p.pads = L.node.get_ints("pads");
+    p.strides = L.node.get_ints("strides");
+    p.dilations = L.node.get_ints("dilations");
+    p.ceil_mode = L.node.get_int("ceil_mode", 0) != 0;
+    p.p = L.opset >= 2 ? float(L.node.get_int("p", 2)) : L.node.get_float("p", 2.0f);
+    if (int(p.kernel.size()) != sp) L.error("kernel_shape has wrong length");
+    if (!(p.p > 0)) L.error("p must be positive");
+    ggml_tensor* y = O2G_CALL(L, o2g::lp_pool, L.t(0), p);
+    if (sp < 3) return L.out(0, y, L.dtype(0), int(xs.size()));
+    L.out_shape(0, y, L.dtype(0), {xs[0], xs[1], y->ne[2], y->ne[1], y->ne[0]});  // rank 5: N and C folded in ne[3]
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,27 @@
+"""Op cases: pools beyond tests/op_tests.py's MaxPool/AveragePool/Global*Pool cases (LpPool, the shared
+window geometry, ranks 3 and 5 for global pools)."""
+
+from op_case import R, case
+
+# MaxPool / AveragePool geometry through conv_geometry: SAME_LOWER, VALID, ceil_mode with a last window that
+# would start in the padding.
+case("MaxPool", R(1, 3, 8, 9), kernel_shape=[3, 2], strides=[2, 3], auto_pad="SAME_LOWER")
+case("MaxPool", R(2, 2, 9, 8), kernel_shape=[3, 3], strides=[2, 2], auto_pad="VALID")
+case("MaxPool", R(1, 2, 6, 6), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+case("AveragePool", R(1, 2, 6, 6), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+case("AveragePool", R(1, 3, 8, 9), kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+case("AveragePool", R(1, 3, 8, 9), kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_LOWER", count_include_pad=1)
+case("AveragePool", R(2, 2, 13), kernel_shape=[3], strides=[2], auto_pad="VALID")
+
+# Global pools at ranks 3 and 5 (3-D: N and C folded together in ggml's last dim).
+case("GlobalMaxPool", R(2, 5, 9))
+case("GlobalMaxPool", R(1, 3, 4, 5, 6))
+case("GlobalAveragePool", R(2, 3, 4, 5, 3))
+
+# LpPool: p = 1, 2, 3; 1-D to 3-D; pads, strides, dilations, auto_pad, ceil_mode (opset 18).
+case("LpPool", R(1, 3, 7, 7), kernel_shape=[3, 3], p=2, opset=11)
+case("LpPool", R(2, 2, 11), kernel_shape=[3], strides=[2], pads=[1, 1], p=1, opset=11)
+case("LpPool", R(1, 2, 8, 7), kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_UPPER", p=3, opset=11)
+case("LpPool", R(1, 2, 9, 9), kernel_shape=[3, 3], strides=[2, 2], dilations=[2, 2], p=2, opset=18)
+case("LpPool", R(1, 2, 8, 8), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0], ceil_mode=1, p=2, opset=18)
+case("LpPool", R(1, 2, 4, 5, 6), kernel_shape=[2, 2, 3], strides=[1, 2, 2], p=2, opset=18)
