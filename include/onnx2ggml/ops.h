@@ -45,6 +45,8 @@ struct Ctx {
     // erf/pow/compare) may be used. Elsewhere only ggml's portable ops are.
     bool cpu = true;
     WeightStore* weights = nullptr;  // null: no derived weights (ops fall back to per-run transforms)
+    // Storage type of constant MatMul/Gemm weights (F16, BF16, Q8_0: reduced precision where rows allow).
+    ggml_type matmul_type = GGML_TYPE_F32;
     // Host data created while building (index tables, masks), uploaded once the graph is allocated.
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     // Our own kernels by name (stats and profiles show "CUSTOM:<name>").

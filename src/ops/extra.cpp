@@ -1,5 +1,4 @@
-// Further ops: RMSNormalization, Attention, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Hardmax,
-// LpNormalization, MeanVarianceNormalization, Shrink, Swish.
+// Ops not yet moved to their family file.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -36,12 +35,6 @@ void axis_last_perm(int r, int axis, std::vector<int>& perm, std::vector<int>& i
     perm.push_back(axis);
     inv.assign(size_t(r), 0);
     for (int i = 0; i < r; i++) inv[size_t(perm[size_t(i)])] = i;
-}
-
-Shape permuted(const Shape& s, const std::vector<int>& perm) {
-    Shape o;
-    for (int p : perm) o.push_back(s[size_t(p)]);
-    return o;
 }
 
 // ---- row kernels (one ggml row = ne0 elements) ----
@@ -164,135 +157,6 @@ void nll_core(Lower& L, ggml_tensor* lp, const Shape& xs, bool nll_quirk) {
 
 }  // namespace
 
-// ---- RMSNormalization (23) ----
-void lower_RMSNormalization(Lower& L) {
-    const Shape& xs = L.shape(0);
-    int r = int(xs.size());
-    int axis = norm_axis(L, L.node.get_int("axis", -1), r);
-    float eps = L.node.get_float("epsilon", 1e-5f);
-    ggml_tensor* x = rows_from_axis(L, L.t(0), xs, axis);
-    ggml_tensor* y = reshape_to(L, ggml_rms_norm(L.ctx, x, eps), xs);
-    if (broadcast_shapes(L, xs, L.shape(1)) != xs) L.error("scale does not broadcast to the input");
-    y = ggml_mul(L.ctx, y, L.t(1));
-    L.out(0, y, L.dtype(0), r);
-}
-
-// ---- Attention (23) ----
-void lower_Attention(Lower& L) {
-    int r = L.rank(0);
-    if ((r != 3 && r != 4) || L.rank(1) != r || L.rank(2) != r) L.error("Q, K and V must all be 3-D or all 4-D");
-    Shape qs = L.shape(0), ks = L.shape(1), vs = L.shape(2);
-    int64_t B = qs[0], Hq, Hkv, S, D, Dk, Dv;
-    ggml_tensor *q = L.t(0), *k = L.t(1), *v = L.t(2);
-    if (r == 3) {
-        Hq = L.node.get_int("q_num_heads", 0);
-        Hkv = L.node.get_int("kv_num_heads", 0);
-        if (Hq <= 0 || Hkv <= 0) L.error("3-D inputs need q_num_heads and kv_num_heads");
-        if (qs[2] % Hq || ks[2] % Hkv || vs[2] % Hkv) L.error("hidden sizes are not divisible by the head counts");
-        S = qs[1];
-        D = qs[2] / Hq;
-        Dk = ks[2] / Hkv;
-        Dv = vs[2] / Hkv;
-        auto heads = [&](ggml_tensor* x, int64_t len, int64_t H, int64_t Dh) {
-            x = ggml_reshape_4d(L.ctx, L.cont(x), Dh, H, len, B);
-            return ggml_cont(L.ctx, ggml_permute(L.ctx, x, 0, 2, 1, 3));  // [Dh, len, H, B]
-        };
-        q = heads(q, S, Hq, D);
-        k = heads(k, ks[1], Hkv, Dk);
-        v = heads(v, vs[1], Hkv, Dv);
-        if (ks[1] != vs[1]) L.error("K and V sequence lengths differ");
-    } else {
-        Hq = qs[1];
-        S = qs[2];
-        D = qs[3];
-        Hkv = ks[1];
-        Dk = ks[3];
-        Dv = vs[3];
-        if (vs[1] != Hkv || vs[2] != ks[2]) L.error("K and V shapes do not match");
-        if (L.node.has("q_num_heads") && L.node.get_int("q_num_heads", 0) != Hq) L.error("q_num_heads != Q heads");
-    }
-    if (Dk != D) L.error("Q and K head sizes differ");
-    if (Hq % Hkv) L.error("q heads must be a multiple of kv heads");
-    if (L.has(4) != L.has(5)) L.error("past_key and past_value must be given together");
-    int64_t P = 0;
-    if (L.has(4)) {
-        const Shape& pk = L.shape(4);
-        const Shape& pv = L.shape(5);
-        if (pk.size() != 4 || pv.size() != 4 || pk[0] != B || pk[1] != Hkv || pk[3] != D || pv[1] != Hkv ||
-            pv[2] != pk[2] || pv[3] != Dv)
-            L.error("past_key/past_value shapes do not match");
-        P = pk[2];
-        k = ggml_concat(L.ctx, L.cont(L.t(4)), L.cont(k), 1);
-        v = ggml_concat(L.ctx, L.cont(L.t(5)), L.cont(v), 1);
-    }
-    int64_t T = k->ne[1];
-    float scale = L.node.has("scale") ? L.node.get_float("scale", 1.0f) : float(1.0 / std::sqrt(double(D)));
-    float softcap = L.node.get_float("softcap", 0.0f);
-    int64_t mode = L.node.get_int("qk_matmul_output_mode", 0);
-    if (mode < 0 || mode > 3) L.error("unknown qk_matmul_output_mode");
-
-    ggml_tensor* qk = ggml_mul_mat(L.ctx, L.cont(k), L.cont(q));  // [T, S, Hq, B]; kv head i/(Hq/Hkv)
-    qk = ggml_scale(L.ctx, qk, scale);
-    if (softcap > 0) qk = ggml_scale(L.ctx, ggml_tanh(L.ctx, ggml_scale(L.ctx, qk, 1.0f / softcap)), softcap);
-    ggml_tensor* qk0 = qk;
-
-    Shape full = {B, Hq, S, T};
-    auto add_bias = [&](ggml_tensor* m, const Shape& ms) {
-        if (broadcast_shapes(L, ms, full) != full) L.error("attn_mask does not broadcast to [B, heads, S, T]");
-        qk = ggml_add(L.ctx, qk, m);
-    };
-    if (L.has(3)) {
-        Shape ms = L.shape(3);
-        if (ms.empty() || ms.size() > 4) L.error("attn_mask must have rank 1..4");
-        ggml_tensor* m = L.t(3);
-        if (m->type != GGML_TYPE_F32) m = ggml_cast(L.ctx, m, GGML_TYPE_F32);
-        if (L.dtype(3) == DType::BOOL) {
-            HostTensor z = HostTensor::from_f64(DType::FLOAT, {}, {0.0});
-            HostTensor ni = HostTensor::from_f64(DType::FLOAT, {}, {-INFINITY});
-            m = custom_where(L, m, ms, L.constant(z), {}, L.constant(ni), {}, ms);
-        }
-        if (ms.back() > T) L.error("attn_mask is longer than the total sequence");
-        if (ms.back() < T) {  // padded with -inf (false)
-            Shape ps = ms;
-            ps.back() = T - ms.back();
-            HostTensor pad = HostTensor::alloc(DType::FLOAT, ps);
-            for (int64_t i = 0; i < pad.numel(); i++) pad.set_f64(i, -INFINITY);
-            m = ggml_concat(L.ctx, L.cont(m), L.constant(pad), 0);
-            ms.back() = T;
-        }
-        add_bias(m, ms);
-    }
-    if (L.node.get_int("is_causal", 0)) {
-        HostTensor c = HostTensor::alloc(DType::FLOAT, {S, T});
-        for (int64_t i = 0; i < S; i++)
-            for (int64_t j = P; j < T; j++)
-                if (j - P > i) c.set_f64(i * T + j, -INFINITY);
-        add_bias(L.constant(c), {S, T});
-    }
-    if (L.has(6)) {  // nonpad_kv_seqlen
-        auto lens = L.ints(6);
-        if (int64_t(lens.size()) != B) L.error("nonpad_kv_seqlen must have batch_size elements");
-        HostTensor c = HostTensor::alloc(DType::FLOAT, {B, 1, 1, T});
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t j = 0; j < T; j++)
-                if (j >= lens[size_t(b)]) c.set_f64(b * T + j, -INFINITY);
-        add_bias(L.constant(c), {B, 1, 1, T});
-    }
-    ggml_tensor* qkb = qk;
-    ggml_tensor* p = ggml_soft_max(L.ctx, L.cont(qk));
-    ggml_tensor* vt = ggml_cont(L.ctx, ggml_transpose(L.ctx, L.cont(v)));  // [T, Dv, Hkv, B]
-    ggml_tensor* y = ggml_mul_mat(L.ctx, vt, p);                           // [Dv, S, Hq, B]
-    DType dt = L.dtype(0);
-    if (r == 3) {
-        y = ggml_cont(L.ctx, ggml_permute(L.ctx, y, 0, 2, 1, 3));  // [Dv, Hq, S, B]
-        y = ggml_reshape_3d(L.ctx, y, Dv * Hq, S, B);
-    }
-    L.out(0, y, dt, r);
-    if (want(L, 1)) L.out(1, L.cont(k), dt, 4);
-    if (want(L, 2)) L.out(2, L.cont(v), dt, 4);
-    if (want(L, 3)) L.out(3, mode == 3 ? p : mode == 2 ? qkb : qk0, dt, 4);
-}
-
 // ---- losses ----
 void lower_NegativeLogLikelihoodLoss(Lower& L) {
     const Shape& xs = L.shape(0);
@@ -311,39 +175,6 @@ void lower_SoftmaxCrossEntropyLoss(Lower& L) {
         (void)D;
         L.out(1, reshape_to(L, back, xs), L.dtype(0), int(xs.size()));
     }
-}
-
-// ---- LpNormalization, MeanVarianceNormalization ----
-void lower_LpNormalization(Lower& L) {
-    const Shape& xs = L.shape(0);
-    int r = int(xs.size());
-    int axis = norm_axis(L, L.node.get_int("axis", -1), r);
-    int64_t p = L.node.get_int("p", 2);
-    if (p != 1 && p != 2) L.error("p must be 1 or 2");
-    L.out(0, along_axis(L, L.t(0), xs, axis, p == 1 ? RowK::L1Norm : RowK::L2Norm), L.dtype(0), r);
-}
-
-void lower_MeanVarianceNormalization(Lower& L) {
-    const Shape& xs = L.shape(0);
-    int r = int(xs.size());
-    std::vector<int64_t> axes = L.node.get_ints("axes", {0, 2, 3});
-    std::vector<bool> red(size_t(r), false);
-    for (int64_t a : axes) red[size_t(norm_axis(L, a, r))] = true;
-    std::vector<int> perm, inv(static_cast<size_t>(r));
-    for (int i = 0; i < r; i++)
-        if (!red[size_t(i)]) perm.push_back(i);
-    int64_t inner = 1;
-    for (int i = 0; i < r; i++)
-        if (red[size_t(i)]) {
-            perm.push_back(i);
-            inner *= xs[size_t(i)];
-        }
-    for (int i = 0; i < r; i++) inv[size_t(perm[size_t(i)])] = i;
-    Shape ps = permuted(xs, perm);
-    ggml_tensor* x = permute_onnx(L, L.t(0), r, perm);
-    x = ggml_reshape_2d(L.ctx, L.cont(x), inner, shape_numel(xs) / std::max<int64_t>(1, inner));
-    ggml_tensor* y = reshape_to(L, ggml_norm(L.ctx, x, 1e-9f), ps);
-    L.out(0, permute_onnx(L, y, r, inv), L.dtype(0), r);
 }
 
 }

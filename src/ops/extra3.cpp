@@ -21,69 +21,6 @@ ggml_tensor* f32_cont(Lower& L, ggml_tensor* x) {
     return x;
 }
 
-// ---- LinearAttention: one work item per (batch, kv head) runs the whole recurrence ----
-struct LinAttnParams {
-    int64_t B, T, Hq, Hkv, Dk, Dv;
-    float scale;
-    bool gating, delta;
-    int i_state, i_decay, i_beta;  // src slots, -1 when absent
-    bool decay_per_dim;            // decay last dim Hkv*Dk (else Hkv)
-    bool beta_per_head;            // beta last dim Hkv (else 1)
-};
-
-void linattn_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
-    const LinAttnParams& p = *static_cast<const LinAttnParams*>(ud);
-    const float* q = static_cast<const float*>(dst->src[0]->data);
-    const float* k = static_cast<const float*>(dst->src[1]->data);
-    const float* v = static_cast<const float*>(dst->src[2]->data);
-    const float* s0 = p.i_state >= 0 ? static_cast<const float*>(dst->src[p.i_state]->data) : nullptr;
-    const float* g = p.i_decay >= 0 ? static_cast<const float*>(dst->src[p.i_decay]->data) : nullptr;
-    const float* be = p.i_beta >= 0 ? static_cast<const float*>(dst->src[p.i_beta]->data) : nullptr;
-    float* out = static_cast<float*>(dst->data);                  // [B, T, Hq, Dv]
-    float* st_out = out + p.B * p.T * p.Hq * p.Dv;                // [B, Hkv, Dk, Dv]
-    const int64_t G = p.Hq / p.Hkv, Dk = p.Dk, Dv = p.Dv;
-    std::vector<float> S(static_cast<size_t>(Dk * Dv)), vt(static_cast<size_t>(Dv)), ef(static_cast<size_t>(Dk));
-    for (int64_t item = ith; item < p.B * p.Hkv; item += nth) {
-        int64_t b = item / p.Hkv, h = item % p.Hkv;
-        if (s0) std::memcpy(S.data(), s0 + item * Dk * Dv, size_t(Dk * Dv) * sizeof(float));
-        else std::fill(S.begin(), S.end(), 0.f);
-        for (int64_t t = 0; t < p.T; t++) {
-            int64_t bt = b * p.T + t;
-            const float* kt = k + (bt * p.Hkv + h) * Dk;
-            const float* vv = v + (bt * p.Hkv + h) * Dv;
-            if (p.gating) {
-                if (p.decay_per_dim) {
-                    const float* gt = g + (bt * p.Hkv + h) * Dk;
-                    for (int64_t d = 0; d < Dk; d++) ef[size_t(d)] = std::exp(gt[d]);
-                } else std::fill(ef.begin(), ef.end(), std::exp(g[bt * p.Hkv + h]));
-                for (int64_t d = 0; d < Dk; d++)
-                    for (int64_t m = 0; m < Dv; m++) S[size_t(d * Dv + m)] *= ef[size_t(d)];
-            }
-            std::copy(vv, vv + Dv, vt.begin());
-            if (p.delta) {
-                float bt_ = be[p.beta_per_head ? bt * p.Hkv + h : bt];
-                for (int64_t m = 0; m < Dv; m++) {
-                    float r = 0;
-                    for (int64_t d = 0; d < Dk; d++) r += S[size_t(d * Dv + m)] * kt[d];
-                    vt[size_t(m)] = bt_ * (vt[size_t(m)] - r);
-                }
-            }
-            for (int64_t d = 0; d < Dk; d++)
-                for (int64_t m = 0; m < Dv; m++) S[size_t(d * Dv + m)] += kt[d] * vt[size_t(m)];
-            for (int64_t hq = h * G; hq < (h + 1) * G; hq++) {
-                const float* qt = q + (bt * p.Hq + hq) * Dk;
-                float* o = out + (bt * p.Hq + hq) * Dv;
-                for (int64_t m = 0; m < Dv; m++) {
-                    float acc = 0;
-                    for (int64_t d = 0; d < Dk; d++) acc += qt[d] * S[size_t(d * Dv + m)];
-                    o[m] = p.scale * acc;
-                }
-            }
-        }
-        std::memcpy(st_out + item * Dk * Dv, S.data(), size_t(Dk * Dv) * sizeof(float));
-    }
-}
-
 // ---- RoiAlign: one work item per (roi, channel) ----
 struct RoiParams {
     int64_t oh, ow, sampling;
@@ -192,65 +129,6 @@ void roialign_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
 
 }  // namespace
 
-// ---- LinearAttention (27) ----
-void lower_LinearAttention(Lower& L) {
-    for (int i = 0; i < 3; i++)
-        if (L.rank(i) != 3) L.error("query, key and value must be 3-D (batch, length, heads * head_size)");
-    const Shape &qs = L.shape(0), &ks = L.shape(1), &vs = L.shape(2);
-    int64_t Hq = L.node.get_int("q_num_heads", 0), Hkv = L.node.get_int("kv_num_heads", 0);
-    if (Hq <= 0 || Hkv <= 0) L.error("q_num_heads and kv_num_heads must be given and positive");
-    if (Hq % Hkv) L.error("q_num_heads must be a multiple of kv_num_heads");
-    int64_t B = qs[0], T = qs[1];
-    if (ks[0] != B || vs[0] != B || ks[1] != T || vs[1] != T) L.error("query, key and value batch/length differ");
-    if (qs[2] % Hq || vs[2] % Hkv) L.error("hidden sizes are not divisible by the head counts");
-    int64_t Dk = qs[2] / Hq, Dv = vs[2] / Hkv;
-    if (ks[2] != Hkv * Dk) L.error("key hidden size must be kv_num_heads * query head size");
-    std::string rule = L.node.get_string("update_rule", "gated_delta");
-    bool gating, delta;
-    if (rule == "linear") gating = false, delta = false;
-    else if (rule == "gated") gating = true, delta = false;
-    else if (rule == "delta") gating = false, delta = true;
-    else if (rule == "gated_delta") gating = true, delta = true;
-    else L.error("unknown update_rule '" + rule + "'");
-    if (gating != L.has(4)) L.error("update_rule '" + rule + (gating ? "' needs" : "' takes no") + " decay input");
-    if (delta != L.has(5)) L.error("update_rule '" + rule + (delta ? "' needs" : "' takes no") + " beta input");
-    float scale = L.node.get_float("scale", 0.0f);
-    if (scale == 0.0f) scale = float(1.0 / std::sqrt(double(Dk)));
-
-    LinAttnParams p{B, T, Hq, Hkv, Dk, Dv, scale, gating, delta, -1, -1, -1, false, false};
-    std::vector<ggml_tensor*> args = {f32_cont(L, L.t(0)), f32_cont(L, L.t(1)), f32_cont(L, L.t(2))};
-    DType sdt = L.dtype(0);
-    if (L.has(3)) {
-        if (L.shape(3) != Shape{B, Hkv, Dk, Dv}) L.error("past_state must have shape (B, kv_num_heads, d_k, d_v)");
-        p.i_state = int(args.size());
-        args.push_back(f32_cont(L, L.t(3)));
-        sdt = L.dtype(3);
-    }
-    if (gating) {
-        const Shape& ds = L.shape(4);
-        if (ds.size() != 3 || ds[0] != B || ds[1] != T || (ds[2] != Hkv && ds[2] != Hkv * Dk))
-            L.error("decay must have shape (B, T, kv_num_heads) or (B, T, kv_num_heads * d_k)");
-        p.decay_per_dim = ds[2] == Hkv * Dk;  // with d_k = 1 both layouts coincide
-        p.i_decay = int(args.size());
-        args.push_back(f32_cont(L, L.t(4)));
-    }
-    if (delta) {
-        const Shape& bs = L.shape(5);
-        if (bs.size() != 3 || bs[0] != B || bs[1] != T || (bs[2] != Hkv && bs[2] != 1))
-            L.error("beta must have shape (B, T, kv_num_heads) or (B, T, 1)");
-        p.beta_per_head = bs[2] == Hkv;
-        p.i_beta = int(args.size());
-        args.push_back(f32_cont(L, L.t(5)));
-    }
-    int64_t n_out = B * T * Hq * Dv, n_st = B * Hkv * Dk * Dv;
-    ggml_tensor* all = ggml_custom_4d(L.ctx, GGML_TYPE_F32, n_out + n_st, 1, 1, 1, args.data(), int(args.size()),
-                                      linattn_kernel, GGML_N_TASKS_MAX, keep_params(p));
-    ggml_tensor* y = ggml_reshape_3d(L.ctx, ggml_view_1d(L.ctx, all, n_out, 0), Hq * Dv, T, B);
-    L.out(0, y, L.dtype(0), 3);
-    if (wanted(L, 1)) {
-        ggml_tensor* s = ggml_view_1d(L.ctx, all, n_st, size_t(n_out) * sizeof(float));
-        L.out(1, ggml_reshape_4d(L.ctx, s, Dv, Dk, Hkv, B), sdt, 4);
-    }
 }
 
 // ---- NonMaxSuppression (10, host: the output length depends on the values) ----
@@ -400,29 +278,6 @@ void lower_window(Lower& L, WinK k) {
     L.out(0, y, dt, 1);
 }
 
-// ---- LRN over channels of [W, H, C, N] ----
-struct LrnParams { float alpha, beta, bias; int64_t size; };
-
-void lrn_kernel(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void* ud) {
-    const LrnParams& p = *static_cast<const LrnParams*>(ud);
-    int64_t HW = a->ne[0] * a->ne[1], C = a->ne[2], N = a->ne[3];
-    int64_t c1 = (p.size - 1) / 2, c2 = (p.size - 1 + 1) / 2 + 1;  // floor((size-1)/2), ceil((size-1)/2) + 1
-    const float* x = static_cast<const float*>(a->data);
-    float* y = static_cast<float*>(dst->data);
-    for (int64_t row = ith; row < N * C; row += nth) {
-        int64_t n = row / C, c = row % C;
-        int64_t b = std::max<int64_t>(0, c - c1), e = std::min<int64_t>(C, c + c2);
-        for (int64_t i = 0; i < HW; i++) {
-            double s = 0;
-            for (int64_t cc = b; cc < e; cc++) {
-                double v = x[(n * C + cc) * HW + i];
-                s += v * v;
-            }
-            y[row * HW + i] = float(double(x[row * HW + i]) / std::pow(double(p.bias) + double(p.alpha) / double(p.size) * s, double(p.beta)));
-        }
-    }
-}
-
 // ---- Det of [M, M] blocks ----
 void det_kernel(ggml_tensor* dst, int ith, int nth, void*) {
     const ggml_tensor* a = dst->src[0];
@@ -455,39 +310,6 @@ void det_kernel(ggml_tensor* dst, int ith, int nth, void*) {
     }
 }
 
-// ---- RotaryEmbedding ----
-struct RopeParams { int64_t B, S, H, D, rd, max_pos; bool heads_first, interleaved, has_pos; };
-
-void rope_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
-    const RopeParams& p = *static_cast<const RopeParams*>(ud);
-    const float* x = static_cast<const float*>(dst->src[0]->data);
-    const float* cc = static_cast<const float*>(dst->src[1]->data);
-    const float* sc = static_cast<const float*>(dst->src[2]->data);
-    const ggml_tensor* pt = p.has_pos ? dst->src[3] : nullptr;
-    float* y = static_cast<float*>(dst->data);
-    int64_t half = p.rd / 2;
-    for (int64_t v = ith; v < p.B * p.S * p.H; v += nth) {
-        int64_t b = v / (p.S * p.H), s = (v / p.H) % p.S, h = v % p.H;
-        int64_t off = (p.heads_first ? (b * p.H + h) * p.S + s : (b * p.S + s) * p.H + h) * p.D;
-        int64_t row = b * p.S + s;  // cache row without position ids
-        if (pt) {
-            int64_t bs = b * p.S + s;
-            row = pt->type == GGML_TYPE_I32 ? int64_t(static_cast<const int32_t*>(pt->data)[bs])
-                                            : int64_t(static_cast<const float*>(pt->data)[bs]);
-            if (row < 0 || row >= p.max_pos) {
-                std::fill(y + off, y + off + p.D, NAN);
-                continue;
-            }
-        }
-        const float *c = cc + row * half, *sn = sc + row * half, *xi = x + off;
-        float* yo = y + off;
-        for (int64_t i = 0; i < half; i++) {
-            int64_t i1 = p.interleaved ? 2 * i : i, i2 = p.interleaved ? 2 * i + 1 : i + half;
-            float x1 = xi[i1], x2 = xi[i2];
-            yo[i1] = c[i] * x1 - sn[i] * x2;
-            yo[i2] = sn[i] * x1 + c[i] * x2;
-        }
-        for (int64_t i = p.rd; i < p.D; i++) yo[i] = xi[i];
     }
 }
 
@@ -498,14 +320,6 @@ void lower_HannWindow(Lower& L) { lower_window(L, WinK::Hann); }
 void lower_HammingWindow(Lower& L) { lower_window(L, WinK::Hamming); }
 void lower_BlackmanWindow(Lower& L) { lower_window(L, WinK::Blackman); }
 
-// ---- LRN (1) ----
-void lower_LRN(Lower& L) {
-    if (L.rank(0) != 4) L.error("LRN supports 4-D input (N, C, H, W)");
-    LrnParams p{L.node.get_float("alpha", 1e-4f), L.node.get_float("beta", 0.75f), L.node.get_float("bias", 1.0f),
-                L.node.get_int("size", 0)};
-    if (p.size < 1) L.error("size must be positive");
-    ggml_tensor* x = f32_cont(L, L.t(0));
-    L.out(0, ggml_map_custom1(L.ctx, x, lrn_kernel, GGML_N_TASKS_MAX, keep_params(p)), L.dtype(0), 4);
 }
 
 // ---- Det (11) ----
@@ -524,42 +338,6 @@ void lower_Det(Lower& L) {
     L.out_shape(0, reshape_to(L, d, os), L.dtype(0), os);
 }
 
-// ---- RotaryEmbedding (23) ----
-void lower_RotaryEmbedding(Lower& L) {
-    const Shape& xs = L.shape(0);
-    int r = int(xs.size());
-    RopeParams p{};
-    p.interleaved = L.node.get_int("interleaved", 0) != 0;
-    if (r == 4) {
-        p.heads_first = true;
-        p.B = xs[0], p.H = xs[1], p.S = xs[2], p.D = xs[3];
-    } else if (r == 3) {
-        int64_t nh = L.node.get_int("num_heads", 0);
-        if (nh <= 0) L.error("3-D input needs num_heads");
-        if (xs[2] % nh) L.error("hidden size is not divisible by num_heads");
-        p.B = xs[0], p.S = xs[1], p.H = nh, p.D = xs[2] / nh;
-    } else L.error("input must be 3-D or 4-D");
-    p.rd = L.node.get_int("rotary_embedding_dim", 0);
-    if (p.rd == 0) p.rd = p.D;
-    if (p.rd < 0 || p.rd > p.D || p.rd % 2) L.error("rotary_embedding_dim must be even and at most the head size");
-    const Shape &cs = L.shape(1), &ss = L.shape(2);
-    if (cs != ss) L.error("cos_cache and sin_cache shapes differ");
-    if (cs.empty() || cs.back() != p.rd / 2) L.error("cache last dimension must be rotary_embedding_dim / 2");
-    std::vector<ggml_tensor*> args = {f32_cont(L, L.t(0)), f32_cont(L, L.t(1)), f32_cont(L, L.t(2))};
-    p.has_pos = L.has(3);
-    if (p.has_pos) {
-        if (cs.size() != 2) L.error("with position_ids the caches must be 2-D (max_position, rotary_dim / 2)");
-        if (L.shape(3) != Shape{p.B, p.S}) L.error("position_ids must have shape (batch, sequence)");
-        p.max_pos = cs[0];
-        if (const HostTensor* ph = L.in(3).host.get())
-            for (int64_t i = 0; i < ph->numel(); i++)
-                if (ph->i64(i) < 0 || ph->i64(i) >= p.max_pos) L.error("position id out of range of the caches");
-        args.push_back(L.cont(L.t(3)));
-    } else if (cs != Shape{p.B, p.S, p.rd / 2}) L.error("without position_ids the caches must be (batch, sequence, rotary_dim / 2)");
-    ggml_tensor* y = ggml_custom_4d(L.ctx, GGML_TYPE_F32, args[0]->ne[0], args[0]->ne[1], args[0]->ne[2],
-                                    args[0]->ne[3], args.data(), int(args.size()), rope_kernel, GGML_N_TASKS_MAX,
-                                    keep_params(p));
-    L.out(0, y, L.dtype(0), r);
 }
 
 }  // namespace onnx2ggml

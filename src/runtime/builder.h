@@ -66,6 +66,7 @@ public:
         octx.ggml = ctx;
         octx.cpu = w.native_cpu;
         octx.weights = &w;
+        octx.matmul_type = w.matmul_type;
     }
 
     // Graph inputs (already validated), in graph-input order.

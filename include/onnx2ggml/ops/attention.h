@@ -1,7 +1,84 @@
 // Op library, Attention: fused attention (fuse_attention), Attention-23, LinearAttention, RotaryEmbedding.
-// Included by onnx2ggml/ops.h; see its conventions.
+// Included by onnx2ggml/ops.h; see its conventions. Functions marked "CPU kernel" run as ggml custom ops, so only
+// on the CPU backend.
 #pragma once
 
 namespace o2g {
+
+struct FusedAttentionParams {
+    float scale = 1.0f;  // applied to the scores before the softmax
+    void fields(FieldWriter& f) const { f("scale", scale); }
+};
+// softmax(scale * Q K^T) V per head: Q [B, Tq, H, D], K [B, Tk, H, D], V [B, Tk, H, Dv] (ggml [D, H, T, B]) ->
+// [B, H, Tq, Dv]. q_scale and k_scale (may be null) are tensors multiplied into Q and K first. On the CPU one
+// kernel (scores, softmax and P V per block of queries, no score matrix in memory); elsewhere, or with
+// ONNX2GGML_GGML_ATTENTION set, ggml_mul_mat and ggml_soft_max_ext.
+ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* q_scale,
+                             ggml_tensor* k_scale, const FusedAttentionParams& p);
+
+struct AttentionParams {
+    int64_t q_heads = 0;   // 3-D inputs [B, S, heads * head size]: the head counts; 0 for 4-D [B, heads, S, size]
+    int64_t kv_heads = 0;
+    float scale = 0.0f;    // 0: 1 / sqrt(head size)
+    float softcap = 0.0f;  // > 0: softcap * tanh(scores / softcap)
+    bool causal = false;
+    bool bool_mask = false;  // attn_mask is boolean (1 attends, 0 does not) rather than added to the scores
+    int qk_output = 0;       // attention_scores: 0 the scaled (and softcapped) scores, 1 and 2 after the masks,
+                             // 3 after the softmax
+    void fields(FieldWriter& f) const {
+        f("q_heads", q_heads);
+        f("kv_heads", kv_heads);
+        f("scale", scale);
+        f("softcap", softcap);
+        f("causal", causal);
+        f("bool_mask", bool_mask);
+        f("qk_output", qk_output);
+    }
+};
+// ONNX Attention-23: softmax(scale * Q K^T + masks) V with grouped KV heads. mask, past_key, past_value may be
+// null; nonpad_kv_seqlen (per batch, empty: none) masks keys at and past each length.
+ggml_tensor* attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* mask,
+                       ggml_tensor* past_key, ggml_tensor* past_value, const Ints& nonpad_kv_seqlen,
+                       const AttentionParams& p);
+// Attention-23's present_key / present_value: past (may be null) followed by the new keys or values, as
+// [B, kv heads, total length, head size].
+ggml_tensor* attention_present(Ctx& ctx, ggml_tensor* past, ggml_tensor* cur, const AttentionParams& p);
+// Attention-23's qk_matmul_output: the scores [B, q heads, S, total length] at the stage p.qk_output names.
+ggml_tensor* attention_scores(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* mask, ggml_tensor* past_key,
+                              const Ints& nonpad_kv_seqlen, const AttentionParams& p);
+
+struct LinearAttentionParams {
+    int64_t q_heads = 1;
+    int64_t kv_heads = 1;
+    float scale = 0.0f;  // 0: 1 / sqrt(head size)
+    int rule = 3;        // update_rule: 0 linear, 1 gated, 2 delta, 3 gated_delta
+    void fields(FieldWriter& f) const {
+        f("q_heads", q_heads);
+        f("kv_heads", kv_heads);
+        f("scale", scale);
+        f("rule", rule);
+    }
+};
+// LinearAttention-27 over Q, K, V [B, T, heads * size]: the recurrent state update per (batch, kv head) and its
+// read-out per query head (CPU kernel). past_state, decay (gated rules) and beta (delta rules) may be null.
+ggml_tensor* linear_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* past_state,
+                              ggml_tensor* decay, ggml_tensor* beta, const LinearAttentionParams& p);
+// The final state [B, kv heads, Dk, Dv] of the linear_attention call (with the same params) that returned y.
+ggml_tensor* linear_attention_state(Ctx& ctx, ggml_tensor* y, const LinearAttentionParams& p);
+
+struct RotaryEmbeddingParams {
+    int64_t heads = 0;       // 3-D input [B, S, heads * size]: the head count; 0 for 4-D [B, heads, S, size]
+    int64_t rotary_dim = 0;  // 0: the whole head
+    bool interleaved = false;
+    void fields(FieldWriter& f) const {
+        f("heads", heads);
+        f("rotary_dim", rotary_dim);
+        f("interleaved", interleaved);
+    }
+};
+// Rotates pairs of the first rotary_dim values of each head by the cached cos/sin (rows picked by position_ids,
+// which may be null: then the caches are [B, S, rotary_dim / 2]). CPU kernel.
+ggml_tensor* rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* cos_cache, ggml_tensor* sin_cache,
+                              ggml_tensor* position_ids, const RotaryEmbeddingParams& p);
 
 }  // namespace o2g

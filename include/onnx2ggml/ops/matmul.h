@@ -1,7 +1,46 @@
-// Op library, Matrix products: MatMul, Gemm, Einsum; fused attention.
+// Op library, Matrix products: MatMul, Gemm, Einsum, and the padded ggml_mul_mat they (and convolutions) use.
 // Included by onnx2ggml/ops.h; see its conventions.
 #pragma once
 
 namespace o2g {
+
+// ggml_mul_mat(a, b) = a^T b over ne0. On the CPU, when the shared dim is not a multiple of 16 and the product
+// is large, both operands are zero-padded to one first: ggml's fast F32 sgemm (llamafile) needs it and its
+// fallback is several times slower.
+ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b);
+
+struct MatMulParams {
+    bool a_vector = false;  // A is 1-D (ONNX [K]): a row vector, its dim dropped from the result
+    bool b_vector = false;  // B is 1-D (ONNX [K]): a column vector, its dim dropped from the result
+    void fields(FieldWriter& f) const { f("a_vector", a_vector); f("b_vector", b_vector); }
+};
+// numpy matmul: A [..., M, K] x B [..., K, N] (ggml [K, M, ...] and [N, K, ...]) with broadcast batch dims. A
+// constant weight B is transposed once (ctx.weights) and kept at ctx.matmul_type where its rows allow.
+ggml_tensor* matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const MatMulParams& p);
+
+struct GemmParams {
+    bool trans_a = false;
+    bool trans_b = false;
+    float alpha = 1.0f;
+    float beta = 1.0f;
+    void fields(FieldWriter& f) const {
+        f("trans_a", trans_a);
+        f("trans_b", trans_b);
+        f("alpha", alpha);
+        f("beta", beta);
+    }
+};
+// alpha * A' B' + beta * C for 2-D A and B (transposed when asked); C (may be null) broadcasts to [M, N].
+ggml_tensor* gemm(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* c, const GemmParams& p);
+
+struct EinsumParams {
+    // Subscripts as ASCII letter codes, in ONNX axis order: of the first operand, of the second (empty with
+    // one operand), and of the output. "bij,bjk->bik" is {98, 105, 106}, {98, 106, 107}, {98, 105, 107}.
+    Ints a, b, out;
+    void fields(FieldWriter& f) const { f("a", a); f("b", b); f("out", out); }
+};
+// Einsum of one operand (permutes and sums) or two (a contraction through one batched ggml_mul_mat); no
+// ellipsis, no repeated subscripts within an operand, ranks up to 4.
+ggml_tensor* einsum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const EinsumParams& p);
 
 }  // namespace o2g

@@ -1,0 +1,274 @@
+// Op library: attention (see include/onnx2ggml/ops/attention.h).
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/custom.h"
+#include "onnx2ggml/ops.h"
+
+namespace o2g {
+
+namespace {
+
+ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
+    x = cont(ctx, x);
+    return x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
+}
+
+std::string ne_str(const ggml_tensor* t) {
+    return "[" + std::to_string(t->ne[0]) + ", " + std::to_string(t->ne[1]) + ", " + std::to_string(t->ne[2]) + ", " +
+           std::to_string(t->ne[3]) + "]";
+}
+
+}  // namespace
+
+ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* q_scale,
+                             ggml_tensor* k_scale, const FusedAttentionParams& p) {
+    if (q->ne[0] != k->ne[0] || q->ne[1] != k->ne[1] || k->ne[1] != v->ne[1] || q->ne[3] != k->ne[3] ||
+        k->ne[3] != v->ne[3] || k->ne[2] != v->ne[2])
+        throw OpError("fused_attention: Q " + ne_str(q) + ", K " + ne_str(k) + ", V " + ne_str(v) + " do not match");
+    for (ggml_tensor** side : {&q, &k}) {  // scales the graph computes are multiplied in
+        ggml_tensor* s = side == &q ? q_scale : k_scale;
+        if (!s) continue;
+        if (s->type != GGML_TYPE_F32) s = ggml_cast(ctx, s, GGML_TYPE_F32);
+        *side = ggml_mul(ctx, cont(ctx, *side), s);
+    }
+    if (ctx.cpu && getenv("ONNX2GGML_GGML_ATTENTION") == nullptr)
+        return attention_kernel(ctx, cont(ctx, q), cont(ctx, k), cont(ctx, v), p.scale);
+    q = ggml_cont(ctx, ggml_permute(ctx, q, 0, 2, 1, 3));                    // [D, Tq, H, B]
+    k = ggml_cont(ctx, ggml_permute(ctx, k, 0, 2, 1, 3));                    // [D, Tk, H, B]
+    ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));      // [Tk, Dv, H, B]
+    ggml_tensor* kq = mul_mat(ctx, k, q);                                    // [Tk, Tq, H, B]
+    kq = ggml_soft_max_ext(ctx, kq, nullptr, p.scale, 0.0f);
+    return mul_mat(ctx, vt, kq);  // [Dv, Tq, H, B] = ONNX [B, H, Tq, Dv]
+}
+
+// ---- Attention-23 ----
+namespace {
+
+// Q, K, V as [head size, length, heads, B], K and V after the past ones.
+struct Heads {
+    ggml_tensor *q, *k, *v;
+    int64_t S, T, P, D;
+};
+
+// A 3-D [B, len, H * Dh] input as [Dh, len, H, B].
+ggml_tensor* split_heads(Ctx& ctx, ggml_tensor* x, int64_t H) {
+    if (H <= 0 || x->ne[0] % H) throw OpError("attention: hidden size " + std::to_string(x->ne[0]) +
+                                               " is not divisible by " + std::to_string(H) + " heads");
+    x = ggml_reshape_4d(ctx, cont(ctx, x), x->ne[0] / H, H, x->ne[1], x->ne[2]);
+    return ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
+}
+
+ggml_tensor* with_past(Ctx& ctx, ggml_tensor* past, ggml_tensor* cur) {
+    if (!past) return cur;
+    if (past->ne[0] != cur->ne[0] || past->ne[2] != cur->ne[2] || past->ne[3] != cur->ne[3])
+        throw OpError("attention: past " + ne_str(past) + " does not match " + ne_str(cur));
+    return ggml_concat(ctx, cont(ctx, past), cont(ctx, cur), 1);
+}
+
+Heads heads(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* past_key, ggml_tensor* past_value,
+            const AttentionParams& p) {
+    Heads h;
+    if (p.q_heads > 0) {
+        h.q = split_heads(ctx, q, p.q_heads);
+        h.k = split_heads(ctx, k, p.kv_heads);
+        h.v = v ? split_heads(ctx, v, p.kv_heads) : nullptr;
+    } else {
+        h.q = q, h.k = k, h.v = v;
+    }
+    if (h.v && h.k->ne[1] != h.v->ne[1]) throw OpError("attention: K and V sequence lengths differ");
+    if (h.k->ne[0] != h.q->ne[0]) throw OpError("attention: Q and K head sizes differ");
+    if (h.q->ne[2] % h.k->ne[2]) throw OpError("attention: q heads must be a multiple of kv heads");
+    if (h.q->ne[3] != h.k->ne[3]) throw OpError("attention: Q and K batches differ");
+    if ((past_key == nullptr) != (past_value == nullptr) && h.v)
+        throw OpError("attention: past_key and past_value must be given together");
+    h.S = h.q->ne[1];
+    h.D = h.q->ne[0];
+    h.P = past_key ? past_key->ne[1] : 0;
+    h.k = with_past(ctx, past_key, h.k);
+    if (h.v) h.v = with_past(ctx, past_value, h.v);
+    h.T = h.k->ne[1];
+    return h;
+}
+
+ggml_tensor* minus_inf_where(Ctx& ctx, int64_t n0, int64_t n1, int64_t n2, int64_t n3,
+                             const std::vector<bool>& masked) {
+    std::vector<float> c(masked.size());
+    for (size_t i = 0; i < c.size(); i++) c[i] = masked[i] ? -INFINITY : 0.0f;
+    const int64_t ne[4] = {n0, n1, n2, n3};
+    return ctx.constant_f32(ne, c);
+}
+
+// The scores [T, S, Hq, B]: after scale and softcap (qk0), after the masks (qk).
+void scores(Ctx& ctx, const Heads& h, ggml_tensor* mask, const Ints& nonpad, const AttentionParams& p,
+            ggml_tensor*& qk0, ggml_tensor*& qk) {
+    const float scale = p.scale != 0.0f ? p.scale : float(1.0 / std::sqrt(double(h.D)));
+    qk = ggml_mul_mat(ctx, cont(ctx, h.k), cont(ctx, h.q));  // kv head i / (Hq / Hkv)
+    qk = ggml_scale(ctx, qk, scale);
+    if (p.softcap > 0) qk = ggml_scale(ctx, ggml_tanh(ctx, ggml_scale(ctx, qk, 1.0f / p.softcap)), p.softcap);
+    qk0 = qk;
+    const int64_t S = h.S, T = h.T, P = h.P, B = h.q->ne[3];
+    auto add_bias = [&](ggml_tensor* m) {
+        int64_t ne[4];
+        broadcast_ne(m, qk, ne);
+        if (!(ne[0] == qk->ne[0] && ne[1] == qk->ne[1] && ne[2] == qk->ne[2] && ne[3] == qk->ne[3]))
+            throw OpError("attention: mask " + ne_str(m) + " does not broadcast to the scores " + ne_str(qk));
+        qk = ggml_add(ctx, qk, m);
+    };
+    if (mask) {
+        ggml_tensor* m = mask->type == GGML_TYPE_F32 ? mask : ggml_cast(ctx, mask, GGML_TYPE_F32);
+        if (p.bool_mask) {
+            const int64_t one[4] = {1, 1, 1, 1};
+            m = custom_where(ctx, m, ctx.constant_f32(one, {0.0f}), ctx.constant_f32(one, {-INFINITY}));
+        }
+        if (m->ne[0] > T) throw OpError("attention: attn_mask is longer than the total sequence");
+        if (m->ne[0] < T) {  // padded with -inf (false)
+            const int64_t pad = T - m->ne[0];
+            std::vector<bool> all(size_t(pad * m->ne[1] * m->ne[2] * m->ne[3]), true);
+            m = ggml_concat(ctx, cont(ctx, m), minus_inf_where(ctx, pad, m->ne[1], m->ne[2], m->ne[3], all), 0);
+        }
+        add_bias(m);
+    }
+    if (p.causal) {
+        std::vector<bool> c(size_t(S * T), false);
+        for (int64_t i = 0; i < S; i++)
+            for (int64_t j = P; j < T; j++) c[size_t(i * T + j)] = j - P > i;
+        add_bias(minus_inf_where(ctx, T, S, 1, 1, c));
+    }
+    if (!nonpad.empty()) {
+        if (int64_t(nonpad.size()) != B) throw OpError("attention: nonpad_kv_seqlen must have batch_size elements");
+        std::vector<bool> c(size_t(B * T), false);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < T; j++) c[size_t(b * T + j)] = j >= nonpad[size_t(b)];
+        add_bias(minus_inf_where(ctx, T, 1, 1, B, c));
+    }
+}
+
+}  // namespace
+
+ggml_tensor* attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* mask,
+                       ggml_tensor* past_key, ggml_tensor* past_value, const Ints& nonpad_kv_seqlen,
+                       const AttentionParams& p) {
+    const Heads h = heads(ctx, q, k, v, past_key, past_value, p);
+    ggml_tensor *qk0, *qk;
+    scores(ctx, h, mask, nonpad_kv_seqlen, p, qk0, qk);
+    ggml_tensor* pr = ggml_soft_max(ctx, cont(ctx, qk));
+    ggml_tensor* vt = ggml_cont(ctx, ggml_transpose(ctx, cont(ctx, h.v)));  // [T, Dv, Hkv, B]
+    ggml_tensor* y = ggml_mul_mat(ctx, vt, pr);                             // [Dv, S, Hq, B]
+    if (p.q_heads > 0) {
+        y = ggml_cont(ctx, ggml_permute(ctx, y, 0, 2, 1, 3));  // [Dv, Hq, S, B]
+        y = ggml_reshape_3d(ctx, y, y->ne[0] * y->ne[1], y->ne[2], y->ne[3]);
+    }
+    return y;
+}
+
+ggml_tensor* attention_present(Ctx& ctx, ggml_tensor* past, ggml_tensor* cur, const AttentionParams& p) {
+    if (p.q_heads > 0) cur = split_heads(ctx, cur, p.kv_heads);
+    return cont(ctx, with_past(ctx, past, cur));
+}
+
+ggml_tensor* attention_scores(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* mask, ggml_tensor* past_key,
+                              const Ints& nonpad_kv_seqlen, const AttentionParams& p) {
+    const Heads h = heads(ctx, q, k, nullptr, past_key, nullptr, p);
+    ggml_tensor *qk0, *qk;
+    scores(ctx, h, mask, nonpad_kv_seqlen, p, qk0, qk);
+    if (p.qk_output == 3) return ggml_soft_max(ctx, cont(ctx, qk));
+    return p.qk_output == 0 ? qk0 : qk;
+}
+
+// ---- LinearAttention ----
+namespace {
+struct LinDims {
+    int64_t B, T, Dk, Dv;
+};
+LinDims lin_dims(const ggml_tensor* q, const ggml_tensor* v, const LinearAttentionParams& p) {
+    if (p.q_heads <= 0 || p.kv_heads <= 0 || p.q_heads % p.kv_heads)
+        throw OpError("linear_attention: " + std::to_string(p.q_heads) + " q heads, " + std::to_string(p.kv_heads) +
+                      " kv heads");
+    if (q->ne[0] % p.q_heads || v->ne[0] % p.kv_heads)
+        throw OpError("linear_attention: hidden sizes are not divisible by the head counts");
+    return {q->ne[2], q->ne[1], q->ne[0] / p.q_heads, v->ne[0] / p.kv_heads};
+}
+}  // namespace
+
+ggml_tensor* linear_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* past_state,
+                              ggml_tensor* decay, ggml_tensor* beta, const LinearAttentionParams& p) {
+    const LinDims d = lin_dims(q, v, p);
+    const int64_t Hkv = p.kv_heads;
+    if (k->ne[1] != d.T || v->ne[1] != d.T || k->ne[2] != d.B || v->ne[2] != d.B)
+        throw OpError("linear_attention: query, key and value batch/length differ");
+    if (k->ne[0] != Hkv * d.Dk) throw OpError("linear_attention: key hidden size must be kv heads * query head size");
+    if (p.rule < 0 || p.rule > 3) throw OpError("linear_attention: rule " + std::to_string(p.rule) + " (0 to 3)");
+    const bool gating = p.rule == 1 || p.rule == 3, delta = p.rule >= 2;
+    if (gating != (decay != nullptr) || delta != (beta != nullptr))
+        throw OpError("linear_attention: decay is needed exactly by gated rules, beta by delta rules");
+    const float scale = p.scale != 0.0f ? p.scale : float(1.0 / std::sqrt(double(d.Dk)));
+    LinAttnParams lp{d.B, d.T, p.q_heads, Hkv, d.Dk, d.Dv, scale, gating, delta, -1, -1, -1, false, false};
+    std::vector<ggml_tensor*> args = {f32(ctx, q), f32(ctx, k), f32(ctx, v)};
+    if (past_state) {
+        if (!(past_state->ne[0] == d.Dv && past_state->ne[1] == d.Dk && past_state->ne[2] == Hkv &&
+              past_state->ne[3] == d.B))
+            throw OpError("linear_attention: past_state must have shape (B, kv_num_heads, d_k, d_v)");
+        lp.i_state = int(args.size());
+        args.push_back(f32(ctx, past_state));
+    }
+    if (decay) {
+        if (decay->ne[1] != d.T || decay->ne[2] != d.B || (decay->ne[0] != Hkv && decay->ne[0] != Hkv * d.Dk))
+            throw OpError("linear_attention: decay must have shape (B, T, kv_num_heads) or (B, T, kv_num_heads * d_k)");
+        lp.decay_per_dim = decay->ne[0] == Hkv * d.Dk;  // with d_k = 1 both layouts coincide
+        lp.i_decay = int(args.size());
+        args.push_back(f32(ctx, decay));
+    }
+    if (beta) {
+        if (beta->ne[1] != d.T || beta->ne[2] != d.B || (beta->ne[0] != Hkv && beta->ne[0] != 1))
+            throw OpError("linear_attention: beta must have shape (B, T, kv_num_heads) or (B, T, 1)");
+        lp.beta_per_head = beta->ne[0] == Hkv;
+        lp.i_beta = int(args.size());
+        args.push_back(f32(ctx, beta));
+    }
+    ggml_tensor* all = linear_attention_kernel(ctx, args, lp);
+    const int64_t n_out = d.B * d.T * p.q_heads * d.Dv;
+    return ggml_reshape_3d(ctx, ggml_view_1d(ctx, all, n_out, 0), p.q_heads * d.Dv, d.T, d.B);
+}
+
+ggml_tensor* linear_attention_state(Ctx& ctx, ggml_tensor* y, const LinearAttentionParams& p) {
+    ggml_tensor* all = y->view_src;
+    if (!all || all->op != GGML_OP_CUSTOM || !all->src[0] || !all->src[2])
+        throw OpError("linear_attention_state: y is not a linear_attention result");
+    const LinDims d = lin_dims(all->src[0], all->src[2], p);
+    const int64_t n_out = d.B * d.T * p.q_heads * d.Dv, n_st = d.B * p.kv_heads * d.Dk * d.Dv;
+    ggml_tensor* s = ggml_view_1d(ctx, all, n_st, size_t(n_out) * sizeof(float));
+    return ggml_reshape_4d(ctx, s, d.Dv, d.Dk, p.kv_heads, d.B);
+}
+
+// ---- RotaryEmbedding ----
+ggml_tensor* rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* cos_cache, ggml_tensor* sin_cache,
+                              ggml_tensor* position_ids, const RotaryEmbeddingParams& p) {
+    RopeParams rp{};
+    rp.interleaved = p.interleaved;
+    if (p.heads <= 0) {  // [B, H, S, D]
+        rp.heads_first = true;
+        rp.D = x->ne[0], rp.S = x->ne[1], rp.H = x->ne[2], rp.B = x->ne[3];
+    } else {  // [B, S, H * D]
+        if (x->ne[0] % p.heads) throw OpError("rotary_embedding: hidden size is not divisible by the heads");
+        rp.D = x->ne[0] / p.heads, rp.H = p.heads, rp.S = x->ne[1], rp.B = x->ne[2];
+    }
+    rp.rd = p.rotary_dim != 0 ? p.rotary_dim : rp.D;
+    if (rp.rd < 0 || rp.rd > rp.D || rp.rd % 2)
+        throw OpError("rotary_embedding: rotary_dim must be even and at most the head size");
+    if (!same_ne(cos_cache, sin_cache)) throw OpError("rotary_embedding: cos_cache and sin_cache shapes differ");
+    if (cos_cache->ne[0] != rp.rd / 2) throw OpError("rotary_embedding: cache last dimension must be rotary_dim / 2");
+    std::vector<ggml_tensor*> args = {f32(ctx, x), f32(ctx, cos_cache), f32(ctx, sin_cache)};
+    rp.has_pos = position_ids != nullptr;
+    if (position_ids) {
+        rp.max_pos = cos_cache->ne[1];
+        args.push_back(cont(ctx, position_ids));
+    } else if (!(cos_cache->ne[1] == rp.S && cos_cache->ne[2] == rp.B))
+        throw OpError("rotary_embedding: without position_ids the caches must be (batch, sequence, rotary_dim / 2)");
+    return rotary_kernel(ctx, args, rp);
+}
+
+}  // namespace o2g

@@ -1,0 +1,247 @@
+// Op library: matrix products (see include/onnx2ggml/ops/matmul.h).
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/pad_rows.h"
+#include "onnx2ggml/ops.h"
+
+namespace o2g {
+
+namespace {
+
+// Storage type of constant weight w whose shared dim (ne0 once transposed) is K: ctx.matmul_type, where ggml's
+// CPU kernels take that row length.
+ggml_type weight_type(const Ctx& ctx, const ggml_tensor* w, int64_t K) {
+    if (ctx.matmul_type == GGML_TYPE_F32 || w->type != GGML_TYPE_F32 || K % 32 != 0) return GGML_TYPE_F32;
+    return ctx.matmul_type;
+}
+
+bool is_weight(Ctx& ctx, const ggml_tensor* w) { return ctx.weights && ctx.weights->is_weight(w); }
+
+// B^T for B of ONNX shape [..., K, N] (ggml [N, K, ...]): ggml [K, N, ...]; a constant weight is transposed once.
+ggml_tensor* transposed_rhs(Ctx& ctx, ggml_tensor* b) {
+    if (!is_weight(ctx, b)) return ggml_cont(ctx, ggml_transpose(ctx, b));
+    const int64_t N = b->ne[0], K = b->ne[1], batch = b->ne[2] * b->ne[3];
+    const int64_t ne[4] = {K, N, b->ne[2], b->ne[3]};
+    return ctx.weights->derived(b, "T", weight_type(ctx, b, K), ne, [=](const float* src, float* dst) {
+        for (int64_t bb = 0; bb < batch; bb++)
+            for (int64_t i = 0; i < K; i++)
+                for (int64_t j = 0; j < N; j++) dst[bb * K * N + j * K + i] = src[bb * K * N + i * N + j];
+    });
+}
+
+// x reshaped to ne (made contiguous first); x itself when it already has that shape.
+ggml_tensor* reshape_ne(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
+    if (x->ne[0] == ne[0] && x->ne[1] == ne[1] && x->ne[2] == ne[2] && x->ne[3] == ne[3]) return x;
+    return ggml_reshape_4d(ctx, cont(ctx, x), ne[0], ne[1], ne[2], ne[3]);
+}
+
+}  // namespace
+
+ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
+    const int64_t K = a->ne[0], pad = (16 - K % 16) % 16;
+    // Worth a copy of both operands when the product is large (attention with 40-wide heads, K = 77 tokens).
+    if (pad && ctx.cpu && a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32 && K >= 16 && a->ne[1] >= 16 &&
+        b->ne[1] >= 16) {
+        a = pad_rows(ctx, a, pad);
+        b = pad_rows(ctx, b, pad);
+    }
+    return ggml_mul_mat(ctx, a, b);
+}
+
+ggml_tensor* matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const MatMulParams& p) {
+    const int64_t K = a->ne[0];
+    if ((p.b_vector ? b->ne[0] : b->ne[1]) != K)
+        throw OpError("matmul: A has " + std::to_string(K) + " columns, B " +
+                      std::to_string(p.b_vector ? b->ne[0] : b->ne[1]) + " rows");
+    ggml_tensor* bt = p.b_vector ? ggml_reshape_2d(ctx, cont(ctx, b), K, 1) : transposed_rhs(ctx, b);
+    int64_t batch[4] = {1, 1, 1, 1};  // broadcast of the batch dims (ggml dims 2 and 3)
+    {
+        const int64_t na[4] = {1, 1, a->ne[2], a->ne[3]}, nb[4] = {1, 1, bt->ne[2], bt->ne[3]};
+        broadcast_ne(na, nb, batch);
+    }
+    // ggml_mul_mat broadcasts its first operand over the second's batch when that is a multiple of it.
+    ggml_tensor* ar = a;
+    if (a->ne[2] % bt->ne[2] != 0 || a->ne[3] % bt->ne[3] != 0) {
+        const int64_t ne2 = std::max(a->ne[2], bt->ne[2]), ne3 = std::max(a->ne[3], bt->ne[3]);
+        ar = ggml_repeat_4d(ctx, a, a->ne[0], a->ne[1], ne2, ne3);
+        if (bt->ne[2] != ne2 || bt->ne[3] != ne3) bt = ggml_repeat_4d(ctx, bt, bt->ne[0], bt->ne[1], ne2, ne3);
+    }
+    ggml_tensor* y = mul_mat(ctx, bt, cont(ctx, ar));  // [N, M, batch]
+    if (y->ne[2] != batch[2] || y->ne[3] != batch[3]) {  // A had the smaller batch
+        ar = ggml_repeat_4d(ctx, cont(ctx, a), a->ne[0], a->ne[1], batch[2], batch[3]);
+        y = mul_mat(ctx, bt, ar);
+    }
+    // 1-D operands: their dim leaves the result.
+    int64_t ne[4] = {y->ne[0], y->ne[1], y->ne[2], y->ne[3]};
+    std::vector<int64_t> keep;
+    for (int d = 0; d < 4; d++)
+        if (!((d == 0 && p.b_vector) || (d == 1 && p.a_vector))) keep.push_back(ne[d]);
+    for (int d = 0; d < 4; d++) ne[d] = d < int(keep.size()) ? keep[size_t(d)] : 1;
+    return reshape_ne(ctx, y, ne);
+}
+
+ggml_tensor* gemm(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* c, const GemmParams& p) {
+    if (p.trans_a) a = ggml_cont(ctx, ggml_transpose(ctx, a));
+    ggml_tensor* bt;  // ggml [K, N]
+    if (!p.trans_b) bt = transposed_rhs(ctx, b);
+    else if (is_weight(ctx, b) && weight_type(ctx, b, b->ne[0]) != GGML_TYPE_F32)  // kept at reduced precision
+        bt = ctx.weights->derived(b, "rows", weight_type(ctx, b, b->ne[0]), b->ne, [n = ggml_nelements(b)](
+                                      const float* src, float* dst) { std::copy(src, src + n, dst); });
+    else bt = b;
+    if (bt->ne[0] != a->ne[0])
+        throw OpError("gemm: A has " + std::to_string(a->ne[0]) + " columns, B " + std::to_string(bt->ne[0]) + " rows");
+    ggml_tensor* y = mul_mat(ctx, bt, cont(ctx, a));  // [N, M]
+    if (p.alpha != 1.0f) y = ggml_scale(ctx, y, p.alpha);
+    if (c && p.beta != 0.0f) {
+        int64_t ne[4];
+        broadcast_ne(y, c, ne);
+        if (ne[0] != y->ne[0] || ne[1] != y->ne[1] || ne[2] != y->ne[2] || ne[3] != y->ne[3])
+            throw OpError("gemm: C does not broadcast to the output");
+        if (p.beta != 1.0f) c = ggml_scale(ctx, c, p.beta);
+        y = ggml_add(ctx, y, c);
+    }
+    return y;
+}
+
+// ---- Einsum ----
+namespace {
+
+// An operand: its tensor, subscripts and ONNX shape.
+struct Term {
+    ggml_tensor* x;
+    std::string t;
+    std::vector<int64_t> s;
+};
+
+void shape_ne(const std::vector<int64_t>& s, int64_t ne[4]) {
+    for (int i = 0; i < 4; i++) ne[i] = 1;
+    const int r = int(s.size());
+    for (int a = 0; a < r; a++) ne[r - 1 - a] = s[size_t(a)];
+}
+
+// Permute with ONNX perm semantics (output axis i = input axis perm[i]).
+ggml_tensor* permute_onnx(Ctx& ctx, ggml_tensor* x, int r, const std::vector<int>& perm) {
+    bool id = true;
+    for (int i = 0; i < r; i++) id &= perm[size_t(i)] == i;
+    if (id) return x;
+    int g[4] = {0, 1, 2, 3};
+    for (int i = 0; i < r; i++) g[r - 1 - perm[size_t(i)]] = r - 1 - i;
+    return ggml_cont(ctx, ggml_permute(ctx, x, g[0], g[1], g[2], g[3]));
+}
+
+ggml_tensor* reshape_shape(Ctx& ctx, ggml_tensor* x, const std::vector<int64_t>& s) {
+    int64_t ne[4];
+    shape_ne(s, ne);
+    return reshape_ne(ctx, x, ne);
+}
+
+// Sums the term over its subscripts not in `keep`.
+void sum_out(Ctx& ctx, Term& u, const std::string& keep) {
+    for (int i = int(u.t.size()) - 1; i >= 0; i--) {
+        if (keep.find(u.t[size_t(i)]) != std::string::npos) continue;
+        const int r = int(u.t.size());
+        std::vector<int> perm;
+        for (int j = 0; j < r; j++)
+            if (j != i) perm.push_back(j);
+        perm.push_back(i);
+        u.x = ggml_sum_rows(ctx, permute_onnx(ctx, u.x, r, perm));
+        std::vector<int64_t> ns;
+        for (int j = 0; j < r; j++)
+            if (j != i) ns.push_back(u.s[size_t(j)]);
+        u.x = reshape_shape(ctx, u.x, ns);
+        u.s = ns;
+        u.t.erase(size_t(i), 1);
+    }
+}
+
+std::string letters(const Ints& v) {
+    std::string s;
+    for (int64_t c : v) {
+        if (c <= 0 || c > 127) throw OpError("einsum: subscript code " + std::to_string(c) + " is not a letter");
+        s += char(c);
+    }
+    return s;
+}
+
+Term term(ggml_tensor* x, const Ints& sub) {
+    Term u{x, letters(sub), {}};
+    const int r = int(u.t.size());
+    if (r > 4) throw OpError("einsum: operand of rank " + std::to_string(r) + " (at most 4)");
+    for (int a = 0; a < r; a++) u.s.push_back(x->ne[r - 1 - a]);
+    for (int a = r; a < 4; a++)
+        if (x->ne[a] != 1) throw OpError("einsum: operand has more dims than its " + std::to_string(r) + " subscripts");
+    return u;
+}
+
+}  // namespace
+
+ggml_tensor* einsum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const EinsumParams& p) {
+    const std::string out = letters(p.out);
+    std::vector<Term> ins = {term(a, p.a)};
+    if (b) ins.push_back(term(b, p.b));
+    std::map<char, int64_t> dim;
+    for (const Term& u : ins)
+        for (size_t i = 0; i < u.t.size(); i++) {
+            auto it = dim.find(u.t[i]);
+            if (it != dim.end() && it->second != u.s[i])
+                throw OpError(std::string("einsum: subscript '") + u.t[i] + "' has sizes " +
+                              std::to_string(it->second) + " and " + std::to_string(u.s[i]));
+            dim[u.t[i]] = u.s[i];
+        }
+    Term y;
+    if (ins.size() == 1) {
+        y = ins[0];
+        sum_out(ctx, y, out);
+    } else {
+        Term ta = ins[0], tb = ins[1];
+        // subscripts only in one operand and not in the output are summed first
+        sum_out(ctx, ta, out + tb.t);
+        sum_out(ctx, tb, out + ta.t);
+        std::string batch, fa, fb, k;
+        for (char c : ta.t) {
+            const bool inb = tb.t.find(c) != std::string::npos, ino = out.find(c) != std::string::npos;
+            if (inb && ino) batch += c;
+            else if (inb) k += c;
+            else fa += c;
+        }
+        for (char c : tb.t)
+            if (ta.t.find(c) == std::string::npos) fb += c;
+        auto prod = [&](const std::string& str) {
+            int64_t n = 1;
+            for (char c : str) n *= dim[c];
+            return n;
+        };
+        auto arrange = [&](const Term& u, const std::string& order) {
+            std::vector<int> perm;
+            for (char c : order) perm.push_back(int(u.t.find(c)));
+            return permute_onnx(ctx, u.x, int(u.t.size()), perm);
+        };
+        if (batch.size() + fa.size() + k.size() > 4 || batch.size() + fb.size() + k.size() > 4)
+            throw OpError("einsum: operand of rank > 4");
+        const int64_t B = prod(batch), M = prod(fa), N = prod(fb), K = prod(k);
+        ggml_tensor* am = ggml_reshape_3d(ctx, cont(ctx, arrange(ta, batch + fa + k)), K, M, B);
+        ggml_tensor* bm = ggml_reshape_3d(ctx, cont(ctx, arrange(tb, batch + fb + k)), K, N, B);
+        y.x = mul_mat(ctx, bm, am);  // [N, M, B] = ONNX [B, M, N]
+        y.t = batch + fa + fb;
+        for (char c : y.t) y.s.push_back(dim[c]);
+        if (y.s.size() > 4) throw OpError("einsum: intermediate of rank > 4");
+        y.x = reshape_shape(ctx, y.x, y.s);
+        sum_out(ctx, y, out);
+    }
+    std::vector<int> perm;
+    for (char c : out) {
+        auto pos = y.t.find(c);
+        if (pos == std::string::npos) throw OpError(std::string("einsum: output subscript '") + c + "' is not an input's");
+        perm.push_back(int(pos));
+    }
+    ggml_tensor* r = y.x;
+    if (!out.empty()) r = permute_onnx(ctx, r, int(out.size()), perm);
+    std::vector<int64_t> os;
+    for (char c : out) os.push_back(dim[c]);
+    return reshape_shape(ctx, r, os);
+}
+
+}  // namespace o2g

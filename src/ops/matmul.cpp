@@ -1,0 +1,127 @@
+// Matrix products: MatMul (1-13), Gemm (1-13), Einsum (12).
+#include <cctype>
+#include <map>
+
+#include "ops/host.h"
+#include "ops/winograd.h"
+#include "runtime/builder.h"
+
+namespace onnx2ggml {
+
+ggml_tensor* mul_mat(Lower& L, ggml_tensor* a, ggml_tensor* b) { return o2g::mul_mat(L.octx(), a, b); }
+
+// Lowering-side weight transforms, for the rows not yet on ctx.weights->derived (Winograd).
+ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&),
+                           ggml_type type) {
+    Val& v = L.in(i);
+    std::string key = v.name + suffix + (type == GGML_TYPE_F32 ? "" : std::string("#") + ggml_type_name(type));
+    auto it = L.b.weights.tensors.find(key);
+    if (it != L.b.weights.tensors.end()) return it->second;
+    HostTensor h = fn(*v.host);
+    ggml_tensor* t = L.b.weights.get(key, h, type);
+    // The original is only read for this transform: give its mapped pages back (re-read if needed later).
+    if (v.host->mapped) drop_pages(v.host->data, v.host->nbytes);
+    return t;
+}
+
+void lower_MatMul(Lower& L) {
+    Shape as = L.shape(0), bs = L.shape(1);
+    if (as.size() > 4 || bs.size() > 4) L.error("MatMul of rank > 4 is not supported");
+    o2g::MatMulParams p;
+    p.a_vector = as.size() == 1;
+    p.b_vector = bs.size() == 1;
+    if (p.a_vector) as = {1, as[0]};
+    if (p.b_vector) bs = {bs[0], 1};
+    if (as.back() != bs[bs.size() - 2])
+        L.error("A " + shape_str(L.shape(0)) + " and B " + shape_str(L.shape(1)) + " do not multiply");
+    // Output: the broadcast batch dims, then M and N; 1-D operands drop theirs.
+    Shape os = broadcast_shapes(L, Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2));
+    os.push_back(as[as.size() - 2]);
+    os.push_back(bs.back());
+    if (os.size() > 4) L.error("MatMul result of rank > 4 is not supported");
+    int rank = int(os.size()) - (p.a_vector ? 1 : 0) - (p.b_vector ? 1 : 0);
+    L.out(0, O2G_CALL(L, o2g::matmul, L.t(0), L.t(1), p), L.dtype(0), rank);
+}
+
+void lower_Gemm(Lower& L) {
+    if (L.rank(0) != 2 || L.rank(1) != 2) L.error("A and B must be 2-D");
+    o2g::GemmParams p;
+    p.trans_a = L.node.get_int("transA", 0) != 0;
+    p.trans_b = L.node.get_int("transB", 0) != 0;
+    p.alpha = L.node.get_float("alpha", 1.0f);
+    p.beta = L.node.get_float("beta", 1.0f);
+    const Shape &as = L.shape(0), &bs = L.shape(1);
+    const int64_t K = p.trans_a ? as[0] : as[1];
+    if (K != (p.trans_b ? bs[1] : bs[0])) L.error("A " + shape_str(as) + " and B " + shape_str(bs) + " do not multiply");
+    const bool use_c = L.has(2) && p.beta != 0.0f;
+    if (use_c) {
+        Shape ys = {p.trans_a ? as[1] : as[0], p.trans_b ? bs[0] : bs[1]};
+        if (broadcast_shapes(L, ys, L.shape(2)) != ys) L.error("C does not broadcast to the output");
+    }
+    L.out(0, O2G_CALL(L, o2g::gemm, L.t(0), L.t(1), use_c ? L.t(2) : nullptr, p), L.dtype(0), 2);
+}
+
+// ---- Einsum: two-operand contractions and single-operand permutes/sums ----
+namespace {
+
+void parse_einsum(Lower& L, std::vector<std::string>& ins, std::string& out) {
+    std::string eq;
+    for (char c : L.node.get_string("equation", ""))
+        if (c != ' ') eq += c;
+    auto arrow = eq.find("->");
+    std::string lhs = arrow == std::string::npos ? eq : eq.substr(0, arrow);
+    size_t p = 0;
+    while (true) {
+        auto q = lhs.find(',', p);
+        ins.push_back(lhs.substr(p, q == std::string::npos ? std::string::npos : q - p));
+        if (q == std::string::npos) break;
+        p = q + 1;
+    }
+    for (auto& t : ins)
+        if (t.find('.') != std::string::npos) L.error("ellipsis in Einsum is not supported");
+    if (arrow != std::string::npos) out = eq.substr(arrow + 2);
+    else {  // implicit output: the letters seen once, in alphabetical order
+        std::map<char, int> cnt;
+        for (auto& t : ins)
+            for (char c : t) cnt[c]++;
+        for (auto& [c, n] : cnt)
+            if (n == 1) out += c;
+    }
+}
+
+o2g::Ints codes(const std::string& s) { return o2g::Ints(s.begin(), s.end()); }
+
+}  // namespace
+
+void lower_Einsum(Lower& L) {
+    std::vector<std::string> ins;
+    std::string out;
+    parse_einsum(L, ins, out);
+    if (int(ins.size()) != L.n_in() || ins.size() > 2) L.error("Einsum with more than two operands is not supported");
+    std::map<char, int64_t> dim;
+    for (int i = 0; i < L.n_in(); i++) {
+        const std::string& t = ins[size_t(i)];
+        if (int(t.size()) != L.rank(i)) L.error("equation does not match input rank");
+        if (t.size() > 4) L.error("Einsum operand of rank > 4 is not supported");
+        for (size_t a = 0; a < t.size(); a++) {
+            if (!std::isalpha(static_cast<unsigned char>(t[a]))) L.error("subscripts must be letters");
+            for (size_t b = a + 1; b < t.size(); b++)
+                if (t[a] == t[b]) L.error("repeated index (diagonal) is not supported");
+            dim[t[a]] = L.shape(i)[a];
+        }
+    }
+    Shape os;
+    for (char c : out) {
+        if (!dim.count(c)) L.error("output index not found in inputs");
+        os.push_back(dim[c]);
+    }
+    if (os.size() > 4) L.error("Einsum output of rank > 4 is not supported");
+    o2g::EinsumParams p;
+    p.a = codes(ins[0]);
+    if (ins.size() > 1) p.b = codes(ins[1]);
+    p.out = codes(out);
+    ggml_tensor* y = O2G_CALL(L, o2g::einsum, L.t(0), ins.size() > 1 ? L.t(1) : nullptr, p);
+    L.out(0, y, L.dtype(0), int(os.size()));
+}
+
+}  // namespace onnx2ggml

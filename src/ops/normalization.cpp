@@ -1,0 +1,131 @@
+// Normalization ops: BatchNormalization (1-15), InstanceNormalization (1-22), GroupNormalization (18, 21),
+// LayerNormalization (17), RMSNormalization (23), LpNormalization (1-22), MeanVarianceNormalization (9, 13), LRN
+// (1, 13), and onnx2ggml.GroupNorm (fuse_group_norm).
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
+
+void check_rank(Lower& L, int r) {
+    if (r > 4) L.error("rank " + std::to_string(r) + " input; normalizations take at most 4 dims");
+}
+
+}  // namespace
+
+void lower_BatchNormalization(Lower& L) {
+    if (L.node.get_int("training_mode", 0) != 0) L.error("training_mode=1 is not supported");
+    const int r = L.rank(0);
+    check_rank(L, r);
+    o2g::BatchNormParams p;
+    p.eps = L.node.get_float("epsilon", 1e-5f);
+    p.channel_dim = r >= 2 ? r - 2 : 1;  // rank 1: one channel (a size-1 ggml dim)
+    L.out(0, O2G_CALL(L, o2g::batch_norm, L.t(0), L.t(1), L.t(2), L.t(3), L.t(4), p), L.dtype(0), r);
+}
+
+void lower_InstanceNormalization(Lower& L) {
+    const int r = L.rank(0);
+    check_rank(L, r);
+    if (r < 2) L.error("input must have rank >= 2");
+    o2g::InstanceNormParams p;
+    p.eps = L.node.get_float("epsilon", 1e-5f);
+    p.channel_dim = r - 2;
+    L.out(0, O2G_CALL(L, o2g::instance_norm, L.t(0), L.t(1), L.t(2), p), L.dtype(0), r);
+}
+
+// GroupNormalization-18 has scale and bias per group, -21 per channel; o2g::group_norm takes either.
+void lower_GroupNormalization(Lower& L) {
+    const Shape& xs = L.shape(0);
+    const int r = int(xs.size());
+    check_rank(L, r);
+    if (r < 2) L.error("input must have rank >= 2");
+    o2g::GroupNormParams p;
+    p.groups = L.node.get_int("num_groups", 1);
+    p.eps = L.node.get_float("epsilon", 1e-5f);
+    p.channel_dim = r - 2;
+    if (p.groups <= 0 || xs[1] % p.groups) L.error("num_groups must divide the channels");
+    L.out(0, O2G_CALL(L, o2g::group_norm, L.t(0), L.t(1), L.t(2), p), L.dtype(0), r);
+}
+
+// onnx2ggml.GroupNorm(x [N, C, H, W], gamma [C,1,1], beta [C,1,1]; num_groups, epsilon, silu): fuse_group_norm.
+void lower_GroupNormFused(Lower& L) {
+    const Shape& xs = L.shape(0);
+    o2g::GroupNormParams p;
+    p.groups = L.node.get_int("num_groups", 1);
+    p.eps = L.node.get_float("epsilon", 1e-5f);
+    p.silu = L.node.get_int("silu", 0) != 0;
+    if (xs.size() != 4) L.error("fused GroupNorm expects a rank-4 input (the pass matched a [C,1,1] affine)");
+    const int64_t C = xs[1];
+    if (p.groups <= 0 || C % p.groups || shape_numel(L.shape(1)) != C || shape_numel(L.shape(2)) != C)
+        L.error("fused GroupNorm: groups or affine do not match the channels");
+    L.out(0, O2G_CALL(L, o2g::group_norm, L.t(0), L.t(1), L.t(2), p), L.dtype(0), 4);
+}
+
+void lower_LayerNormalization(Lower& L) {
+    const Shape& xs = L.shape(0);
+    const int r = int(xs.size());
+    check_rank(L, r);
+    const int axis = norm_axis(L, L.node.get_int("axis", -1), r);
+    o2g::LayerNormParams p;
+    p.dims = r - axis;
+    p.eps = L.node.get_float("epsilon", 1e-5f);
+    const Shape ns(xs.begin() + axis, xs.end());
+    for (int i = 1; i <= 2; i++)
+        if (L.has(i) && broadcast_shapes(L, ns, L.shape(i)) != ns)
+            L.error("scale/bias do not broadcast to the normalized shape");
+    ggml_tensor* y = O2G_CALL(L, o2g::layer_norm, L.t(0), L.t(1), L.has(2) ? L.t(2) : nullptr, p);
+    L.out(0, y, L.dtype(0), r);
+    // Mean and InvStdDev, shaped like X with the normalized dims set to 1
+    if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::layer_norm_mean, L.t(0), p), L.dtype(0), r);
+    if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::layer_norm_inv_std_dev, L.t(0), p), L.dtype(0), r);
+}
+
+void lower_RMSNormalization(Lower& L) {
+    const Shape& xs = L.shape(0);
+    const int r = int(xs.size());
+    check_rank(L, r);
+    o2g::LayerNormParams p;
+    p.dims = r - norm_axis(L, L.node.get_int("axis", -1), r);
+    p.eps = L.node.get_float("epsilon", 1e-5f);
+    if (broadcast_shapes(L, xs, L.shape(1)) != xs) L.error("scale does not broadcast to the input");
+    L.out(0, O2G_CALL(L, o2g::rms_norm, L.t(0), L.t(1), p), L.dtype(0), r);
+}
+
+void lower_LpNormalization(Lower& L) {
+    const int r = L.rank(0);
+    check_rank(L, r);
+    o2g::LpNormParams p;
+    p.dim = gdim(r, norm_axis(L, L.node.get_int("axis", -1), r));
+    p.p = int(L.node.get_int("p", 2));
+    if (p.p != 1 && p.p != 2) L.error("p must be 1 or 2");
+    L.out(0, O2G_CALL(L, o2g::lp_norm, L.t(0), p), L.dtype(0), r);
+}
+
+void lower_MeanVarianceNormalization(Lower& L) {
+    const int r = L.rank(0);
+    check_rank(L, r);
+    o2g::MeanVarianceNormParams p;
+    p.dims.clear();
+    std::vector<bool> seen(size_t(r), false);
+    for (int64_t a : L.node.get_ints("axes", {0, 2, 3})) {
+        const int ax = norm_axis(L, a, r);
+        if (!seen[size_t(ax)]) p.dims.push_back(gdim(r, ax));
+        seen[size_t(ax)] = true;
+    }
+    L.out(0, O2G_CALL(L, o2g::mean_variance_norm, L.t(0), p), L.dtype(0), r);
+}
+
+void lower_LRN(Lower& L) {
+    if (L.rank(0) != 4) L.error("LRN supports 4-D input (N, C, H, W)");
+    o2g::LrnParams p;
+    p.alpha = L.node.get_float("alpha", 1e-4f);
+    p.beta = L.node.get_float("beta", 0.75f);
+    p.bias = L.node.get_float("bias", 1.0f);
+    p.size = L.node.get_int("size", 0);
+    if (p.size < 1) L.error("size must be positive");
+    L.out(0, O2G_CALL(L, o2g::lrn, L.t(0), p), L.dtype(0), 4);
+}
+
+}  // namespace onnx2ggml
