@@ -1,4 +1,4 @@
-// Further ops: RMSNormalization, Attention, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, TopK, OneHot,
+// Further ops: RMSNormalization, Attention, TopK, OneHot,
 // NonZero, Compress, GatherND, ScatterND, ScatterElements, Hardmax, LpNormalization, MeanVarianceNormalization,
 // Shrink, Swish.
 #include <algorithm>
@@ -220,51 +220,6 @@ void gather_rows_out(Lower& L, const std::vector<int64_t>& rows, int64_t inner, 
     L.out(0, reshape_to(L, y, os), L.dtype(0), int(os.size()));
 }
 
-// [N, C, d...] (ggml [D, C, N]) -> ggml [C, D, N].
-ggml_tensor* classes_inner(Lower& L, ggml_tensor* x, const Shape& xs) {
-    int64_t N = xs[0], C = xs[1], D = shape_numel(xs) / std::max<int64_t>(1, N * C);
-    x = ggml_reshape_3d(L.ctx, L.cont(x), D, C, N);
-    return ggml_cont(L.ctx, ggml_permute(L.ctx, x, 1, 0, 2, 3));
-}
-
-// Loss from per-class values `lp` (ggml [C, D, N], = input or log-probabilities); inputs 1 (target), 2 (weight).
-void nll_core(Lower& L, ggml_tensor* lp, const Shape& xs, bool nll_quirk) {
-    if (xs.size() < 2) L.error("input must have rank >= 2");
-    int64_t N = xs[0], C = xs[1], D = shape_numel(xs) / std::max<int64_t>(1, N * C);
-    const HostTensor& tg = L.h(1);
-    if (tg.numel() != N * D) L.error("target shape does not match the input");
-    std::vector<double> w;
-    if (L.has(2)) {
-        w = L.h(2).to_f64();
-        if (int64_t(w.size()) != C) L.error("weight must have C elements");
-    }
-    bool has_ii = L.node.has("ignore_index");
-    int64_t ii = L.node.get_int("ignore_index", 0);
-    std::string red = L.node.get_string("reduction", "mean");
-    HostTensor m = HostTensor::alloc(DType::FLOAT, {N, D, C});
-    float* mp = reinterpret_cast<float*>(m.mut());
-    double denom = 0;
-    for (int64_t k = 0; k < N * D; k++) {
-        int64_t t = tg.i64(k);
-        if (has_ii && t == ii) continue;
-        if (t < 0 || t >= C) L.error("target " + std::to_string(t) + " out of range [0, " + std::to_string(C) + ")");
-        double wt = w.empty() ? 1.0 : w[size_t(t)];
-        mp[k * C + t] = float(-wt);
-        denom += wt;
-    }
-    if (w.empty() && (!has_ii || (nll_quirk && ii == -1))) denom = double(N * D);
-    ggml_tensor* l = ggml_sum_rows(L.ctx, ggml_mul(L.ctx, lp, L.constant(m)));  // [1, D, N]
-    DType dt = L.dtype(0);
-    if (red == "none") {
-        Shape ts = tg.shape;
-        L.out(0, reshape_to(L, l, ts), dt, int(ts.size()));
-    } else if (red == "sum" || red == "mean") {
-        ggml_tensor* s = ggml_sum(L.ctx, l);
-        if (red == "mean") s = ggml_scale(L.ctx, s, float(1.0 / denom));
-        L.out(0, s, dt, 0);
-    } else L.error("unknown reduction '" + red + "'");
-}
-
 }  // namespace
 
 // ---- RMSNormalization (23) ----
@@ -394,26 +349,6 @@ void lower_Attention(Lower& L) {
     if (want(L, 1)) L.out(1, L.cont(k), dt, 4);
     if (want(L, 2)) L.out(2, L.cont(v), dt, 4);
     if (want(L, 3)) L.out(3, mode == 3 ? p : mode == 2 ? qkb : qk0, dt, 4);
-}
-
-// ---- losses ----
-void lower_NegativeLogLikelihoodLoss(Lower& L) {
-    const Shape& xs = L.shape(0);
-    if (xs.size() < 2) L.error("input must have rank >= 2");
-    nll_core(L, classes_inner(L, L.t(0), xs), xs, true);
-}
-
-void lower_SoftmaxCrossEntropyLoss(Lower& L) {
-    const Shape& xs = L.shape(0);
-    if (xs.size() < 2) L.error("scores must have rank >= 2");
-    ggml_tensor* lp = custom_rows(L, classes_inner(L, L.t(0), xs), ReduceK::LogSoftmax);  // [C, D, N]
-    nll_core(L, lp, xs, false);
-    if (want(L, 1)) {
-        int64_t N = xs[0], C = xs[1], D = shape_numel(xs) / std::max<int64_t>(1, N * C);
-        ggml_tensor* back = ggml_cont(L.ctx, ggml_permute(L.ctx, lp, 1, 0, 2, 3));  // [D, C, N]
-        (void)D;
-        L.out(1, reshape_to(L, back, xs), L.dtype(0), int(xs.size()));
-    }
 }
 
 // ---- Hardmax, LpNormalization, MeanVarianceNormalization, Shrink ----
