@@ -26,7 +26,7 @@ o2g::NegativeLogLikelihoodLossParams loss_params(Lower& L, bool nll, ggml_tensor
         for (double w : L.h(2).to_f64()) p.weight.push_back(float(w));
         if (int64_t(p.weight.size()) != C) L.error("weight must have C elements");
     }
-    // onnxruntime's NLL divides the mean by every target when ignore_index is -1 and there is no weight.
+    // The ONNX reference's NLL divides the mean by every target when ignore_index is -1 and there is no weight.
     p.ignored_in_mean = nll && !L.has(2) && p.has_ignore_index && p.ignore_index == -1;
     p.class_dim = r > 4 ? 1 : r - 2;
     x = L.t(0);

@@ -13,7 +13,8 @@ struct NegativeLogLikelihoodLossParams {
     bool has_ignore_index = false;
     int64_t ignore_index = 0;
     std::vector<float> weight;     // per class; empty: all 1
-    bool ignored_in_mean = false;  // the mean divides by every target, ignored ones too (onnxruntime's NLL quirk)
+    bool ignored_in_mean = false;  // the mean divides by every target, ignored ones too (onnx.reference's NLL
+                                   // with ignore_index -1 and no weight; onnxruntime leaves them out)
     void fields(FieldWriter& f) const {
         f("class_dim", class_dim);
         f("reduction", reduction);
