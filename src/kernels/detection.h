@@ -1,0 +1,15 @@
+// CPU kernel of RoiAlign (a ggml custom op): one work item per (RoI, channel).
+#pragma once
+#include "onnx2ggml/ops.h"
+
+namespace o2g {
+
+// src 0 x [W, H, C, N] F32, src 1 rois [4, R] F32, src 2 batch indices [R] (I32 or F32) -> [ow, oh, C, R].
+struct RoiAlignKernelParams {
+    int64_t oh, ow, sampling;
+    float spatial_scale;
+    bool half_pixel, max_mode;
+};
+void roi_align_kernel(ggml_tensor* dst, int ith, int nth, void* ud);
+
+}  // namespace o2g

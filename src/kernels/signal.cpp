@@ -1,0 +1,143 @@
+// CPU kernels of the signal ops (see kernels/signal.h).
+#include "kernels/signal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace o2g {
+
+namespace {
+
+struct Span { int64_t b, e; };
+Span split(int64_t n, int ith, int nth) {
+    int64_t per = (n + nth - 1) / std::max(nth, 1);
+    int64_t b = std::min(n, per * ith);
+    return {b, std::min(n, b + per)};
+}
+
+}  // namespace
+
+void dft_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const DftKernelParams& p = *static_cast<const DftKernelParams*>(ud);
+    const float* x = static_cast<const float*>(dst->src[0]->data);
+    float* y = static_cast<float*>(dst->data);
+    Span s = split(p.outer * p.inner, ith, nth);
+    const double two_pi = 2.0 * M_PI;
+    std::vector<double> re(size_t(p.n)), im(size_t(p.n));
+    for (int64_t e = s.b; e < s.e; e++) {
+        int64_t o = e / p.inner, in = e % p.inner;
+        auto xin = [&](int64_t a, int comp) -> double {
+            if (a >= p.A) return 0.0;
+            if (comp >= p.cin) return 0.0;
+            return x[((o * p.A + a) * p.inner + in) * p.cin + comp];
+        };
+        if (p.inverse && p.onesided) {  // irfft: Hermitian extension of the first n/2+1 bins
+            int64_t nb = p.n / 2 + 1;
+            for (int64_t k = 0; k < p.n; k++) {
+                if (k < nb) {
+                    re[size_t(k)] = xin(k, 0);
+                    im[size_t(k)] = xin(k, 1);
+                } else {
+                    re[size_t(k)] = xin(p.n - k, 0);
+                    im[size_t(k)] = -xin(p.n - k, 1);
+                }
+            }
+            im[0] = 0;
+            if (p.n % 2 == 0) im[size_t(p.n / 2)] = 0;
+        } else {
+            for (int64_t k = 0; k < p.n; k++) {
+                re[size_t(k)] = xin(k, 0);
+                im[size_t(k)] = xin(k, 1);
+            }
+        }
+        double sign = p.inverse ? 1.0 : -1.0;
+        for (int64_t k = 0; k < p.out_len; k++) {
+            double sr = 0, si = 0;
+            for (int64_t t = 0; t < p.n; t++) {
+                double ang = sign * two_pi * double((k * t) % p.n) / double(p.n);
+                double c = std::cos(ang), sn = std::sin(ang);
+                sr += re[size_t(t)] * c - im[size_t(t)] * sn;
+                si += re[size_t(t)] * sn + im[size_t(t)] * c;
+            }
+            if (p.inverse) {
+                sr /= double(p.n);
+                si /= double(p.n);
+            }
+            float* d = y + ((o * p.out_len + k) * p.inner + in) * p.cout;
+            d[0] = float(sr);
+            if (p.cout == 2) d[1] = float(si);
+        }
+    }
+}
+
+void stft_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const StftKernelParams& p = *static_cast<const StftKernelParams*>(ud);
+    const float* x = static_cast<const float*>(dst->src[0]->data);
+    const float* w = p.has_win ? static_cast<const float*>(dst->src[1]->data) : nullptr;
+    float* y = static_cast<float*>(dst->data);
+    Span s = split(p.B * p.frames, ith, nth);
+    for (int64_t e = s.b; e < s.e; e++) {
+        int64_t b = e / p.frames, f = e % p.frames;
+        for (int64_t k = 0; k < p.bins; k++) {
+            double sr = 0, si = 0;
+            for (int64_t t = 0; t < p.flen; t++) {
+                int64_t pos = f * p.step + t;
+                if (pos >= p.Lsig) break;
+                double wt = w ? double(w[t]) : 1.0;
+                double xr = x[(b * p.Lsig + pos) * p.cin] * wt;
+                double xi = p.cin == 2 ? x[(b * p.Lsig + pos) * p.cin + 1] * wt : 0.0;
+                double ang = -2.0 * M_PI * double((k * t) % p.flen) / double(p.flen);
+                double c = std::cos(ang), sn = std::sin(ang);
+                sr += xr * c - xi * sn;
+                si += xr * sn + xi * c;
+            }
+            float* d = y + ((b * p.frames + f) * p.bins + k) * 2;
+            d[0] = float(sr);
+            d[1] = float(si);
+        }
+    }
+}
+
+void window_kernel(ggml_tensor* dst, int ith, int, void* ud) {
+    if (ith != 0) return;
+    const WindowKernelParams& p = *static_cast<const WindowKernelParams*>(ud);
+    float* y = static_cast<float*>(dst->data);
+    const double pi = 3.14159265358979323846;
+    for (int64_t i = 0; i < p.n; i++) {
+        double n = double(i), v;
+        switch (p.k) {
+            case WindowKind::Hann: v = std::sin(n * pi / p.denom), v = v * v; break;
+            case WindowKind::Hamming: v = 25.0 / 46.0 - std::cos(n * pi * 2 / p.denom) * (1 - 25.0 / 46.0); break;
+            default: v = std::cos(n * (pi * 2) / p.denom) * -0.5 + std::cos(n * (pi * 4) / p.denom) * 0.08 + 0.42;
+        }
+        y[i] = float(v);
+    }
+}
+
+void mel_kernel(ggml_tensor* dst, int ith, int, void* ud) {
+    if (ith != 0) return;
+    const MelKernelParams& p = *static_cast<const MelKernelParams*>(ud);
+    int64_t nspec = p.dft / 2 + 1;
+    float* y = static_cast<float*>(dst->data);
+    std::fill(y, y + nspec * p.bins, 0.0f);
+    double lo_mel = 2595 * std::log10(1 + p.lo / 700), hi_mel = 2595 * std::log10(1 + p.hi / 700);
+    double step = (hi_mel - lo_mel) / double(p.bins + 2);
+    std::vector<int64_t> fb(static_cast<size_t>(p.bins + 2));
+    for (int64_t i = 0; i < p.bins + 2; i++) {
+        double hz = 700 * (std::pow(10.0, (double(i) * step + lo_mel) / 2595) - 1);
+        fb[size_t(i)] = int64_t(std::floor(double(p.dft + 1) * hz / double(p.rate)));
+    }
+    auto set = [&](int64_t j, int64_t i, double v) {
+        if (j >= 0 && j < nspec) y[j * p.bins + i] = float(v);
+    };
+    for (int64_t i = 0; i < p.bins; i++) {
+        int64_t l = fb[size_t(i)], c = fb[size_t(i + 1)], h = fb[size_t(i + 2)];
+        if (c == l) set(c, i, 1);
+        else
+            for (int64_t j = l; j <= c; j++) set(j, i, double(j - l) / double(c - l));
+        for (int64_t j = c; j < h; j++) set(j, i, double(h - j) / double(h - c));
+    }
+}
+
+}  // namespace o2g

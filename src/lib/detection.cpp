@@ -1,0 +1,34 @@
+// Op library: detection (see include/onnx2ggml/ops/detection.h).
+#include <string>
+
+#include "kernels/custom.h"
+#include "kernels/detection.h"
+
+namespace o2g {
+
+namespace {
+
+ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
+    x = cont(ctx, x);
+    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
+    return x;
+}
+
+}  // namespace
+
+ggml_tensor* roi_align(Ctx& ctx, ggml_tensor* x, ggml_tensor* rois, ggml_tensor* batch_indices,
+                       const RoiAlignParams& p) {
+    if (p.output_height < 1 || p.output_width < 1) throw OpError("output_height and output_width must be positive");
+    if (p.sampling_ratio < 0) throw OpError("sampling_ratio must be >= 0");
+    int64_t R = rois->ne[1];
+    if (rois->ne[0] != 4 || rois->ne[2] != 1 || rois->ne[3] != 1) throw OpError("rois must be [4, num_rois]");
+    if (ggml_nelements(batch_indices) != R || batch_indices->ne[0] != R)
+        throw OpError("batch_indices must be [num_rois] (" + std::to_string(R) + ")");
+    RoiAlignKernelParams k{p.output_height, p.output_width, p.sampling_ratio, p.spatial_scale, p.half_pixel,
+                           p.max_mode};
+    ggml_tensor* args[3] = {f32(ctx, x), f32(ctx, rois), cont(ctx, batch_indices)};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, k.ow, k.oh, x->ne[2], R, args, 3, roi_align_kernel, GGML_N_TASKS_MAX,
+                          keep_params(k));
+}
+
+}  // namespace o2g

@@ -1,0 +1,87 @@
+// Signal ONNX ops: DFT (17, 20), STFT (17), HannWindow, HammingWindow, BlackmanWindow (17), MelWeightMatrix (17).
+#include "ops/fold.h"
+#include "ops/host.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+using WindowFn = ggml_tensor* (*)(o2g::Ctx&, const o2g::Ints&, const o2g::WindowParams&);
+
+void lower_window(Lower& L, const char* name, WindowFn fn) {
+    DType dt = DType(L.node.get_int("output_datatype", 1));
+    if (!dtype_is_float(dt)) L.error("only float output_datatype is supported");
+    if (shape_numel(L.shape(0)) != 1) L.error("size must be a scalar");
+    const Sym size = L.sym(0);
+    o2g::WindowParams p{L.node.get_int("periodic", 1) != 0};
+    L.out(0, L.call(name, fn, size, p), dt, 1);
+}
+
+}  // namespace
+
+// ---- DFT (17: axis attribute; 20: axis input) ----
+void lower_DFT(Lower& L) {
+    const Shape& xs = L.shape(0);
+    int r = int(xs.size());
+    if (r < 2 || (xs.back() != 1 && xs.back() != 2)) L.error("input must end in a dimension of 1 or 2");
+    int64_t axis;
+    if (L.opset >= 20) {
+        axis = -2;
+        if (L.has(2)) {
+            auto a = L.ints(2);
+            if (a.size() != 1) L.error("axis must be a scalar");
+            axis = a[0];
+        }
+    } else axis = L.node.get_int("axis", 1);
+    int ax = norm_axis(L, axis, r);
+    if (ax == r - 1) L.error("axis cannot be the last (complex) dimension");
+    const Sym len = L.has(1) ? L.sym(1) : Sym{};
+    if (L.has(1) && (len.v.size() != 1 || len.v[0] <= 0)) L.error("dft_length must be a positive scalar");
+    o2g::DFTParams p{gdim(r, ax), L.node.get_int("inverse", 0) != 0, L.node.get_int("onesided", 0) != 0};
+    ggml_tensor* x = L.t(0);
+    // Rank > 4 with the axis among the folded outer dims: view x as [outer, A, inner, complex].
+    bool fold = r > 4 && p.axis >= 3;
+    if (fold) {
+        size_t a = size_t(ax);
+        x = reshape_ne(L, x, {dims_prod(xs, 0, a), xs[a], dims_prod(xs, a + 1, xs.size() - 1), xs.back()});
+        p.axis = 2;
+    }
+    ggml_tensor* y = O2G_CALL(L, o2g::dft, x, len, p);
+    Shape os = xs;
+    os[size_t(ax)] = y->ne[p.axis];
+    os.back() = y->ne[0];
+    if (fold) y = reshape_ne(L, y, os);
+    L.out_shape(0, y, L.dtype(0), os);
+}
+
+// ---- STFT (17) ----
+void lower_STFT(Lower& L) {
+    const Shape& xs = L.shape(0);
+    if (xs.size() != 3 || (xs[2] != 1 && xs[2] != 2)) L.error("signal must be [batch, length, 1 or 2]");
+    if (L.has(2) && L.rank(2) != 1) L.error("window must be 1-D");
+    const Sym step = L.sym(1);
+    const Sym flen = L.has(3) ? L.sym(3) : Sym{};
+    ggml_tensor* x = L.t(0);
+    ggml_tensor* win = L.has(2) ? L.t(2) : nullptr;
+    o2g::STFTParams p{L.node.get_int("onesided", 1) != 0};
+    ggml_tensor* y = O2G_CALL(L, o2g::stft, x, step, win, flen, p);
+    L.out_shape(0, y, L.dtype(0), {xs[0], y->ne[2], y->ne[1], 2});
+}
+
+// ---- HannWindow, HammingWindow, BlackmanWindow (17) ----
+void lower_HannWindow(Lower& L) { lower_window(L, "o2g::hann_window", o2g::hann_window); }
+void lower_HammingWindow(Lower& L) { lower_window(L, "o2g::hamming_window", o2g::hamming_window); }
+void lower_BlackmanWindow(Lower& L) { lower_window(L, "o2g::blackman_window", o2g::blackman_window); }
+
+// ---- MelWeightMatrix (17) ----
+void lower_MelWeightMatrix(Lower& L) {
+    for (int i = 0; i < 5; i++)
+        if (shape_numel(L.shape(i)) != 1) L.error("input " + std::to_string(i) + " must be a scalar");
+    DType dt = DType(L.node.get_int("output_datatype", 1));
+    if (!dtype_is_float(dt)) L.error("only float output_datatype is supported");
+    const Sym bins = L.sym(0), dft = L.sym(1), rate = L.sym(2);
+    o2g::MelWeightMatrixParams p{float(L.h(3).f64(0)), float(L.h(4).f64(0))};
+    L.out(0, O2G_CALL(L, o2g::mel_weight_matrix, bins, dft, rate, p), dt, 2);
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,63 @@
+"""Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
+ConvInteger, QLinearConv."""
+
+from op_case import K, R, V, W, case
+
+u8, i8 = "uint8", "int8"
+
+# QuantizeLinear: per tensor, per axis, blocked, int8/int16 targets, rank 5 (axis among the folded dims).
+case("QuantizeLinear", R(2, 3, 4), K(0.05), K(128, u8), opset=13)
+case("QuantizeLinear", R(2, 3, 4), K(0.02), opset=13)  # no zero point: uint8
+case("QuantizeLinear", R(2, 3, 4), K([0.02, 0.05, 0.1]), K([0, -10, 5], i8), axis=1, opset=13)
+case("QuantizeLinear", R(3, 4, 2), K([0.02, 0.04]), K([1, 2], u8), axis=-1, opset=19)
+case("QuantizeLinear", R(2, 6), K([[0.02, 0.05, 0.1], [0.03, 0.01, 0.2]]), K([[0, 3, -4], [2, 0, 1]], i8),
+     axis=1, block_size=2, opset=21)
+case("QuantizeLinear", R(2, 5), K(0.001), K(100, "int16"), opset=21)
+case("QuantizeLinear", R(2, 3, 2, 2, 3), K([0.02, 0.05]), K([10, 200], u8), axis=0, opset=13)  # folded axis
+case("QuantizeLinear", R(2, 3, 2, 2, 3), K([0.02, 0.05, 0.1]), K([10, 20, 30], u8), axis=1, opset=13)
+# DequantizeLinear
+case("DequantizeLinear", R(2, 3, 4, dtype=u8, lo=0, hi=256), K(0.05), K(128, u8), opset=13)
+case("DequantizeLinear", R(2, 3, 4, dtype=i8, lo=-128, hi=128), K([0.02, 0.05, 0.1]), K([0, -10, 5], i8), axis=1,
+     opset=13)
+case("DequantizeLinear", R(3, 5, dtype="int32", lo=-100000, hi=100000), K(0.001), opset=13)
+case("DequantizeLinear", R(2, 6, dtype=i8, lo=-128, hi=128), K([[0.02, 0.05, 0.1], [0.03, 0.01, 0.2]]),
+     K([[0, 3, -4], [2, 0, 1]], i8), axis=1, block_size=2, opset=21)
+case("DequantizeLinear", R(2, 3, 2, 2, 3, dtype=u8, lo=0, hi=256), K([0.02, 0.05]), K([10, 200], u8), axis=0,
+     opset=13)
+# DynamicQuantizeLinear: y, y_scale, y_zero_point
+case("DynamicQuantizeLinear", R(3, 4), outputs=3)
+case("DynamicQuantizeLinear", R(2, 5, lo=0.5, hi=3.0), outputs=3)  # all positive: zero point 0
+
+# MatMulInteger: zero points per tensor and per row/column, batch broadcast, 1-D operands.
+case("MatMulInteger", R(3, 4, dtype=u8, lo=0, hi=256), R(4, 5, dtype=u8, lo=0, hi=256), K(12, u8), K(200, u8))
+case("MatMulInteger", R(2, 3, 4, dtype=i8, lo=-128, hi=128), W(4, 5, dtype=i8, lo=-128, hi=128))
+case("MatMulInteger", R(3, 4, dtype=u8, lo=0, hi=256), R(4, 5, dtype=i8, lo=-128, hi=128), K(3, u8),
+     K([0, 1, -1, 2, 3], i8))  # b zero point per column (onnxruntime takes a's per tensor only)
+case("MatMulInteger", R(4, dtype=u8, lo=0, hi=256), R(2, 4, 3, dtype=u8, lo=0, hi=256), K(7, u8))
+case("MatMulInteger", R(2, 1, 3, 4, dtype=u8, lo=0, hi=256), R(3, 4, 2, dtype=u8, lo=0, hi=256))
+case("MatMulInteger", R(3, 4, dtype=u8, lo=0, hi=256), R(4, dtype=u8, lo=0, hi=256))
+# QLinearMatMul
+case("QLinearMatMul", R(3, 4, dtype=u8, lo=0, hi=256), K(0.02), K(120, u8), R(4, 5, dtype=u8, lo=0, hi=256),
+     K(0.03), K(130, u8), K(0.5), K(128, u8), opset=10)
+case("QLinearMatMul", R(2, 3, 4, dtype=i8, lo=-128, hi=128), K(0.02), K(-3, i8), W(4, 5, dtype=i8, lo=-128, hi=128),
+     K(0.01), K(0, i8), K(0.1), K(5, i8), opset=10)
+
+# ConvInteger / QLinearConv: padding, strides, groups, auto_pad, 1-D, 3-D with two images.
+case("ConvInteger", R(1, 2, 5, 5, dtype=u8, lo=0, hi=256), W(3, 2, 3, 3, dtype=u8, lo=0, hi=256), K(100, u8),
+     pads=[1, 1, 1, 1])
+case("ConvInteger", R(2, 4, 7, 6, dtype=u8, lo=0, hi=256), W(4, 2, 3, 2, dtype=u8, lo=0, hi=256), K(3, u8),
+     K(9, u8), group=2, strides=[2, 1], pads=[0, 1, 2, 0])
+case("ConvInteger", R(1, 2, 7, 7, dtype=u8, lo=0, hi=256), W(3, 2, 4, 4, dtype=u8, lo=0, hi=256),
+     auto_pad="SAME_UPPER", strides=[2, 2])
+case("ConvInteger", R(1, 3, 11, dtype=u8, lo=0, hi=256), W(2, 3, 3, dtype=u8, lo=0, hi=256), K(128, u8),
+     dilations=[2], pads=[1, 2])
+case("ConvInteger", R(2, 2, 4, 5, 4, dtype=u8, lo=0, hi=256), W(3, 2, 2, 3, 2, dtype=u8, lo=0, hi=256), K(50, u8),
+     pads=[1, 0, 1, 0, 1, 1])
+case("QLinearConv", R(1, 2, 5, 5, dtype=u8, lo=0, hi=256), K(0.02), K(100, u8), W(3, 2, 3, 3, dtype=u8, lo=0, hi=256),
+     K(0.01), K(128, u8), K(0.4), K(120, u8), W(3, dtype="int32", lo=-1000, hi=1000), pads=[1, 1, 1, 1], opset=10)
+# uint8 x with int8 w: 7-bit x, as onnxruntime's u8s8 kernels saturate 16-bit pair sums beyond that.
+case("QLinearConv", R(1, 4, 6, 6, dtype=u8, lo=0, hi=128), K(0.02), K(60, u8),
+     W(4, 2, 3, 3, dtype=i8, lo=-128, hi=128), K([0.01, 0.02, 0.015, 0.03]), K([0, 0, 0, 0], i8), K(0.3), K(110, u8),
+     group=2, strides=[2, 2], opset=10)
+case("QLinearConv", R(2, 2, 3, 4, 4, dtype=u8, lo=0, hi=256), K(0.02), K(100, u8),
+     W(2, 2, 2, 2, 2, dtype=u8, lo=0, hi=256), K(0.01), K(128, u8), K(0.4), K(120, u8), opset=10)
