@@ -63,6 +63,9 @@ ProgramRecorder::ProgramRecorder(const Model& m, Builder& b) : m_(m), b_(b) {
     for (size_t i = 0; i < m.graph.inputs.size(); i++) {
         const ValueInfo& vi = m.graph.inputs[i];
         input_index_[vi.name] = int(i);
+        if (vi.dims.size() > 4)
+            failures.push_back("graph input '" + vi.name + "': rank " + std::to_string(vi.dims.size()) +
+                               "; compiled programs take inputs of rank 4 at most");
         std::string id = ident(vi.name);
         val_var[vi.name] = id;
         prologue.push_back("ggml_tensor* " + id + " = in[" + std::to_string(i) + "];  // " + c_comment(vi.name));
@@ -462,6 +465,11 @@ void ProgramRecorder::finish() {
         if (dt == DType::UNDEFINED && v != b_.vals.end()) dt = v->second.dtype;
         out_dtypes.push_back(dt);
         out_ranks.push_back(v != b_.vals.end() ? v->second.rank() : 0);
+        if (out_ranks.back() > 4) {  // its ONNX shape cannot be read back from a ggml tensor's four dims
+            failures.push_back("graph output '" + name + "': rank " + std::to_string(out_ranks.back()) +
+                               "; compiled programs return outputs of rank 4 at most");
+            continue;
+        }
         auto it = val_var.find(name);
         if (it == val_var.end() || it->second == "nullptr") {
             auto h = b_.vals.find(name);

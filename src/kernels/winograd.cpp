@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "kernels/custom.h"
-#include "kernels/sgemm_pad.h"
 
 namespace o2g {
 
@@ -225,7 +224,7 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
     ggml_format_name(v, "%s#wino_in", ggml_get_name(w));
     ctx.label(v, M == 2 ? "winograd2_input" : "winograd4_input");
-    ggml_tensor* mt = mul_mat_padded(ctx, v, u);  // [T, CO, A*A]
+    ggml_tensor* mt = mul_mat(ctx, v, u);  // [T, CO, A*A]
     ggml_tensor* oargs[2] = {mt, bias};
     ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1, output_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));

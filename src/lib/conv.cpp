@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/sgemm_pad.h"
 #include "kernels/window.h"
 #include "kernels/winograd.h"
 #include "lib/window.h"
@@ -173,11 +172,11 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         // 1x1 conv, batch 1: a plain matrix product over channels; one transpose instead of im2col + permute.
         int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
         ggml_tensor* xt = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, cont(ctx, x), W * H, C)));
-        return ggml_reshape_4d(ctx, mul_mat_padded(ctx, xt, k2), W, H, M, 1);  // [W*H, M]
+        return ggml_reshape_4d(ctx, mul_mat(ctx, xt, k2), W, H, M, 1);  // [W*H, M]
     }
     ggml_tensor* col = ggml_im2col(ctx, k, cont(ctx, x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
     ggml_tensor* y =
-        mul_mat_padded(ctx, ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]), k2);
+        mul_mat(ctx, ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]), k2);
     if (col->ne[3] == 1) return ggml_reshape_4d(ctx, y, col->ne[1], col->ne[2], M, 1);  // batch 1: already [OW, OH, M]
     y = ggml_reshape_4d(ctx, y, col->ne[1], col->ne[2], col->ne[3], M);  // [OW, OH, N, M]
     return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));

@@ -3,26 +3,11 @@
 #include <map>
 
 #include "ops/host.h"
-#include "ops/winograd.h"
 #include "runtime/builder.h"
 
 namespace onnx2ggml {
 
 ggml_tensor* mul_mat(Lower& L, ggml_tensor* a, ggml_tensor* b) { return o2g::mul_mat(L.octx(), a, b); }
-
-// Lowering-side weight transforms, for the rows not yet on ctx.weights->derived (Winograd).
-ggml_tensor* cached_weight(Lower& L, int i, const std::string& suffix, HostTensor (*fn)(const HostTensor&),
-                           ggml_type type) {
-    Val& v = L.in(i);
-    std::string key = v.name + suffix + (type == GGML_TYPE_F32 ? "" : std::string("#") + ggml_type_name(type));
-    auto it = L.b.weights.tensors.find(key);
-    if (it != L.b.weights.tensors.end()) return it->second;
-    HostTensor h = fn(*v.host);
-    ggml_tensor* t = L.b.weights.get(key, h, type);
-    // The original is only read for this transform: give its mapped pages back (re-read if needed later).
-    if (v.host->mapped) drop_pages(v.host->data, v.host->nbytes);
-    return t;
-}
 
 void lower_MatMul(Lower& L) {
     Shape as = L.shape(0), bs = L.shape(1);

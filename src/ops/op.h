@@ -57,6 +57,8 @@ auto arg_text(Recorder&, const P& p) -> decltype(p.fields(std::declval<o2g::Fiel
     return w.str();
 }
 inline const o2g::Ints& call_arg(const Sym& s) { return s.v; }
+inline const o2g::Ints& call_arg(Sym& s) { return s.v; }
+inline const o2g::Ints& call_arg(Sym&& s) { return s.v; }
 template <typename A>
 A&& call_arg(A&& a) { return std::forward<A>(a); }
 
