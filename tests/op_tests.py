@@ -473,9 +473,9 @@ def build_model(c: Case, inputs) -> onnx.ModelProto:
     model.ir_version = min(model.ir_version, 9)  # what onnxruntime 1.2x accepts
     model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     for out in model.graph.output:
-        if not out.type.HasField("tensor_type"):
-            # Inference gives up on some function ops (GroupNormalization);
-            # those used here are shape-preserving, like their first input.
+        if not out.type.HasField("tensor_type") or not out.type.tensor_type.HasField("shape"):
+            # Inference gives up on some function ops (GroupNormalization) and on Loop's outputs;
+            # those used here are shape-preserving, like their first graph input.
             out.type.CopyFrom(model.graph.input[0].type)
     try:
         onnx.checker.check_model(model)

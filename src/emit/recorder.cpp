@@ -341,7 +341,9 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
             std::vector<std::string> dims;
             auto xin = input_index_.find(x.name);
             auto xh = host_.find(x.name);
-            bool static_shape = x.is_weight || (xh != host_.end() && xh->second.kind == HostExpr::Const);
+            // Constants have fixed shapes, and so do symbolic vectors (their length is fixed when they are written).
+            bool static_shape = x.is_weight || (xh != host_.end() && (xh->second.kind == HostExpr::Const ||
+                                                                      xh->second.kind == HostExpr::Sym));
             for (int a = 0; a < rank; a++) {
                 if (static_shape) dims.push_back(std::to_string(x.shape[size_t(a)]));
                 else if (xin != input_index_.end()) {
