@@ -171,18 +171,23 @@ std::string shape_text(const std::vector<int64_t>& a, const std::vector<int64_t>
         std::string t = std::to_string(x);
         if (x != y && db) {
             t = "?";
+            auto b_of = [&](const std::string& n) { return db->at(n); };
             bool found = false;
-            for (auto& [s, va] : da) {
-                int64_t vb = db->at(s);
-                for (int64_t k = 1; k <= 64 && !found; k++) {
-                    if (va * k == x && vb * k == y) t = k == 1 ? s : s + "*" + std::to_string(k), found = true;
-                    else if (va % k == 0 && vb % k == 0 && va / k == x && vb / k == y) t = s + "/" + std::to_string(k), found = true;
-                }
-                if (found) break;
-            }
-            for (auto& [s, va] : da)
+            for (auto& [s, va] : da)  // one dim
+                if (!found && va == x && b_of(s) == y) t = s, found = true;
+            for (auto& [s, va] : da)  // a product of two (H * W)
                 for (auto& [u, wa] : da)
-                    if (!found && s <= u && va * wa == x && db->at(s) * db->at(u) == y) t = s + "*" + u, found = true;
+                    if (!found && s <= u && va * wa == x && b_of(s) * b_of(u) == y) t = s + "*" + u, found = true;
+            for (int64_t k = 2; k <= 64 && !found; k++)
+                for (auto& [s, va] : da) {
+                    if (found) break;
+                    if (va * k == x && b_of(s) * k == y) t = s + "*" + std::to_string(k), found = true;
+                    else if (va % k == 0 && b_of(s) % k == 0 && va / k == x && b_of(s) / k == y)
+                        t = s + "/" + std::to_string(k), found = true;
+                    for (auto& [u, wa] : da)
+                        if (!found && s <= u && va * wa * k == x && b_of(s) * b_of(u) * k == y)
+                            t = s + "*" + u + "*" + std::to_string(k), found = true;
+                }
         }
         r += (d ? ", " : "") + t;
     }

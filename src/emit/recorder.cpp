@@ -43,6 +43,7 @@ std::string arith(char op, const std::string& a, const std::string& b, bool is_f
         }
     }
     if (!is_float && op == '*' && (a == "1" || b == "1")) return a == "1" ? b : a;
+    if (!is_float && op == '/' && b == "1") return a;
     if (is_float) return "(double(" + a + ") " + op + " double(" + b + "))";
     if (op == '%') return "(" + a + " % " + b + ")";
     return "(" + a + " " + op + " " + b + ")";
@@ -73,15 +74,17 @@ ProgramRecorder::ProgramRecorder(const Model& m, Builder& b) : m_(m), b_(b) {
 }
 
 std::string ProgramRecorder::ident(const std::string& value) {
-    std::string s = c_identifier(value);
-    size_t b = 0;
-    while (b < s.size() && s[b] == '_') b++;
-    std::string r;
-    for (size_t i = b; i < s.size(); i++)
-        if (!(s[i] == '_' && !r.empty() && r.back() == '_')) r += s[i];
+    std::string s = c_identifier(value), r;
+    for (char c : s)  // no leading, trailing or doubled underscores
+        if (c != '_' || (!r.empty() && r.back() != '_')) r += c;
     while (!r.empty() && r.back() == '_') r.pop_back();
-    if (r.size() > 48) r = r.substr(r.size() - 48);  // the end of an exporter's path names the value best
-    while (!r.empty() && r[0] == '_') r.erase(0, 1);
+    const std::string suffix = "_output_0";  // what exporters append to every node's first output
+    if (r.size() > suffix.size() && r.compare(r.size() - suffix.size(), suffix.size(), suffix) == 0)
+        r.erase(r.size() - suffix.size());
+    if (r.size() > 48) {  // the end of an exporter's path names the value best; cut at a word boundary
+        size_t cut = r.find('_', r.size() - 48);
+        r = cut == std::string::npos ? r.substr(r.size() - 48) : r.substr(cut + 1);
+    }
     if (r.empty() || isdigit(static_cast<unsigned char>(r[0]))) r = "v_" + r;
     std::string u = r;
     for (int k = 2; idents_.count(u); k++) u = r + "_" + std::to_string(k);
