@@ -57,6 +57,7 @@ struct Ctx {
     ggml_tensor* constant(ggml_type type, const int64_t ne[4], const void* data, size_t nbytes);
     ggml_tensor* constant_f32(const int64_t ne[4], const std::vector<float>& v);
     ggml_tensor* ints_tensor(const Ints& v, ggml_type type);  // 1-D I32 or F32 tensor from host integers
+    ggml_tensor* floats_tensor(const std::vector<double>& v);  // 1-D F32 tensor from host values
     void label(const ggml_tensor* t, const char* kernel) { labels.emplace_back(t, kernel); }
 };
 

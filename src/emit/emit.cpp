@@ -107,6 +107,7 @@ std::string subst(std::string t, const std::string& name) {
 // One build of the optimized graph at probe shapes, recorded.
 struct Probe {
     std::map<std::string, int64_t> dims;  // symbolic dim -> value used
+    int shift = 0;
     std::unique_ptr<ProgramRecorder> rec;
     std::vector<std::vector<int64_t>> shapes;  // per live node: rank then ne of its first device output
     std::string error;
@@ -120,6 +121,7 @@ std::string dim_symbol(const ValueInfo& vi, size_t a) {
 // Symbolic dim j (in order of appearance) gets base * (j + 1 + shift): distinct values make comments name dims.
 Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distinct, int shift) {
     Probe pr;
+    pr.shift = shift;
     std::vector<Tensor> ins;
     for (auto& vi : m.graph.inputs) {
         Tensor t;
@@ -133,7 +135,11 @@ Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distin
             if (!pr.dims.count(s)) pr.dims[s] = distinct ? base * int64_t(pr.dims.size() + 1 + size_t(shift)) : base;
             t.shape.push_back(pr.dims[s]);
         }
+        // Integer inputs hold 0 in the first probe and 1 in the second, so that code that took an input's values
+        // as numbers differs between them too (graph data must stay data).
         t.data.assign(size_t(t.numel()) * dtype_size(t.dtype), 0);
+        if (shift && dtype_is_integer(t.dtype))
+            for (int64_t k = 0; k < t.numel(); k++) t.data[size_t(k) * dtype_size(t.dtype)] = 1;
         ins.push_back(std::move(t));
     }
     std::vector<const Tensor*> ptrs;
@@ -194,6 +200,17 @@ std::string shape_text(const std::vector<int64_t>& a, const std::vector<int64_t>
     return r + "]";
 }
 
+// Whether `id` occurs in `code` as a whole identifier (not inside another one or after a '.').
+bool uses_identifier(const std::string& code, const std::string& id) {
+    auto word = [](char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t p = code.find(id); p != std::string::npos; p = code.find(id, p + 1)) {
+        bool left = p == 0 || (!word(code[p - 1]) && code[p - 1] != '.');
+        bool right = p + id.size() >= code.size() || !word(code[p + id.size()]);
+        if (left && right) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 std::string compile_model(const Model& m, const CompileOptions& opts) {
@@ -219,18 +236,20 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     // probe's numbers (a dim fixed at compile time), which compile refuses rather than writes down.
     GraphPlan plan = plan_graph(m);
     bool symbolic = false;
-    for (auto& vi : m.graph.inputs)
+    for (auto& vi : m.graph.inputs) {
         for (auto& d : vi.dims) symbolic |= !d.known();
+        symbolic |= dtype_is_integer(vi.dtype);  // the second probe also changes integer input data
+    }
     std::vector<Probe> probes;
     std::string first_error;
     struct Try { int64_t base; bool distinct; int shift; };
-    const Try tries[] = {{8, true, 0}, {8, true, 1}, {16, true, 0}, {8, false, 0}, {16, false, 0}, {1, false, 0},
-                         {32, false, 0}, {64, false, 0}, {2, false, 0}, {4, false, 0}};
+    const Try tries[] = {{8, true, 0}, {8, true, 1}, {16, true, 0}, {16, true, 1}, {8, false, 0}, {8, false, 1},
+                         {1, false, 0}, {2, false, 1}, {32, false, 0}, {64, false, 1}, {4, false, 0}};
     for (const Try& t : tries) {
         if (!probes.empty() && !symbolic) break;
         if (probes.size() == 2) break;
+        if (!probes.empty() && t.shift == 0) continue;  // the second probe differs in dims and integer data
         Probe pr = run_probe(m, plan, t.base, t.distinct, t.shift);
-        if (!probes.empty() && pr.dims == probes[0].dims) continue;
         if (!pr.rec) {
             if (first_error.empty()) first_error = pr.error;
             continue;
@@ -248,8 +267,8 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
         for (size_t i = 0; i < r.node_code.size() && i < r2.node_code.size(); i++)
             if (r.node_code[i] != r2.node_code[i]) {
                 const Node& n = plan.node(m, plan.live_nodes[i]);
-                failures.push_back(n.describe() + ": its code depends on the input shape (a dim the model leaves "
-                                   "symbolic would be fixed)");
+                failures.push_back(n.describe() + ": its code depends on the input shapes or integer input data "
+                                   "(a dim or value the model leaves open would be fixed)");
             }
     }
     if (!failures.empty()) {
@@ -288,9 +307,9 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     for (auto& p : r.prologue) {
         std::string id = p.substr(13, p.find(' ', 13) - 13);  // "ggml_tensor* <id> = ..."
         src << "    " << p << "\n";
-        if ((body + "\n" + [&] { std::string e; for (auto& x : r.epilogue) e += x; return e; }()).find(id) ==
-            std::string::npos)
-            src << "    (void)" << id << ";\n";
+        std::string all = body;
+        for (auto& x : r.epilogue) all += x + "\n";
+        if (!uses_identifier(all, id)) src << "    (void)" << id << ";\n";
     }
     src << body;
     for (auto& e : r.epilogue) src << "    " << e << "\n";

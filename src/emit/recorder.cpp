@@ -105,6 +105,7 @@ std::string ProgramRecorder::tensor_text(const ggml_tensor* t) {
 
 std::string ProgramRecorder::ints_text(const Sym& s) {
     if (!s.src) return "o2g::Ints" + o2g::ints_literal(s.v);
+    passed_.insert(s.src->name);
     auto it = host_.find(s.src->name);
     HostExpr::Kind k = it != host_.end() ? it->second.kind : s.src->is_weight ? HostExpr::Const : HostExpr::Data;
     if (k == HostExpr::Const) return "o2g::Ints" + o2g::ints_literal(s.v);
@@ -152,8 +153,9 @@ void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
     if (k == HostExpr::Sym && v.rank() <= 1 && it->second.e.size() == size_t(v.host->numel())) {
         std::string id = ident(v.name), list;
         for (size_t i = 0; i < it->second.e.size(); i++) list += (i ? ", " : "") + it->second.e[i];
-        pre_.push_back("ggml_tensor* " + id + " = ctx.ints_tensor(o2g::Ints{" + list + "}, " +
-                       arg_text(*this, t->type) + ");");
+        pre_.push_back("ggml_tensor* " + id + " = " +
+                       (dtype_is_float(v.dtype) ? "ctx.floats_tensor({" + list + "});"
+                                                : "ctx.ints_tensor(o2g::Ints{" + list + "}, " + arg_text(*this, t->type) + ");"));
         val_var[v.name] = id;
         local_[t] = id;
         return;
@@ -180,6 +182,7 @@ void ProgramRecorder::node_begin(const Node& n, bool on_host) {
     local_.clear();
     pre_.clear();
     direct_reads_.clear();
+    passed_.clear();
     node_fail_.clear();
 }
 
@@ -401,8 +404,12 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     classify_host_outputs(L);
     bool device = !calls_.empty();
     for (auto& o : L.outs) device |= o.t != nullptr;
-    if (device && !direct_reads_.empty())
-        fail_node("reads '" + direct_reads_[0] + "' itself, a host value that depends on input shapes or data (it must reach the op library as an argument)");
+    for (const auto& r : direct_reads_)
+        if (device && !passed_.count(r)) {
+            fail_node("reads '" + r + "' itself, a host value that depends on input shapes or data (it must reach "
+                      "the op library as an argument)");
+            break;
+        }
     // Names: each output takes its value's name; other results are "<first output>_<k>".
     std::vector<std::string> names(calls_.size());
     for (size_t o = 0; o < L.outs.size() && o < n.outputs.size(); o++) {

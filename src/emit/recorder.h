@@ -74,6 +74,7 @@ private:
     std::string node_fail_;
     std::vector<std::string> pre_;                       // statements this node needs before its calls
     std::vector<std::string> direct_reads_;              // non-constant host values the lowering read itself
+    std::set<std::string> passed_;                       // ... and those it passed to an op-library call
     bool node_on_host_ = false;
 };
 

@@ -32,6 +32,11 @@ ggml_tensor* Ctx::ints_tensor(const Ints& v, ggml_type type) {
     return constant(GGML_TYPE_I32, ne, i.data(), i.size() * 4);
 }
 
+ggml_tensor* Ctx::floats_tensor(const std::vector<double>& v) {
+    const int64_t ne[4] = {int64_t(v.size()), 1, 1, 1};
+    return constant_f32(ne, std::vector<float>(v.begin(), v.end()));
+}
+
 std::string float_literal(float f) {
     if (std::isnan(f)) return "NAN";
     if (std::isinf(f)) return f > 0 ? "INFINITY" : "-INFINITY";

@@ -181,6 +181,7 @@ Sym Lower::sym(int i) {
     reading_sym_ = true;
     Sym s{ints(i), &in(i)};
     reading_sym_ = false;
+    if (b.rec) b.rec->host_read(in(i));  // cleared when the Sym reaches an op-library call
     return s;
 }
 
