@@ -139,7 +139,7 @@ void lower_Split(Lower& L) {
     int parts;
     const Sym split = split_arg(L, parts);
     for (int i = 0; i < parts && i < int(L.outs.size()); i++) {
-        o2g::SplitParams p{gdim(r, axis), i, split.v.empty() ? parts : 1};
+        o2g::SplitParams p{gdim(r, axis), i, parts};
         L.out(i, O2G_CALL(L, o2g::split, L.t(0), split, p), L.dtype(0), r);
     }
 }

@@ -21,14 +21,10 @@ template <typename F>
 void reshape_like(Lower& L, const Shape& s, F call) {
     Val& x = L.in(0);
     if (x.host) return L.out_host(0, x.host->reshaped(s));
-    ggml_tensor* y;
-    if (L.rank(0) > 4 || s.size() > 4)
-    {
-        const Sym shape{s, nullptr};
-        y = O2G_CALL(L, o2g::reshape, L.t(0), shape, o2g::ReshapeParams{L.rank(0), false});
-    }
-    else
-        y = call();
+    const Sym shape{s, nullptr};
+    ggml_tensor* y = L.rank(0) > 4 || s.size() > 4
+                         ? O2G_CALL(L, o2g::reshape, L.t(0), shape, o2g::ReshapeParams{L.rank(0), false})
+                         : call();
     L.out_shape(0, y, x.dtype, s);
 }
 
@@ -78,7 +74,8 @@ void lower_Reshape(Lower& L) {
     Shape s = reshape_target(L, L.shape(0), given.v, allowzero);
     int r = L.rank(0);
     bool folded_zero = false;  // a 0 copying one of the dims folded into ne[3]
-    for (size_t i = 0; i < given.v.size(); i++) folded_zero |= given.v[i] == 0 && !allowzero && r > 4 && r - 1 - int(i) >= 3;
+    for (size_t i = 0; i < given.v.size(); i++)
+        folded_zero |= given.v[i] == 0 && !allowzero && r > 4 && r - 1 - int(i) >= 3;
     Val& x = L.in(0);
     if (x.host) return L.out_host(0, x.host->reshaped(s));
     const Sym resolved{s, nullptr};
