@@ -29,7 +29,7 @@ WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, c
 WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int auto_pad, const Ints& pads,
                                        const Ints& strides, const Ints& dilations, const Ints& output_padding,
                                        const Ints& output_shape);
-// The spatial sizes of x in ONNX order: dims of ggml dims 0..dims-1, outermost first.
+// The sizes of x's `dims` innermost ggml dims (its spatial axes), in ONNX order: outermost first.
 Ints spatial_sizes(const ggml_tensor* x, int dims);
 
 struct ConvParams {
