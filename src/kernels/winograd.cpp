@@ -1,6 +1,7 @@
-// Winograd F(m x m, 3 x 3) convolution for the CPU: input transform and output transform are custom kernels,
+// CPU convolution kernels. Winograd F(m x m, 3 x 3): input transform and output transform are custom kernels,
 // the 36 (or 16) small products in between are one batched ggml_mul_mat. Compared with an F32 im2col this does
-// 2.25x (m = 2) or 4x (m = 4) fewer multiply-adds and moves 4x / 2.25x the input instead of 9x.
+// 2.25x (m = 2) or 4x (m = 4) fewer multiply-adds and moves 4x / 2.25x the input instead of 9x. Depthwise: one
+// (image, channel) plane per work item. Built with -march=native (CMakeLists.txt, ONNX2GGML_NATIVE).
 #include "kernels/winograd.h"
 
 #include <algorithm>

@@ -119,7 +119,11 @@ WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int a
         if (!output_shape.empty() || same) {
             const int64_t target = !output_shape.empty() ? output_shape[output_shape.size() - n + i] : in[i] * g.strides[i];
             const int64_t total = full - target;
-            g.pad_begin[i] = auto_pad == AUTO_PAD_SAME_LOWER ? total - total / 2 : total / 2;
+            // An odd unit of padding goes at the end for SAME_UPPER, at the start otherwise (the spec; onnxruntime
+            // agrees). A larger output than the full one (negative padding) grows at the end, SAME_LOWER's at the
+            // start: no reference defines it (onnxruntime leaves that part unwritten).
+            const bool odd_first = total >= 0 ? auto_pad != AUTO_PAD_SAME_UPPER : auto_pad == AUTO_PAD_SAME_LOWER;
+            g.pad_begin[i] = odd_first ? total - total / 2 : total / 2;
             g.pad_end[i] = total - g.pad_begin[i];
         } else if (auto_pad == AUTO_PAD_NOTSET && !pads.empty()) {
             g.pad_begin[i] = pads[i];

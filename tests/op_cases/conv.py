@@ -20,7 +20,10 @@ case("Conv", R(1, 5, 10, 10), W(5, 1, 5, 5), group=5, auto_pad="SAME_UPPER")  # 
 case("ConvTranspose", R(1, 4, 5, 5), R(4, 3, 3, 3), R(6), group=2, strides=[2, 2], pads=[1, 0, 0, 1])
 case("ConvTranspose", R(2, 3, 6), R(3, 2, 3), strides=[3], output_padding=[1])  # 1D
 case("ConvTranspose", R(1, 2, 4, 5), W(2, 3, 2, 3), strides=[2, 2], auto_pad="SAME_LOWER")
-case("ConvTranspose", R(1, 2, 3, 3), W(2, 2, 3, 3), strides=[2, 2], output_shape=[8, 7])
+# output_shape: an odd total padding puts its extra unit at the start unless SAME_UPPER.
+case("ConvTranspose", R(1, 2, 4, 4), W(2, 3, 3, 3), strides=[2, 2], output_shape=[8, 8])
+case("ConvTranspose", R(1, 2, 4, 4), W(2, 3, 3, 3), W(3), strides=[2, 2], output_shape=[8, 7], auto_pad="SAME_UPPER")
+case("ConvTranspose", R(1, 2, 4, 5), W(2, 3, 3, 3), strides=[2, 2], output_shape=[8, 10], auto_pad="SAME_LOWER")
 
 # DeformConv (19): offsets move the taps; a mask scales them.
 for g, og in ((1, 1), (2, 2)):

@@ -24,12 +24,12 @@ struct WindowGeometry {
 WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, const Ints& pads, const Ints& strides,
                              const Ints& dilations, bool ceil_mode = false);
 // ConvTranspose geometry: out = stride * (in - 1) + output_padding + dilated kernel - pads; with output_shape
-// (its last in.size() values) or SAME_* (out = in * stride) the pads are what gives that size (the odd one at
-// the start for SAME_LOWER, at the end otherwise).
+// (its last in.size() values) or SAME_* (out = in * stride) the pads are what gives that size (an odd one at
+// the end for SAME_UPPER, at the start otherwise).
 WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int auto_pad, const Ints& pads,
                                        const Ints& strides, const Ints& dilations, const Ints& output_padding,
                                        const Ints& output_shape);
-// The spatial sizes of x in ONNX order: dims of ggml dims 0..dims-1, outermost first.
+// The sizes of x's `dims` innermost ggml dims (its spatial axes), in ONNX order: outermost first.
 Ints spatial_sizes(const ggml_tensor* x, int dims);
 
 struct ConvParams {
