@@ -1,4 +1,5 @@
 // Op library: quantization (see include/onnx2ggml/ops/quantize.h).
+#include <algorithm>
 #include <string>
 #include <vector>
 

@@ -1,4 +1,4 @@
-// Loss ONNX ops: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (12, 13).
+// Loss ONNX ops: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (12, 13, 22).
 #include "ops/fold.h"
 #include "ops/host.h"
 

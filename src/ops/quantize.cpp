@@ -1,5 +1,6 @@
 // Quantization ONNX ops: QuantizeLinear, DequantizeLinear (10-23, per tensor/axis/block), DynamicQuantizeLinear
 // (11), MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv (10).
+#include <algorithm>
 #include <functional>
 
 #include "ops/fold.h"
