@@ -114,32 +114,6 @@ ggml_tensor* int_matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* a
     return kcall(ctx, GGML_TYPE_I32, d.data(), args, matmul_kernel, keep_params(p));
 }
 
-// Begin pads and output sizes of a convolution per spatial dim (ONNX order). ConvInteger and QLinearConv keep
-// their own copy of this until the shared conv geometry helper (onnx2ggml/ops/conv.h) replaces it.
-void conv_geometry(const Ints& in, const Ints& k, const Ints& s, const Ints& d, const Ints& pads, int auto_pad,
-                   Ints& pb, Ints& out) {
-    size_t n = in.size();
-    pb.assign(n, 0);
-    out.assign(n, 0);
-    for (size_t i = 0; i < n; i++) {
-        int64_t ek = (k[i] - 1) * d[i] + 1;
-        if (auto_pad == 1 || auto_pad == 2) {  // SAME_UPPER, SAME_LOWER
-            int64_t o = (in[i] + s[i] - 1) / s[i];
-            int64_t total = std::max<int64_t>(0, (o - 1) * s[i] + ek - in[i]);
-            pb[i] = auto_pad == 1 ? total / 2 : total - total / 2;
-            out[i] = o;
-        } else if (auto_pad == 3) {  // VALID
-            out[i] = (in[i] - ek) / s[i] + 1;
-        } else if (auto_pad == 0) {
-            pb[i] = pads[i];
-            out[i] = (in[i] + pads[i] + pads[i + n] - ek) / s[i] + 1;
-        } else {
-            throw OpError("auto_pad " + num(auto_pad) + " is not 0 to 3");
-        }
-        if (out[i] <= 0) throw OpError("output size " + num(out[i]) + " is not positive");
-    }
-}
-
 // Convolution accumulator (I32 when to_int, else F32) [out..., M, N], or [out..., M] for 3-D.
 ggml_tensor* int_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* xz, ggml_tensor* wz, const Ints& strides,
                       const Ints& dilations, const Ints& pads, int auto_pad, int64_t group, bool to_int) {
@@ -174,7 +148,9 @@ ggml_tensor* int_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* xz,
     p.d = dilations;
     for (size_t i = 0; i < strides.size(); i++)
         if (strides[i] <= 0 || dilations[i] <= 0) throw OpError("strides and dilations must be positive");
-    conv_geometry(p.in_sp, p.k, p.s, p.d, pads, auto_pad, p.pb, p.out_sp);
+    WindowGeometry g = conv_geometry(p.in_sp, p.k, auto_pad, pads, p.s, p.d);  // the one conv/pool geometry
+    p.pb = g.pad_begin;
+    p.out_sp = g.out;
     p.xzp = xz != nullptr;
     p.wzp = wz != nullptr;
     p.wzp_per = false;

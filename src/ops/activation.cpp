@@ -98,4 +98,31 @@ void lower_Swish(Lower& L) {
     out_same(L, O2G_CALL(L, o2g::swish, L.t(0), p));
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& activation_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "Relu", .since = 1, .ggml = lower_Relu, .host = host_Relu, .math = true},
+        {.op = "Sigmoid", .since = 1, .ggml = lower_Sigmoid, .math = true},
+        {.op = "onnx2ggml.SiLU", .since = 1, .ggml = lower_SiLU, .math = true},  // produced by the fuse_silu pass
+        {.op = "onnx2ggml.Gelu", .since = 1, .ggml = lower_Gelu, .math = true},  // fuse_gelu (erf form)
+        {.op = "Tanh", .since = 1, .ggml = lower_Tanh, .math = true},
+        {.op = "Softsign", .since = 1, .ggml = lower_Softsign, .math = true},
+        {.op = "Softplus", .since = 1, .ggml = lower_Softplus, .math = true},
+        {.op = "Mish", .since = 18, .ggml = lower_Mish, .math = true},
+        {.op = "HardSwish", .since = 14, .ggml = lower_HardSwish, .math = true},
+        {.op = "HardSigmoid", .since = 1, .ggml = lower_HardSigmoid, .math = true},
+        {.op = "LeakyRelu", .since = 1, .ggml = lower_LeakyRelu, .math = true},
+        {.op = "PRelu", .since = 1, .ggml = lower_PRelu, .math = true},
+        {.op = "Elu", .since = 1, .ggml = lower_Elu, .math = true},
+        {.op = "Selu", .since = 1, .ggml = lower_Selu, .math = true},
+        {.op = "Celu", .since = 12, .ggml = lower_Celu, .math = true},
+        {.op = "ThresholdedRelu", .since = 10, .ggml = lower_ThresholdedRelu, .math = true},
+        {.op = "Gelu", .since = 20, .ggml = lower_Gelu, .math = true},
+        {.op = "Shrink", .since = 9, .ggml = lower_Shrink, .host = host_Shrink, .math = true},
+        {.op = "Swish", .since = 24, .ggml = lower_Swish, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

@@ -155,4 +155,20 @@ void lower_RotaryEmbedding(Lower& L) {
           r);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+double attention_flops(Lower& L) {
+    const Shape &q = L.shape(0), &k = L.shape(1), &v = L.shape(2);  // [B, T, H, D]
+    return 2 * double(q[0]) * double(q[2]) * double(q[1]) * double(k[1]) * double(q[3] + v[3]);
+}
+
+const std::vector<OpDef>& attention_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "onnx2ggml.Attention", .since = 1, .ggml = lower_AttentionFused, .math = true, .flops = attention_flops},  // fuse_attention
+        {.op = "Attention", .since = 23, .ggml = lower_Attention, .host_inputs = {6}, .math = true},
+        {.op = "LinearAttention", .since = 27, .ggml = lower_LinearAttention, .math = true},
+        {.op = "RotaryEmbedding", .since = 23, .ggml = lower_RotaryEmbedding, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

@@ -49,4 +49,16 @@ void lower_Dropout(Lower& L) {
     }
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& cast_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "BitCast", .since = 26, .host = host_BitCast, .host_inputs = {0}},
+        {.op = "Cast", .since = 1, .ggml = lower_Cast, .host = host_Cast},
+        {.op = "CastLike", .since = 15, .ggml = lower_Cast, .host = host_Cast},
+        {.op = "Dropout", .since = 1, .ggml = lower_Dropout, .host = lower_Dropout},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

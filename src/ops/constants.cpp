@@ -81,4 +81,16 @@ void host_EyeLike(Lower& L) {
     L.out_host(0, std::move(out));
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& constants_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "Constant", .since = 1, .host = host_Constant},
+        {.op = "ConstantOfShape", .since = 9, .host = host_ConstantOfShape, .host_inputs = {0}},
+        {.op = "Range", .since = 11, .host = host_Range, .host_inputs = {0,1,2}},
+        {.op = "EyeLike", .since = 9, .host = host_EyeLike},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

@@ -180,4 +180,15 @@ void lower_Scan(Lower& L) {
     for (auto& o : L.outs) o.input_deps.clear();
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& control_flow_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "If", .since = 1, .host = lower_If, .host_inputs = {0}, .control = true},
+        {.op = "Loop", .since = 1, .host = lower_Loop, .host_inputs = {0, 1}, .control = true},
+        {.op = "Scan", .since = 9, .host = lower_Scan, .control = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

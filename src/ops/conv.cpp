@@ -103,4 +103,25 @@ void lower_CausalConvWithState(Lower& L) {
     L.out(1, O2G_CALL(L, o2g::causal_conv_state, L.t(0), L.t(1), past ? L.t(3) : nullptr), dt, 3);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+// Conv: each output value sums over C/g x kernel; ConvTranspose: each input value spreads over Cout/g x kernel.
+double conv_flops(Lower& L) {
+    if (!L.has(1) || L.rank(1) < 3) return 0;
+    const Shape& w = L.shape(1);
+    double k = 1;
+    for (size_t i = 2; i < w.size(); i++) k *= double(w[i]);
+    bool conv = L.node.op_type == "Conv";
+    return 2 * double(shape_numel(conv ? L.outs[0].shape : L.shape(0))) * double(w[1]) * k;
+}
+
+const std::vector<OpDef>& conv_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "CausalConvWithState", .since = 27, .ggml = lower_CausalConvWithState, .math = true},
+        {.op = "DeformConv", .since = 19, .ggml = lower_DeformConv, .math = true},
+        {.op = "Conv", .since = 1, .ggml = lower_Conv, .math = true, .flops = conv_flops},
+        {.op = "ConvTranspose", .since = 1, .ggml = lower_ConvTranspose, .host_inputs = {1}, .math = true, .flops = conv_flops},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

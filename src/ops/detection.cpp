@@ -113,4 +113,14 @@ void lower_RoiAlign(Lower& L) {
     L.out(0, O2G_CALL(L, o2g::roi_align, x, rois, bi, p), L.dtype(0), 4);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& detection_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "NonMaxSuppression", .since = 10, .host = host_NonMaxSuppression, .host_inputs = {0,1,2,3,4}},
+        {.op = "RoiAlign", .since = 10, .ggml = lower_RoiAlign, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

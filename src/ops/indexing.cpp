@@ -298,4 +298,24 @@ void lower_Col2Im(Lower& L) {
     L.out_shape(0, O2G_CALL(L, o2g::col2im, L.t(0), img, blk, p), L.dtype(0), os);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& indexing_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "GatherND", .since = 11, .ggml = lower_GatherND, .host = lower_GatherND, .host_inputs = {1}},
+        {.op = "ScatterND", .since = 11, .ggml = lower_ScatterND, .host = lower_ScatterND, .host_inputs = {1}},
+        {.op = "ScatterElements", .since = 11, .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},
+        {.op = "Scatter", .since = 9, .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},
+        {.op = "TensorScatter", .since = 24, .ggml = lower_TensorScatter, .host = lower_TensorScatter, .host_inputs = {2}},
+        {.op = "CumProd", .since = 26, .ggml = lower_CumProd, .host = host_CumProd, .host_inputs = {1}, .math = true},
+        {.op = "Gather", .since = 1, .ggml = lower_Gather, .host = host_Gather},
+        {.op = "GatherElements", .since = 11, .ggml = lower_GatherElements, .host = host_GatherElements, .host_inputs = {1}},
+        {.op = "Trilu", .since = 14, .ggml = lower_Trilu, .host = host_Trilu, .host_inputs = {1}},
+        {.op = "CumSum", .since = 11, .ggml = lower_CumSum, .host = host_CumSum, .host_inputs = {1}, .math = true},
+        {.op = "MaxUnpool", .since = 9, .ggml = lower_MaxUnpool, .host = lower_MaxUnpool, .host_inputs = {1, 2}},
+        {.op = "Col2Im", .since = 18, .ggml = lower_Col2Im, .host = lower_Col2Im, .host_inputs = {1, 2}, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

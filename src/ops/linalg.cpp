@@ -17,4 +17,13 @@ void lower_Det(Lower& L) {
     L.out_shape(0, reshape_ne(L, y, os), L.dtype(0), os);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& linalg_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "Det", .since = 11, .ggml = lower_Det, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

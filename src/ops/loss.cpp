@@ -61,4 +61,14 @@ void lower_SoftmaxCrossEntropyLoss(Lower& L) {
     if (wanted_out(L, 1)) L.out_shape(1, reshape_ne(L, lp, L.shape(0)), L.dtype(0), L.shape(0));
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& loss_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "NegativeLogLikelihoodLoss", .since = 12, .ggml = lower_NegativeLogLikelihoodLoss, .host_inputs = {1,2}, .math = true},
+        {.op = "SoftmaxCrossEntropyLoss", .since = 12, .ggml = lower_SoftmaxCrossEntropyLoss, .host_inputs = {1,2}, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

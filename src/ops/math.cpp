@@ -339,4 +339,63 @@ void host_Where(Lower& L) {
     L.out_host(0, std::move(r));
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& math_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "Add", .since = 1, .ggml = lower_Add, .host = host_Add, .math = true},
+        {.op = "Sub", .since = 1, .ggml = lower_Sub, .host = host_Sub, .math = true},
+        {.op = "Mul", .since = 1, .ggml = lower_Mul, .host = host_Mul, .math = true},
+        {.op = "Div", .since = 1, .ggml = lower_Div, .host = host_Div, .math = true},
+        {.op = "Pow", .since = 1, .ggml = lower_Pow, .host = host_Pow, .math = true},
+        {.op = "Mod", .since = 10, .ggml = lower_Mod, .host = host_Mod, .math = true},
+        {.op = "Sum", .since = 1, .ggml = lower_Sum, .host = host_Sum, .math = true},
+        {.op = "Mean", .since = 1, .ggml = lower_Mean, .host = host_Mean, .math = true},
+        {.op = "Max", .since = 1, .ggml = lower_Max, .host = host_Max, .math = true},
+        {.op = "Min", .since = 1, .ggml = lower_Min, .host = host_Min, .math = true},
+        {.op = "Exp", .since = 1, .ggml = lower_Exp, .host = host_Exp, .math = true},
+        {.op = "Log", .since = 1, .ggml = lower_Log, .host = host_Log, .math = true},
+        {.op = "Sqrt", .since = 1, .ggml = lower_Sqrt, .host = host_Sqrt, .math = true},
+        {.op = "Abs", .since = 1, .ggml = lower_Abs, .host = host_Abs, .math = true},
+        {.op = "Neg", .since = 1, .ggml = lower_Neg, .host = host_Neg, .math = true},
+        {.op = "Floor", .since = 1, .ggml = lower_Floor, .host = host_Floor, .math = true},
+        {.op = "Ceil", .since = 1, .ggml = lower_Ceil, .host = host_Ceil, .math = true},
+        {.op = "Sin", .since = 7, .ggml = lower_Sin, .math = true},
+        {.op = "Cos", .since = 7, .ggml = lower_Cos, .math = true},
+        {.op = "Tan", .since = 7, .ggml = lower_Tan, .math = true},
+        {.op = "Asin", .since = 7, .ggml = lower_Asin, .math = true},
+        {.op = "Acos", .since = 7, .ggml = lower_Acos, .math = true},
+        {.op = "Atan", .since = 7, .ggml = lower_Atan, .math = true},
+        {.op = "Sinh", .since = 9, .ggml = lower_Sinh, .math = true},
+        {.op = "Cosh", .since = 9, .ggml = lower_Cosh, .math = true},
+        {.op = "Asinh", .since = 9, .ggml = lower_Asinh, .math = true},
+        {.op = "Acosh", .since = 9, .ggml = lower_Acosh, .math = true},
+        {.op = "Atanh", .since = 9, .ggml = lower_Atanh, .math = true},
+        {.op = "Erf", .since = 9, .ggml = lower_Erf, .math = true},
+        {.op = "Reciprocal", .since = 1, .ggml = lower_Reciprocal, .host = host_Reciprocal, .math = true},
+        {.op = "Round", .since = 11, .ggml = lower_Round, .host = host_Round, .math = true},
+        {.op = "Sign", .since = 9, .ggml = lower_Sign, .host = host_Sign, .math = true},
+        {.op = "Clip", .since = 1, .ggml = lower_Clip, .host = host_Clip, .host_inputs = {1,2}, .math = true},
+        {.op = "Identity", .since = 1, .ggml = lower_Identity, .host = host_Identity},
+        {.op = "IsNaN", .since = 9, .ggml = lower_IsNaN},
+        {.op = "IsInf", .since = 10, .ggml = lower_IsInf},
+        {.op = "Not", .since = 1, .ggml = lower_Not, .host = host_Not},
+        {.op = "Equal", .since = 1, .ggml = lower_Equal, .host = host_Equal},
+        {.op = "Less", .since = 1, .ggml = lower_Less, .host = host_Less},
+        {.op = "LessOrEqual", .since = 12, .ggml = lower_LessOrEqual, .host = host_LessOrEqual},
+        {.op = "Greater", .since = 1, .ggml = lower_Greater, .host = host_Greater},
+        {.op = "GreaterOrEqual", .since = 12, .ggml = lower_GreaterOrEqual, .host = host_GreaterOrEqual},
+        {.op = "And", .since = 1, .ggml = lower_And, .host = host_And},
+        {.op = "Or", .since = 1, .ggml = lower_Or, .host = host_Or},
+        {.op = "Xor", .since = 1, .ggml = lower_Xor, .host = host_Xor},
+        {.op = "BitShift", .since = 11, .host = host_BitShift},
+        {.op = "BitwiseAnd", .since = 18, .host = host_BitwiseAnd},
+        {.op = "BitwiseOr", .since = 18, .host = host_BitwiseOr},
+        {.op = "BitwiseXor", .since = 18, .host = host_BitwiseXor},
+        {.op = "BitwiseNot", .since = 18, .host = host_BitwiseNot},
+        {.op = "Where", .since = 9, .ggml = lower_Where, .host = host_Where},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

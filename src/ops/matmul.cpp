@@ -109,4 +109,21 @@ void lower_Einsum(Lower& L) {
     L.out(0, y, L.dtype(0), int(os.size()));
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+double matmul_flops(Lower& L) {
+    if (!L.has(0) || L.rank(0) < 1) return 0;
+    const Shape& a = L.shape(0);
+    int64_t K = L.node.op_type == "Gemm" && L.node.get_int("transA", 0) ? a[0] : a.back();
+    return 2 * double(shape_numel(L.outs[0].shape)) * double(K);
+}
+
+const std::vector<OpDef>& matmul_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "MatMul", .since = 1, .ggml = lower_MatMul, .math = true, .flops = matmul_flops},
+        {.op = "Gemm", .since = 1, .ggml = lower_Gemm, .math = true, .flops = matmul_flops},
+        {.op = "Einsum", .since = 12, .ggml = lower_Einsum, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

@@ -367,4 +367,23 @@ void host_DepthToSpace(Lower& L) {
     L.out_host(0, host_gather_flat(L.h(0), m.os, m.rows));
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& movement_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "ReverseSequence", .since = 10, .ggml = lower_ReverseSequence, .host = lower_ReverseSequence, .host_inputs = {1}},
+        {.op = "CenterCropPad", .since = 18, .ggml = lower_CenterCropPad, .host = lower_CenterCropPad, .host_inputs = {1}},
+        {.op = "Transpose", .since = 1, .ggml = lower_Transpose, .host = host_Transpose},
+        {.op = "Concat", .since = 1, .ggml = lower_Concat, .host = host_Concat},
+        {.op = "Split", .since = 1, .ggml = lower_Split, .host = host_Split, .host_inputs = {1}},
+        {.op = "Slice", .since = 1, .ggml = lower_Slice, .host = host_Slice, .host_inputs = {1,2,3,4}},
+        {.op = "Expand", .since = 8, .ggml = lower_Expand, .host = host_Expand, .host_inputs = {1}},
+        {.op = "Tile", .since = 6, .ggml = lower_Tile, .host = host_Tile, .host_inputs = {1}},
+        {.op = "Pad", .since = 1, .ggml = lower_Pad, .host = host_Pad, .host_inputs = {1,2,3}},
+        {.op = "DepthToSpace", .since = 1, .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
+        {.op = "SpaceToDepth", .since = 1, .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

@@ -128,4 +128,21 @@ void lower_LRN(Lower& L) {
     L.out(0, O2G_CALL(L, o2g::lrn, L.t(0), p), L.dtype(0), 4);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& normalization_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "onnx2ggml.GroupNorm", .since = 1, .ggml = lower_GroupNormFused, .math = true},  // fuse_group_norm
+        {.op = "RMSNormalization", .since = 23, .ggml = lower_RMSNormalization, .math = true},
+        {.op = "LpNormalization", .since = 1, .ggml = lower_LpNormalization, .math = true},
+        {.op = "MeanVarianceNormalization", .since = 9, .ggml = lower_MeanVarianceNormalization, .math = true},
+        {.op = "LRN", .since = 1, .ggml = lower_LRN, .math = true},
+        {.op = "BatchNormalization", .since = 1, .ggml = lower_BatchNormalization, .math = true},
+        {.op = "InstanceNormalization", .since = 1, .ggml = lower_InstanceNormalization, .math = true},
+        {.op = "GroupNormalization", .since = 18, .ggml = lower_GroupNormalization, .math = true},
+        {.op = "LayerNormalization", .since = 17, .ggml = lower_LayerNormalization, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

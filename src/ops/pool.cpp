@@ -67,4 +67,17 @@ void lower_LpPool(Lower& L) {
     L.out_shape(0, y, L.dtype(0), {xs[0], xs[1], y->ne[2], y->ne[1], y->ne[0]});  // rank 5: N and C folded in ne[3]
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& pool_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "LpPool", .since = 1, .ggml = lower_LpPool, .math = true},
+        {.op = "MaxPool", .since = 1, .ggml = lower_MaxPool, .math = true},
+        {.op = "AveragePool", .since = 1, .ggml = lower_AveragePool, .math = true},
+        {.op = "GlobalAveragePool", .since = 1, .ggml = lower_GlobalAveragePool, .math = true},
+        {.op = "GlobalMaxPool", .since = 1, .ggml = lower_GlobalMaxPool, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

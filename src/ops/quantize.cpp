@@ -228,4 +228,19 @@ void lower_QLinearConv(Lower& L) {
     L.out_shape(0, y, out_t, os);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& quantize_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "QuantizeLinear", .since = 10, .ggml = lower_QuantizeLinear, .math = true},
+        {.op = "DequantizeLinear", .since = 10, .ggml = lower_DequantizeLinear, .math = true},
+        {.op = "DynamicQuantizeLinear", .since = 11, .ggml = lower_DynamicQuantizeLinear, .math = true},
+        {.op = "MatMulInteger", .since = 10, .ggml = lower_MatMulInteger, .math = true},
+        {.op = "QLinearMatMul", .since = 10, .ggml = lower_QLinearMatMul, .math = true},
+        {.op = "ConvInteger", .since = 10, .ggml = lower_ConvInteger, .math = true},
+        {.op = "QLinearConv", .since = 10, .ggml = lower_QLinearConv, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

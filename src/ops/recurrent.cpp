@@ -113,4 +113,15 @@ void lower_RNN(Lower& L) { lower_recurrent(L, Cell::RNN); }
 void lower_GRU(Lower& L) { lower_recurrent(L, Cell::GRU); }
 void lower_LSTM(Lower& L) { lower_recurrent(L, Cell::LSTM); }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& recurrent_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "RNN", .since = 7, .ggml = lower_RNN, .math = true},
+        {.op = "GRU", .since = 7, .ggml = lower_GRU, .math = true},
+        {.op = "LSTM", .since = 7, .ggml = lower_LSTM, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

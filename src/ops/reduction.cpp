@@ -285,4 +285,27 @@ void lower_Hardmax(Lower& L) {
     L.out_shape(0, O2G_CALL(L, o2g::hardmax, L.t(0), p), L.dtype(0), L.shape(0));
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& reduction_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "Hardmax", .since = 1, .ggml = lower_Hardmax, .math = true},
+        {.op = "Softmax", .since = 1, .ggml = lower_Softmax, .math = true},
+        {.op = "LogSoftmax", .since = 1, .ggml = lower_LogSoftmax, .math = true},
+        {.op = "ReduceSum", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceMean", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceMax", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceMin", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceProd", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceL1", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceL2", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceLogSum", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceLogSumExp", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceSumSquare", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ArgMax", .since = 1, .ggml = lower_ArgMax, .host = host_ArgMax},
+        {.op = "ArgMin", .since = 1, .ggml = lower_ArgMin, .host = host_ArgMin},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

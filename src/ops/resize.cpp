@@ -111,4 +111,16 @@ void lower_AffineGrid(Lower& L) {
     L.out_shape(0, O2G_CALL(L, o2g::affine_grid, L.t(0), size, p), L.dtype(0), os);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& resize_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "Resize", .since = 10, .ggml = lower_Resize, .host_inputs = {1,2,3}, .math = true},
+        {.op = "Upsample", .since = 7, .ggml = lower_Resize, .host_inputs = {1}, .math = true},
+        {.op = "GridSample", .since = 16, .ggml = lower_GridSample, .math = true},
+        {.op = "AffineGrid", .since = 20, .ggml = lower_AffineGrid, .host_inputs = {1}, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

@@ -213,4 +213,17 @@ void host_Unique(Lower& L) {
     if (want(L, 3)) L.out_host(3, HostTensor::from_i64(DType::INT64, {U}, cnt_out));
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& selection_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "TopK", .since = 1, .ggml = lower_TopK, .host = host_TopK, .host_inputs = {1}},
+        {.op = "OneHot", .since = 9, .host = host_OneHot, .host_inputs = {0,1,2}},
+        {.op = "NonZero", .since = 9, .host = host_NonZero, .host_inputs = {0}},
+        {.op = "Compress", .since = 9, .ggml = lower_Compress, .host = lower_Compress, .host_inputs = {1}},
+        {.op = "Unique", .since = 11, .host = host_Unique, .host_inputs = {0}},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

@@ -137,4 +137,18 @@ void lower_Unsqueeze(Lower& L) {
     reshape_like(L, s, [&] { return O2G_CALL(L, o2g::unsqueeze, L.t(0), p); });
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& shape_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "Shape", .since = 1, .host = host_Shape, .shape_only = true},
+        {.op = "Size", .since = 1, .host = host_Size, .shape_only = true},
+        {.op = "Reshape", .since = 1, .ggml = lower_Reshape, .host = lower_Reshape, .host_inputs = {1}},
+        {.op = "Flatten", .since = 1, .ggml = lower_Flatten, .host = lower_Flatten},
+        {.op = "Squeeze", .since = 1, .ggml = lower_Squeeze, .host = lower_Squeeze, .host_inputs = {1}},
+        {.op = "Unsqueeze", .since = 1, .ggml = lower_Unsqueeze, .host = lower_Unsqueeze, .host_inputs = {1}},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml

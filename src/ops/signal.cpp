@@ -84,4 +84,18 @@ void lower_MelWeightMatrix(Lower& L) {
     L.out(0, O2G_CALL(L, o2g::mel_weight_matrix, bins, dft, rate, p), dt, 2);
 }
 
+// ---- the table: one row per ONNX op (and opset range) this file lowers ----
+
+const std::vector<OpDef>& signal_ops() {
+    static const std::vector<OpDef> t = {
+        {.op = "HannWindow", .since = 17, .ggml = lower_HannWindow, .host_inputs = {0}, .math = true},
+        {.op = "HammingWindow", .since = 17, .ggml = lower_HammingWindow, .host_inputs = {0}, .math = true},
+        {.op = "BlackmanWindow", .since = 17, .ggml = lower_BlackmanWindow, .host_inputs = {0}, .math = true},
+        {.op = "MelWeightMatrix", .since = 17, .ggml = lower_MelWeightMatrix, .host_inputs = {0,1,2,3,4}, .math = true},
+        {.op = "DFT", .since = 17, .ggml = lower_DFT, .host_inputs = {1, 2}, .math = true},
+        {.op = "STFT", .since = 17, .ggml = lower_STFT, .host_inputs = {1, 3}, .math = true},
+    };
+    return t;
+}
+
 }  // namespace onnx2ggml
