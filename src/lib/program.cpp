@@ -277,6 +277,7 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
     }
     auto t0 = std::chrono::steady_clock::now();
     auto& slot = cache_[key];
+    build_ms_ = 0;
     if (!slot) {
         auto g = std::make_unique<Graph>();
         const size_t max_nodes = 65536;
@@ -318,8 +319,8 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
         if (!ggml_backend_sched_alloc_graph(g->sched, g->graph))
             fail(name_, ": could not allocate the graph's device memory");
         slot = std::move(g);
+        build_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
-    build_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     Graph& g = *slot;
     for (size_t i = 0; i < ins.size(); i++) {
         ggml_tensor* t = g.inputs[i];
