@@ -176,7 +176,7 @@ ggml_tensor* attention_scores(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_ten
     ggml_tensor *qk0, *qk;
     scores(ctx, h, mask, nonpad_kv_seqlen, p, qk0, qk);
     if (p.qk_output == 3) return ggml_soft_max(ctx, cont(ctx, qk));
-    return p.qk_output == 0 ? qk0 : qk;
+    return p.qk_output == 2 ? qk : qk0;
 }
 
 // ---- LinearAttention ----

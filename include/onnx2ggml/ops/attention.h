@@ -23,7 +23,7 @@ struct AttentionParams {
     float softcap = 0.0f;  // > 0: softcap * tanh(scores / softcap)
     bool causal = false;
     bool bool_mask = false;  // attn_mask is boolean (1 attends, 0 does not) rather than added to the scores
-    int qk_output = 0;       // attention_scores: 0 the scaled (and softcapped) scores, 1 and 2 after the masks,
+    int qk_output = 0;       // attention_scores: 0 and 1 the scaled (and softcapped) scores, 2 after the masks,
                              // 3 after the softmax
     void fields(FieldWriter& f) const {
         f("q_heads", q_heads);
