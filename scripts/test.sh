@@ -17,6 +17,7 @@ run ctest --test-dir build --output-on-failure
 run build-asan/test_proto_fuzz examples/small_cnn.onnx 3000
 run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
 run $PY tests/op_tests.py -j 2
+run $PY tests/op_tests.py --coverage
 run $PY tests/model_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2
 run $PY tests/pass_tests.py
