@@ -16,7 +16,10 @@ int64_t shape_numel(const Shape& s) {
 
 std::string shape_str(const Shape& s) {
     std::string r = "[";
-    for (size_t i = 0; i < s.size(); i++) r += (i ? "," : "") + std::to_string(s[i]);
+    for (size_t i = 0; i < s.size(); i++) {
+        if (i) r += ',';
+        r += std::to_string(s[i]);
+    }
     return r + "]";
 }
 

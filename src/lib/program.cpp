@@ -152,7 +152,8 @@ WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool nat
     }
     for (size_t i = 0; i < n; i++) {
         std::string name = gguf_get_arr_str(m.gguf, k_names, i);
-        std::string tname = "w" + std::to_string(i);
+        std::string tname(1, 'w');
+        tname += std::to_string(i);
         int64_t ti = gguf_find_tensor(m.gguf, tname.c_str());
         if (ti < 0) fail(path, ": tensor '", name, "' (", tname, ") is missing");
         ggml_tensor* t = ggml_get_tensor(m.meta, tname.c_str());

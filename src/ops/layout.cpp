@@ -58,31 +58,6 @@ Shape broadcast_shapes(const Lower& L, const Shape& a, const Shape& b) {
     return out;
 }
 
-ggml_tensor* broadcast_to(Lower& L, ggml_tensor* x, const Shape& from, const Shape& to) {
-    if (!folded_repeat_ok(from, to))
-        L.error("broadcast of " + shape_str(from) + " to " + shape_str(to) + " across folded dims (rank > 4)");
-    int64_t ne[4];
-    shape_to_ne(L, to, ne);
-    bool same = true;
-    for (int i = 0; i < 4; i++) same &= x->ne[i] == ne[i];
-    if (same) return x;
-    return ggml_repeat_4d(L.ctx, x, ne[0], ne[1], ne[2], ne[3]);
-}
-
 bool folded_compatible(const Shape& from, const Shape& to) { return folded_repeat_ok(from, to); }
-
-ggml_tensor* rows_from_axis(Lower& L, ggml_tensor* x, const Shape& s, int axis) {
-    int64_t inner = 1;
-    for (size_t i = size_t(axis); i < s.size(); i++) inner *= s[i];
-    return ggml_reshape_2d(L.ctx, L.cont(x), inner, shape_numel(s) / std::max<int64_t>(inner, 1));
-}
-
-ggml_tensor* reshape_to(Lower& L, ggml_tensor* x, const Shape& s) {
-    int64_t ne[4];
-    shape_to_ne(L, s, ne);
-    if (x->ne[0] == ne[0] && x->ne[1] == ne[1] && x->ne[2] == ne[2] && x->ne[3] == ne[3]) return x;
-    x = L.cont(x);
-    return ggml_reshape_4d(L.ctx, x, ne[0], ne[1], ne[2], ne[3]);
-}
 
 }  // namespace onnx2ggml

@@ -7,7 +7,6 @@
 
 namespace onnx2ggml {
 
-ggml_tensor* mul_mat(Lower& L, ggml_tensor* a, ggml_tensor* b) { return o2g::mul_mat(L.octx(), a, b); }
 
 void lower_MatMul(Lower& L) {
     Shape as = L.shape(0), bs = L.shape(1);

@@ -160,14 +160,5 @@ bool folded_compatible(const Shape& from, const Shape& to);
 Shape ne_to_shape(const ggml_tensor* t, int rank);
 // Numpy-style broadcast of two shapes.
 Shape broadcast_shapes(const Lower& L, const Shape& a, const Shape& b);
-// Repeats x (ONNX shape `from`) up to shape `to`; returns x when nothing to do.
-ggml_tensor* broadcast_to(Lower& L, ggml_tensor* x, const Shape& from, const Shape& to);
-// Flattens x (ONNX shape s) to 2-D rows: ggml [prod(s[axis:]), prod(s[:axis])].
-ggml_tensor* rows_from_axis(Lower& L, ggml_tensor* x, const Shape& s, int axis);
-// ggml_mul_mat(a, b); on the CPU the shared dim (ne0) is zero-padded to a multiple of 16 when it is not one,
-// because ggml's fast F32 sgemm (llamafile) needs it and the fallback is several times slower.
-ggml_tensor* mul_mat(Lower& L, ggml_tensor* a, ggml_tensor* b);
-// Reshapes x to ONNX shape s (x made contiguous if needed).
-ggml_tensor* reshape_to(Lower& L, ggml_tensor* x, const Shape& s);
 
 }  // namespace onnx2ggml
