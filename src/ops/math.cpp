@@ -189,26 +189,23 @@ void lower_IsInf(Lower& L) {
 }
 void lower_Not(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::logical_not, L.t(0)), DType::BOOL, L.shape(0)); }
 
-void lower_Clip(Lower& L) {
-    float lo = -INFINITY, hi = INFINITY;
-    if (L.opset < 11) {
-        lo = L.node.get_float("min", -INFINITY);
-        hi = L.node.get_float("max", INFINITY);
-    } else {
-        if (L.has(1)) lo = float(L.h(1).f64(0));
-        if (L.has(2)) hi = float(L.h(2).f64(0));
-    }
+// Clip before opset 11 takes its bounds as attributes; from 11 as inputs.
+static void clip(Lower& L, float lo, float hi) {
     if (lo > hi) lo = hi;  // the spec: every value becomes max when min > max
     out_same(L, O2G_CALL(L, ggml_clamp, L.t(0), lo, hi));
 }
-void host_Clip(Lower& L) {
+void lower_Clip_6(Lower& L) { clip(L, L.node.get_float("min", -INFINITY), L.node.get_float("max", INFINITY)); }
+void lower_Clip(Lower& L) {
+    clip(L, L.has(1) ? float(L.h(1).f64(0)) : -INFINITY, L.has(2) ? float(L.h(2).f64(0)) : INFINITY);
+}
+static void host_clip(Lower& L, bool attributes) {
     double lo = -INFINITY, hi = INFINITY;
     bool is_int = !dtype_is_float(L.dtype(0));
     if (is_int) {
         lo = -9.3e18;
         hi = 9.3e18;
     }
-    if (L.opset < 11) {
+    if (attributes) {
         lo = L.node.get_float("min", float(lo));
         hi = L.node.get_float("max", float(hi));
     } else {
@@ -223,6 +220,8 @@ void host_Clip(Lower& L) {
         [lo, hi](const double* v) { return std::isnan(v[0]) ? v[0] : std::min(hi, std::max(lo, v[0])); },
         [ilo, ihi](const int64_t* v) { return std::min(ihi, std::max(ilo, v[0])); }));
 }
+void host_Clip_6(Lower& L) { host_clip(L, true); }
+void host_Clip(Lower& L) { host_clip(L, false); }
 
 // Host versions of simple unary ops used by shape arithmetic (e.g. Cast->Mul->Floor on sizes).
 static void host_unary(Lower& L, double (*f)(double), int64_t (*fi)(int64_t)) {
@@ -375,7 +374,8 @@ const std::vector<OpDef>& math_ops() {
         {.op = "Reciprocal", .since = 1, .ggml = lower_Reciprocal, .host = host_Reciprocal, .math = true},
         {.op = "Round", .since = 11, .ggml = lower_Round, .host = host_Round, .math = true},
         {.op = "Sign", .since = 9, .ggml = lower_Sign, .host = host_Sign, .math = true},
-        {.op = "Clip", .since = 1, .ggml = lower_Clip, .host = host_Clip, .host_inputs = {1,2}, .math = true},
+        {.op = "Clip", .since = 1, .ggml = lower_Clip_6, .host = host_Clip_6, .math = true},
+        {.op = "Clip", .since = 11, .ggml = lower_Clip, .host = host_Clip, .host_inputs = {1,2}, .math = true},
         {.op = "Identity", .since = 1, .ggml = lower_Identity, .host = host_Identity},
         {.op = "IsNaN", .since = 9, .ggml = lower_IsNaN},
         {.op = "IsInf", .since = 10, .ggml = lower_IsInf},

@@ -80,13 +80,14 @@ ReduceFn reduce_fn(ReduceK k, const char*& name) {
     }
 }
 
-// The ONNX axis along which the softmax family works, as params (opset < 13 coerces the input to 2-D at axis).
-o2g::SoftmaxParams softmax_params(Lower& L) {
+// The ONNX axis along which the softmax family works, as params. Before opset 13 the input is coerced to 2-D at
+// `axis` (default 1) and the softmax runs over everything from it; from 13 it runs along `axis` (default -1).
+o2g::SoftmaxParams softmax_params(Lower& L, bool coerce_2d) {
     int r = L.rank(0);
-    int axis = norm_axis(L, L.node.get_int("axis", L.opset >= 13 ? -1 : 1), r);
+    int axis = norm_axis(L, L.node.get_int("axis", coerce_2d ? 1 : -1), r);
     o2g::SoftmaxParams p;
     p.axis = gdim(r, axis);
-    p.flatten = L.opset < 13;
+    p.flatten = coerce_2d;
     if (r > 4) {  // folded dims: only the innermost three, or all of them when flattening from axis 0
         if (p.flatten && axis == 0) p.axis = 3;
         else if (p.axis > 2 || (!p.flatten && p.axis != 0)) L.error("axis " + std::to_string(axis) + " of a rank-" +
@@ -272,26 +273,35 @@ void host_ArgMax(Lower& L) { arg_common(L, true, true); }
 void host_ArgMin(Lower& L) { arg_common(L, false, true); }
 
 // ---- Softmax family ----
+void lower_Softmax_1(Lower& L) {
+    L.out_shape(0, O2G_CALL(L, o2g::softmax, L.t(0), softmax_params(L, true)), L.dtype(0), L.shape(0));
+}
 void lower_Softmax(Lower& L) {
-    o2g::SoftmaxParams p = softmax_params(L);
-    L.out_shape(0, O2G_CALL(L, o2g::softmax, L.t(0), p), L.dtype(0), L.shape(0));
+    L.out_shape(0, O2G_CALL(L, o2g::softmax, L.t(0), softmax_params(L, false)), L.dtype(0), L.shape(0));
+}
+void lower_LogSoftmax_1(Lower& L) {
+    L.out_shape(0, O2G_CALL(L, o2g::log_softmax, L.t(0), softmax_params(L, true)), L.dtype(0), L.shape(0));
 }
 void lower_LogSoftmax(Lower& L) {
-    o2g::SoftmaxParams p = softmax_params(L);
-    L.out_shape(0, O2G_CALL(L, o2g::log_softmax, L.t(0), p), L.dtype(0), L.shape(0));
+    L.out_shape(0, O2G_CALL(L, o2g::log_softmax, L.t(0), softmax_params(L, false)), L.dtype(0), L.shape(0));
+}
+void lower_Hardmax_1(Lower& L) {
+    L.out_shape(0, O2G_CALL(L, o2g::hardmax, L.t(0), softmax_params(L, true)), L.dtype(0), L.shape(0));
 }
 void lower_Hardmax(Lower& L) {
-    o2g::SoftmaxParams p = softmax_params(L);
-    L.out_shape(0, O2G_CALL(L, o2g::hardmax, L.t(0), p), L.dtype(0), L.shape(0));
+    L.out_shape(0, O2G_CALL(L, o2g::hardmax, L.t(0), softmax_params(L, false)), L.dtype(0), L.shape(0));
 }
 
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 
 const std::vector<OpDef>& reduction_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "Hardmax", .since = 1, .ggml = lower_Hardmax, .math = true},
-        {.op = "Softmax", .since = 1, .ggml = lower_Softmax, .math = true},
-        {.op = "LogSoftmax", .since = 1, .ggml = lower_LogSoftmax, .math = true},
+        {.op = "Hardmax", .since = 1, .ggml = lower_Hardmax_1, .math = true},
+        {.op = "Hardmax", .since = 13, .ggml = lower_Hardmax, .math = true},
+        {.op = "Softmax", .since = 1, .ggml = lower_Softmax_1, .math = true},
+        {.op = "Softmax", .since = 13, .ggml = lower_Softmax, .math = true},
+        {.op = "LogSoftmax", .since = 1, .ggml = lower_LogSoftmax_1, .math = true},
+        {.op = "LogSoftmax", .since = 13, .ggml = lower_LogSoftmax, .math = true},
         {.op = "ReduceSum", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
         {.op = "ReduceMean", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
         {.op = "ReduceMax", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
