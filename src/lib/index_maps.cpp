@@ -254,8 +254,11 @@ Ints max_unpool_offsets(const Ints& xs, const Ints& indices, const Ints& output_
     if (kernel.size() != n) throw OpError("MaxUnpool: kernel_shape has wrong length");
     Ints s = or_default(strides_, n, 1), pads = or_default(pads_, 2 * n, 0);
     if (s.size() != n || pads.size() != 2 * n) throw OpError("MaxUnpool: attribute lengths do not match");
+    // The unpooled size is a transposed convolution's: (in - 1) * stride + kernel - pads.
+    Ints in(xs.begin() + 2, xs.end());
+    WindowGeometry g = conv_transpose_geometry(in, kernel, AUTO_PAD_NOTSET, pads, s, {}, {}, {});
     os = {xs[0], xs[1]};
-    for (size_t i = 0; i < n; i++) os.push_back((xs[i + 2] - 1) * s[i] - pads[i] - pads[i + n] + kernel[i]);
+    os.insert(os.end(), g.out.begin(), g.out.end());
     Ints inferred = os;  // indices address this shape; output_shape pads it at the end of each dim
     if (!output_shape.empty()) {
         if (output_shape.size() != xs.size()) throw OpError("MaxUnpool: output_shape has wrong length");
@@ -289,12 +292,9 @@ Ints col2im_offsets(const Ints& xs, const Ints& img, const Ints& blk, const Ints
     int64_t kb = prod(blk);
     if (kb <= 0 || xs[1] % kb) throw OpError("Col2Im: channel dim is not divisible by prod(block_shape)");
     int64_t N = xs[0], C = xs[1] / kb, Lc = xs[2];
-    Ints nb(n);
+    Ints nb = conv_geometry(img, blk, AUTO_PAD_NOTSET, pads, s, d).out;  // blocks per axis: a convolution's output
     int64_t ltot = 1;
-    for (size_t i = 0; i < n; i++) {
-        nb[i] = (img[i] + pads[i] + pads[i + n] - d[i] * (blk[i] - 1) - 1) / s[i] + 1;
-        ltot *= nb[i];
-    }
+    for (int64_t b : nb) ltot *= b;
     if (ltot != Lc) throw OpError("Col2Im: L does not match the number of blocks");
     os = {N, C};
     os.insert(os.end(), img.begin(), img.end());
