@@ -236,7 +236,6 @@ Recorder* Lower::rec() { return b.rec; }
 
 void Lower::record(Recorder& r, const char* name, ggml_tensor* result, const std::vector<std::string>& args) {
     std::string text = name;
-    bool op_library = text.compare(0, 5, "o2g::") == 0;
     text += "(ctx";
     for (const auto& a : args) {
         if (a.empty()) {
@@ -245,7 +244,6 @@ void Lower::record(Recorder& r, const char* name, ggml_tensor* result, const std
         }
         text += ", " + a;
     }
-    (void)op_library;
     r.call(result, text + ")");
 }
 
