@@ -256,32 +256,24 @@ O2G_CMP(Or, o2g::logical_or)
 O2G_CMP(Xor, o2g::logical_xor)
 #undef O2G_CMP
 
+// Comparison or logic op `op` (0 ==, 1 <, 2 <=, 3 >, 4 >=, 5 and, 6 or, 7 xor) on two values of one type.
+template <typename T>
+static T compare(int op, T a, T b) {
+    switch (op) {
+        case 0: return a == b;
+        case 1: return a < b;
+        case 2: return a <= b;
+        case 3: return a > b;
+        case 4: return a >= b;
+        case 5: return a != 0 && b != 0;
+        case 6: return a != 0 || b != 0;
+        default: return (a != 0) != (b != 0);
+    }
+}
+
 static void host_cmp(Lower& L, int op) {
-    auto cf = [op](const double* v) -> double {
-        switch (op) {
-            case 0: return v[0] == v[1];
-            case 1: return v[0] < v[1];
-            case 2: return v[0] <= v[1];
-            case 3: return v[0] > v[1];
-            case 4: return v[0] >= v[1];
-            case 5: return v[0] != 0 && v[1] != 0;
-            case 6: return v[0] != 0 || v[1] != 0;
-            default: return (v[0] != 0) != (v[1] != 0);
-        }
-    };
-    auto ci = [op](const int64_t* v) -> int64_t {
-        switch (op) {
-            case 0: return v[0] == v[1];
-            case 1: return v[0] < v[1];
-            case 2: return v[0] <= v[1];
-            case 3: return v[0] > v[1];
-            case 4: return v[0] >= v[1];
-            case 5: return v[0] != 0 && v[1] != 0;
-            case 6: return v[0] != 0 || v[1] != 0;
-            default: return (v[0] != 0) != (v[1] != 0);
-        }
-    };
-    L.out_host(0, host_map(L, DType::BOOL, {0, 1}, cf, ci));
+    L.out_host(0, host_map(L, DType::BOOL, {0, 1}, [op](const double* v) { return compare(op, v[0], v[1]); },
+                           [op](const int64_t* v) { return compare(op, v[0], v[1]); }));
 }
 void host_Equal(Lower& L) { host_cmp(L, 0); }
 void host_Less(Lower& L) { host_cmp(L, 1); }
