@@ -43,11 +43,7 @@ COMPILE_ALLOWLIST = os.path.join(REPO_ROOT, "tests/compile_allowlist.txt")
 MARKER = "/tmp/onnx2ggml_injection_marker"
 BATCH = 60  # generated sources per unity-build target
 # Models compile refuses today, and why; the test fails when one of them starts to compile (drop it here then).
-KNOWN_REFUSALS = {
-    "clip_text_like": "position ids and the causal mask come from Range/ConstantOfShape/Slice over the sequence "
-                      "length: host statements that compiled programs do not write yet",
-    "sd15_text_encoder": "same as clip_text_like (position ids, causal mask)",
-}
+KNOWN_REFUSALS = {}
 
 
 def sh(cmd, **kw):

@@ -107,3 +107,4 @@ void broadcast_ne(const int64_t a[4], const int64_t b[4], int64_t ne[4]);
 #include "onnx2ggml/ops/detection.h"
 #include "onnx2ggml/ops/attention.h"
 #include "onnx2ggml/ops/linalg.h"
+#include "onnx2ggml/ops/host.h"

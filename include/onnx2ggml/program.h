@@ -51,10 +51,13 @@ struct IoInfo {
     const char* name;
     DType dtype;
     int rank;
+    bool host = false;  // input: its data is read when the graph is built (shapes, indices), so it keys the cache
 };
 
-// Builds the graph for the given inputs (ggml tensors shaped like this run's inputs) and fills `outputs`.
-using BuildFn = void (*)(Ctx& ctx, const void* weights, ggml_tensor* const* inputs, ggml_tensor** outputs);
+// Builds the graph for the given inputs (ggml tensors shaped like this run's inputs, and every input's data on the
+// host) and fills `outputs`, or `host_outputs` for outputs computed on the host.
+using BuildFn = void (*)(Ctx& ctx, const void* weights, ggml_tensor* const* inputs, const HostTensor* host_inputs,
+                         ggml_tensor** outputs, HostTensor* host_outputs);
 
 class Program {
 public:
@@ -64,7 +67,8 @@ public:
     WeightFile& weights() { return *weights_; }
     const std::vector<IoInfo>& inputs() const { return inputs_; }
     const std::vector<IoInfo>& outputs() const { return outputs_; }
-    // Runs at the inputs' shapes; the graph is built once per shape signature and kept.
+    // Runs at the inputs' shapes; the graph is built once per shape signature (and data of the `host` inputs) and
+    // kept.
     std::vector<Tensor> run(const std::vector<const Tensor*>& inputs, BuildFn build, const void* weights);
     // The same with inputs by name; an unknown or missing name is an error.
     std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, BuildFn build, const void* weights);

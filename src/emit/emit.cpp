@@ -200,16 +200,6 @@ std::string shape_text(const std::vector<int64_t>& a, const std::vector<int64_t>
     return r + "]";
 }
 
-// Whether `id` occurs in `code` as a whole identifier (not inside another one or after a '.').
-bool uses_identifier(const std::string& code, const std::string& id) {
-    auto word = [](char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-    for (size_t p = code.find(id); p != std::string::npos; p = code.find(id, p + 1)) {
-        bool left = p == 0 || (!word(code[p - 1]) && code[p - 1] != '.');
-        bool right = p + id.size() >= code.size() || !word(code[p + id.size()]);
-        if (left && right) return true;
-    }
-    return false;
-}
 
 }  // namespace
 
@@ -290,9 +280,12 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     src << "};\n\nWeights load_weights(o2g::WeightFile& f) {\n    Weights w;\n";
     for (auto& w : r.weights) src << "    w." << w.field << " = f.get(" << c_string(w.key) << ");\n";
     src << "    (void)f;\n    return w;\n}\n\n";
-    src << "// Builds the graph for the shapes of `in`; fills `out` in graph-output order.\n"
-        << "void build(o2g::Ctx& ctx, const void* weights, ggml_tensor* const* in, ggml_tensor** out) {\n"
-        << "    const Weights& w = *static_cast<const Weights*>(weights);\n    (void)w;\n    (void)ctx;\n";
+    src << "// Builds the graph for the shapes of `in` (and the data of `hin`, the inputs read on the host); fills `out`,\n"
+        << "// or `hout` for outputs computed on the host, in graph-output order.\n"
+        << "void build(o2g::Ctx& ctx, const void* weights, ggml_tensor* const* in, const o2g::HostTensor* hin,\n"
+        << "           ggml_tensor** out, o2g::HostTensor* hout) {\n"
+        << "    const Weights& w = *static_cast<const Weights*>(weights);\n    (void)w;\n    (void)ctx;\n"
+        << "    (void)in;\n    (void)hin;\n    (void)out;\n    (void)hout;\n";
     std::string body;
     for (size_t i = 0; i < r.node_code.size(); i++) {
         if (r.node_code[i].empty()) continue;
@@ -306,19 +299,18 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     }
     for (auto& p : r.prologue) {
         std::string id = p.substr(13, p.find(' ', 13) - 13);  // "ggml_tensor* <id> = ..."
-        src << "    " << p << "\n";
-        std::string all = body;
-        for (auto& x : r.epilogue) all += x + "\n";
-        if (!uses_identifier(all, id)) src << "    (void)" << id << ";\n";
+        src << "    " << p << "\n    (void)" << id << ";\n";
     }
     src << body;
     for (auto& e : r.epilogue) src << "    " << e << "\n";
     src << "}\n\n";
     src << "}  // namespace " << name << "_graph\n\n";
     std::string ins = "{", outs = "{";
-    for (auto& v : m.graph.inputs)
+    for (size_t i = 0; i < m.graph.inputs.size(); i++) {
+        const ValueInfo& v = m.graph.inputs[i];
         ins += "\n        {" + c_string(v.name) + ", o2g::DType(" + std::to_string(int(v.dtype)) + "), " +
-               std::to_string(v.dims.size()) + "},";
+               std::to_string(v.dims.size()) + (r.host_inputs.count(int(i)) ? ", true" : "") + "},";
+    }
     for (size_t i = 0; i < m.graph.outputs.size(); i++) {
         const ValueInfo& v = m.graph.outputs[i];
         outs += "\n        {" + c_string(v.name) + ", o2g::DType(" + std::to_string(int(r.out_dtypes[i])) + "), " +
@@ -344,7 +336,7 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     for (auto& v : m.graph.inputs) src << c_string(v.name) << ", ";
     src << "};\n}\n\nstd::vector<std::string> " << name << "_output_names() {\n    return {";
     for (auto& v : m.graph.outputs) src << c_string(v.name) << ", ";
-    src << "};\n}\n\nonnx2ggml::DType " << name << "_input_dtype(const std::string& n) {\n";
+    src << "};\n}\n\nonnx2ggml::DType " << name << "_input_dtype(const std::string& n) {\n    (void)n;\n";
     for (auto& vi : m.graph.inputs)
         src << "    if (n == " << c_string(vi.name) << ") return onnx2ggml::DType(" << int(vi.dtype) << ");\n";
     src << "    return onnx2ggml::DType::UNDEFINED;\n}\n";

@@ -69,6 +69,8 @@ ProgramRecorder::ProgramRecorder(const Model& m, Builder& b) : m_(m), b_(b) {
                                "; compiled programs take inputs of rank 4 at most");
         std::string id = ident(vi.name);
         val_var[vi.name] = id;
+        // Integer inputs (and float ones read as shapes or indices) are read on the host when the graph is built.
+        host_[vi.name] = HostExpr{HostExpr::Var, {"hin[" + std::to_string(i) + "]"}, ""};
         prologue.push_back("ggml_tensor* " + id + " = in[" + std::to_string(i) + "];  // " + c_comment(vi.name));
     }
 }
@@ -105,6 +107,21 @@ std::string ProgramRecorder::tensor_text(const ggml_tensor* t) {
 
 std::string ProgramRecorder::ints_text(const Sym& s) {
     if (!s.src) return "o2g::Ints" + o2g::ints_literal(s.v);
+    if (s.shape) {  // a value's shape: fixed for constants and shape vectors, read from tensors otherwise
+        auto h = host_.find(s.src->name);
+        if (s.src->is_weight || (h != host_.end() && (h->second.kind == HostExpr::Const || h->second.kind == HostExpr::Sym)))
+            return "o2g::Ints" + o2g::ints_literal(s.v);
+        if (h != host_.end() && h->second.kind == HostExpr::Var) return var_text(h->second) + ".shape";
+        auto t = val_var.find(s.src->name);
+        if (t != val_var.end() && s.v.size() <= 4 && s.src->t) {
+            std::string r = "o2g::Ints{";
+            for (size_t a = 0; a < s.v.size(); a++)
+                r += (a ? ", " : "") + t->second + "->ne[" + std::to_string(s.v.size() - 1 - a) + "]";
+            return r + "}";
+        }
+        fail_node("needs the shape of '" + s.src->name + "', which has no C++ form");
+        return "";
+    }
     passed_.insert(s.src->name);
     auto it = host_.find(s.src->name);
     HostExpr::Kind k = it != host_.end() ? it->second.kind : s.src->is_weight ? HostExpr::Const : HostExpr::Data;
@@ -114,6 +131,7 @@ std::string ProgramRecorder::ints_text(const Sym& s) {
         for (size_t i = 0; i < s.v.size(); i++) r += (i ? ", " : "") + it->second.e[i];
         return r + "}";
     }
+    if (k == HostExpr::Var) return var_text(it->second) + ".to_i64()";
     fail_node("needs '" + s.src->name + "' to build its graph, and " +
               (it != host_.end() && !it->second.why.empty() ? it->second.why : "that value depends on input data"));
     return "";
@@ -127,6 +145,67 @@ void ProgramRecorder::call(ggml_tensor* result, const std::string& text) {
     std::string token = token_of(calls_.size());
     calls_.emplace_back(result, text);
     local_[result] = token;
+}
+
+std::string ProgramRecorder::var_text(const HostExpr& h) {
+    const std::string& v = h.e[0];
+    if (v.rfind("hin[", 0) == 0) host_inputs.insert(std::stoi(v.substr(4)));
+    return v;
+}
+
+std::string ProgramRecorder::host_literal(const HostTensor& h) {
+    if (h.numel() > 4096) return "";
+    std::string shape = "{", vals = "{";
+    for (size_t i = 0; i < h.shape.size(); i++) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
+    bool is_float = dtype_is_float(h.dtype);
+    for (int64_t k = 0; k < h.numel(); k++) {
+        if (k) vals += ", ";
+        if (!is_float) {
+            int64_t v = h.i64(k);
+            vals += v == INT64_MIN ? std::string("INT64_MIN") : std::to_string(v);
+            continue;
+        }
+        double d = h.f64(k);
+        if (std::isnan(d)) vals += "NAN";
+        else if (std::isinf(d)) vals += d > 0 ? "INFINITY" : "-INFINITY";
+        else {
+            char buf[40];
+            snprintf(buf, sizeof buf, "%.17g", d);
+            std::string x = buf;
+            if (x.find_first_of(".e") == std::string::npos) x += ".0";
+            vals += x;
+        }
+    }
+    return std::string(is_float ? "o2g::host_floats(" : "o2g::host_ints(") + arg_text(*this, h.dtype) + ", " +
+           shape + "}, " + vals + "})";
+}
+
+std::string ProgramRecorder::host_text(const HostArg& a) {
+    auto lit = [&]() {
+        std::string t = host_literal(*a.h);
+        if (t.empty()) fail_node("a host constant of " + std::to_string(a.h->numel()) + " elements is too large to write inline");
+        return t;
+    };
+    if (!a.src) return lit();
+    passed_.insert(a.src->name);
+    auto it = host_.find(a.src->name);
+    HostExpr::Kind k = it != host_.end() ? it->second.kind : a.src->is_weight ? HostExpr::Const : HostExpr::Data;
+    if (k == HostExpr::Const) return lit();
+    if (k == HostExpr::Var) return var_text(it->second);
+    if (k == HostExpr::Sym && a.src->rank() <= 1 && it->second.e.size() == size_t(a.h->numel())) {
+        std::string shape = a.src->rank() ? "{" + std::to_string(a.h->numel()) + "}" : "{}", list;
+        for (size_t i = 0; i < it->second.e.size(); i++) list += (i ? ", " : "") + it->second.e[i];
+        return std::string(dtype_is_float(a.h->dtype) ? "o2g::host_floats(" : "o2g::host_ints(") +
+               arg_text(*this, a.h->dtype) + ", " + shape + ", {" + list + "})";
+    }
+    fail_node("needs '" + a.src->name + "' on the host, and " +
+              (it != host_.end() && !it->second.why.empty() ? it->second.why : "that value depends on input data"));
+    return "";
+}
+
+void ProgramRecorder::host_call(int out, const std::string& text) {
+    if (text.empty()) fail_node("an argument of a host function call has no C++ form");
+    host_calls_[out] = text;
 }
 
 void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
@@ -160,6 +239,14 @@ void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
         local_[t] = id;
         return;
     }
+    if (k == HostExpr::Var) {
+        std::string id = ident(v.name);
+        pre_.push_back("ggml_tensor* " + id + " = o2g::host_constant(ctx, " + var_text(it->second) + ", " +
+                       arg_text(*this, t->type) + ");");
+        val_var[v.name] = id;
+        local_[t] = id;
+        return;
+    }
     fail_node("uses '" + v.name + "' as a tensor, and " +
               (it != host_.end() && !it->second.why.empty() ? it->second.why : "that value depends on input data"));
 }
@@ -184,6 +271,8 @@ void ProgramRecorder::node_begin(const Node& n, bool on_host) {
     direct_reads_.clear();
     passed_.clear();
     node_fail_.clear();
+    host_calls_.clear();
+    host_stmts_.clear();
 }
 
 std::vector<std::string> ProgramRecorder::host_elems(Lower& L, int i, bool& ok) {
@@ -317,7 +406,7 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
     const OpDef* def = find_op(L.node.domain, L.node.op_type, L.opset);
     std::vector<HostExpr> ins(size_t(L.n_in()));
     std::vector<const HostExpr*> ptrs;
-    bool all_const = true, any_data = false, any_bad = false;
+    bool all_const = true, any_data = false, any_bad = false, any_var = false;
     std::string why;
     for (int i = 0; i < L.n_in(); i++) {
         HostExpr& h = ins[size_t(i)];
@@ -332,6 +421,7 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
             all_const &= h.kind == HostExpr::Const;
             any_data |= h.kind == HostExpr::Data;
             any_bad |= h.kind == HostExpr::Bad;
+            any_var |= h.kind == HostExpr::Var;
             if (h.kind == HostExpr::Data || h.kind == HostExpr::Bad) why = h.why;
         }
         ptrs.push_back(&h);
@@ -357,7 +447,9 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
                     bool fixed = vi.has_shape && size_t(a) < vi.dims.size() && vi.dims[size_t(a)].known();
                     dims.push_back(fixed ? std::to_string(vi.dims[size_t(a)].value)
                                          : val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
-                } else if (val_var.count(x.name) && rank <= 4)
+                } else if (xh != host_.end() && xh->second.kind == HostExpr::Var)
+                    dims.push_back(var_text(xh->second) + ".shape[" + std::to_string(a) + "]");
+                else if (val_var.count(x.name) && rank <= 4)
                     dims.push_back(val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
                 else {
                     r = HostExpr{HostExpr::Bad, {}, "the shape of '" + x.name + "' has no C++ form"};
@@ -386,14 +478,21 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
             }
         } else if (all_const) {
             r.kind = HostExpr::Const;
-        } else if (any_data) {
-            r = HostExpr{HostExpr::Data, {}, why};
-        } else if (any_bad) {
-            r = HostExpr{HostExpr::Bad, {}, why};
-        } else if (o == 0) {
-            r = eval_sym(L, ptrs, r.why);
         } else {
-            r = HostExpr{HostExpr::Bad, {}, "it is a second output of a host op"};
+            int passed = -1;  // an output that is one of the inputs (Identity, a no-op reduction)
+            for (int i = 0; i < L.n_in(); i++)
+                if (L.has(i) && out.host && out.host == L.in(i).host) passed = i;
+            auto call = host_calls_.find(int(o));
+            if (passed >= 0) r = ins[size_t(passed)];
+            else if (o == 0 && !any_data && !any_bad && !any_var) r = eval_sym(L, ptrs, r.why);
+            else r = HostExpr{HostExpr::Bad, {}, any_data || any_bad ? why : "it is computed on the host by " +
+                                                  L.node.op_type + ", whose host evaluation is not an op-library call yet"};
+            // Where shape arithmetic has no expression, the host function call computes the value in the program.
+            if (r.kind == HostExpr::Bad && call != host_calls_.end() && !call->second.empty()) {
+                std::string id = ident(name);
+                host_stmts_.push_back("o2g::HostTensor " + id + " = " + call->second + ";");
+                r = HostExpr{HostExpr::Var, {id}, ""};
+            }
         }
         host_[name] = r;
     }
@@ -405,7 +504,7 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     bool device = !calls_.empty();
     for (auto& o : L.outs) device |= o.t != nullptr;
     for (const auto& r : direct_reads_)
-        if (device && !passed_.count(r)) {
+        if ((device || !host_stmts_.empty()) && !passed_.count(r)) {
             fail_node("reads '" + r + "' itself, a host value that depends on input shapes or data (it must reach "
                       "the op library as an argument)");
             break;
@@ -440,6 +539,7 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
         else out_vars[o] = resolve(it->second);
     }
     std::string code;
+    for (auto& h : host_stmts_) code += "    " + h + "\n";
     if (device || !pre_.empty()) {
         for (auto& p : pre_) code += "    " + resolve(p) + "\n";
         for (size_t k = 0; k < calls_.size(); k++)
@@ -477,22 +577,34 @@ void ProgramRecorder::finish() {
         if (dt == DType::UNDEFINED && v != b_.vals.end()) dt = v->second.dtype;
         out_dtypes.push_back(dt);
         out_ranks.push_back(v != b_.vals.end() ? v->second.rank() : 0);
+        std::string slot = std::to_string(i);
+        if (v != b_.vals.end() && v->second.host && !v->second.t) {  // computed on the host: returned from there
+            auto h = host_.find(name);
+            HostExpr::Kind k = h != host_.end() ? h->second.kind : v->second.is_weight ? HostExpr::Const : HostExpr::Bad;
+            std::string text;
+            if (k == HostExpr::Var) text = var_text(h->second);
+            else if (k == HostExpr::Const) text = host_literal(*v->second.host);
+            else if (k == HostExpr::Sym) {
+                node_fail_.clear();
+                text = host_text(HostArg{v->second.host.get(), &v->second});
+            }
+            if (text.empty())
+                failures.push_back("graph output '" + name + "': it is computed on the host, and " +
+                                   (h != host_.end() && !h->second.why.empty() ? h->second.why : "compile cannot write it down"));
+            else epilogue.push_back("hout[" + slot + "] = " + text + ";");
+            continue;
+        }
         if (out_ranks.back() > 4) {  // its ONNX shape cannot be read back from a ggml tensor's four dims
             failures.push_back("graph output '" + name + "': rank " + std::to_string(out_ranks.back()) +
-                               "; compiled programs return outputs of rank 4 at most");
+                               "; compiled programs return device outputs of rank 4 at most");
             continue;
         }
         auto it = val_var.find(name);
         if (it == val_var.end() || it->second == "nullptr") {
-            auto h = b_.vals.find(name);
-            if (h != b_.vals.end() && h->second.host)
-                failures.push_back("graph output '" + name + "': it is computed on the host (integer or shape work), "
-                                   "which compiled programs do not do yet");
-            else if (it == val_var.end())
-                failures.push_back("graph output '" + name + "': no tensor computes it");
+            if (it == val_var.end()) failures.push_back("graph output '" + name + "': no tensor computes it");
             continue;
         }
-        epilogue.push_back("out[" + std::to_string(i) + "] = " + it->second + ";");
+        epilogue.push_back("out[" + slot + "] = " + it->second + ";");
     }
 }
 

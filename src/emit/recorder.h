@@ -12,8 +12,8 @@ namespace onnx2ggml {
 
 // How a host value is known when the program builds its graph.
 struct HostExpr {
-    enum Kind { Const, Sym, Data, Bad } kind = Const;
-    std::vector<std::string> e;  // Sym: one C++ expression per element (flat)
+    enum Kind { Const, Sym, Var, Data, Bad } kind = Const;
+    std::vector<std::string> e;  // Sym: one C++ expression per element (flat); Var: the HostTensor variable
     std::string why;             // Bad/Data: why it cannot be written down
 };
 
@@ -34,6 +34,8 @@ public:
     std::string tensor_text(const ggml_tensor* t) override;
     std::string ints_text(const Sym& s) override;
     void call(ggml_tensor* result, const std::string& text) override;
+    std::string host_text(const HostArg& a) override;
+    void host_call(int out, const std::string& text) override;
     void bind(const Val& v, ggml_tensor* t) override;
     void use(const Val& v, ggml_tensor* t) override;
     void host_read(const Val& v) override;
@@ -45,7 +47,8 @@ public:
 
     std::vector<std::string> prologue;                   // input tensors and named dims
     std::vector<std::string> node_code;                  // one block per live node (may be empty)
-    std::vector<std::string> epilogue;                   // out[i] = ...
+    std::vector<std::string> epilogue;                   // out[i] = ... or hout[i] = ...
+    std::set<int> host_inputs;                           // graph inputs whose data the build reads (hin[i])
     std::vector<std::vector<int64_t>> node_shape;         // per node: rank, then ne of its first device output
     std::vector<DType> out_dtypes;                       // graph outputs as the program returns them
     std::vector<int> out_ranks;
@@ -55,7 +58,8 @@ public:
 
 private:
     std::string ident(const std::string& value);
-    std::string literal(const HostTensor& h, bool& ok);
+    std::string host_literal(const HostTensor& h);  // "" when too large
+    std::string var_text(const HostExpr& h);          // a Var's variable, noting graph inputs it reads
     void classify_host_outputs(Lower& L);
     HostExpr eval_sym(Lower& L, const std::vector<const HostExpr*>& in, std::string& why);
     std::vector<std::string> host_elems(Lower& L, int i, bool& ok);
@@ -76,6 +80,8 @@ private:
     std::vector<std::string> direct_reads_;              // non-constant host values the lowering read itself
     std::set<std::string> passed_;                       // ... and those it passed to an op-library call
     bool node_on_host_ = false;
+    std::map<int, std::string> host_calls_;              // this node's host function calls by output
+    std::vector<std::string> host_stmts_;                // ... written as statements
 };
 
 }  // namespace onnx2ggml

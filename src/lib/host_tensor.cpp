@@ -1,4 +1,4 @@
-#include "ops/tensor.h"
+#include "onnx2ggml/host_tensor.h"
 
 #include <cmath>
 #include <cstring>
@@ -165,6 +165,35 @@ HostTensor HostTensor::cast(DType to) const {
         else h.set_f64(i, f64(i));
     }
     return h;
+}
+
+std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name) {
+    int64_t n = h.numel();
+    if (type == GGML_TYPE_F16 || type == GGML_TYPE_BF16 || type == GGML_TYPE_Q8_0) {  // --weights: reduced precision
+        std::vector<float> f = h.to_f32();
+        const int64_t row = h.shape.empty() ? 1 : h.shape.back(), rows = row ? n / row : 0;
+        std::vector<uint8_t> out(ggml_row_size(type, row) * size_t(rows));
+        if (n) ggml_quantize_chunk(type, f.data(), out.data(), 0, rows, row, nullptr);
+        return out;
+    }
+    std::vector<uint8_t> out(size_t(n) * 4);
+    if (type == GGML_TYPE_F32) {
+        if (h.dtype == DType::FLOAT) {
+            if (n) std::memcpy(out.data(), h.data, size_t(n) * 4);
+        } else {
+            auto* o = reinterpret_cast<float*>(out.data());
+            for (int64_t i = 0; i < n; i++) o[i] = float(h.f64(i));
+        }
+    } else {
+        auto* o = reinterpret_cast<int32_t*>(out.data());
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = h.i64(i);
+            O2G_CHECK(v >= INT32_MIN && v <= INT32_MAX, "value ", v, " of '", name,
+                      "' does not fit the int32 the device computes with");
+            o[i] = int32_t(v);
+        }
+    }
+    return out;
 }
 
 }  // namespace onnx2ggml

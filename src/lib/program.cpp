@@ -220,6 +220,7 @@ struct Program::Graph {
     ggml_cgraph* graph = nullptr;
     ggml_backend_sched_t sched = nullptr;
     std::vector<ggml_tensor*> inputs, outputs;
+    std::vector<HostTensor> host_outputs;  // outputs computed on the host when the graph was built
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     ~Graph() {
         if (sched) ggml_backend_sched_free(sched);
@@ -275,6 +276,14 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
             fail(name_, ": input '", io.name, "' holds ", t.data.size(), " bytes, its shape needs ",
                  size_t(t.numel()) * onnx2ggml::dtype_size(t.dtype));
         key += onnx2ggml::shape_str(t.shape) + ";";
+        if (io.host) key.append(reinterpret_cast<const char*>(t.data.data()), t.data.size());  // graph depends on it
+    }
+    std::vector<HostTensor> hin(ins.size());
+    for (size_t i = 0; i < ins.size(); i++) {
+        hin[i].dtype = ins[i]->dtype;
+        hin[i].shape = ins[i]->shape;
+        hin[i].data = ins[i]->data.data();
+        hin[i].nbytes = ins[i]->data.size();
     }
     auto t0 = std::chrono::steady_clock::now();
     auto& slot = cache_[key];
@@ -300,25 +309,38 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
         ctx.cpu = backends_->is_cpu() && !backends_->accel;
         ctx.weights = weights_.get();
         g->outputs.assign(outputs_.size(), nullptr);
+        g->host_outputs.assign(outputs_.size(), HostTensor{});
         try {
-            build(ctx, w, g->inputs.data(), g->outputs.data());
+            build(ctx, w, g->inputs.data(), hin.data(), g->outputs.data(), g->host_outputs.data());
         } catch (const OpError& e) {
             fail(name_, ": ", e.what());
         }
+        for (auto& h : g->host_outputs) {  // an owned copy: a result may borrow this run's input data
+            if (h.dtype == DType::UNDEFINED) continue;
+            HostTensor c = HostTensor::alloc(h.dtype, h.shape);
+            if (h.nbytes) std::memcpy(c.mut(), h.data, h.nbytes);
+            h = c;
+        }
         g->uploads = std::move(ctx.uploads);
         g->graph = ggml_new_graph_custom(g->ctx, max_nodes, false);
-        for (auto& t : g->outputs) {
-            if (!t) fail(name_, ": internal: an output was not built");
+        for (size_t i = 0; i < g->outputs.size(); i++) {
+            ggml_tensor*& t = g->outputs[i];
+            if (!t) {
+                if (g->host_outputs[i].dtype == DType::UNDEFINED) fail(name_, ": internal: an output was not built");
+                continue;
+            }
             if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t) || (t->flags & GGML_TENSOR_FLAG_INPUT))
                 t = ggml_cont(g->ctx, t);
             ggml_set_output(t);
             ggml_build_forward_expand(g->graph, t);
         }
-        auto bk = backends_->in_priority_order();
-        g->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(g->graph)), false,
-                                          true);
-        if (!ggml_backend_sched_alloc_graph(g->sched, g->graph))
-            fail(name_, ": could not allocate the graph's device memory");
+        if (ggml_graph_n_nodes(g->graph) > 0) {  // none when every output came from the host
+            auto bk = backends_->in_priority_order();
+            g->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(g->graph)),
+                                              false, true);
+            if (!ggml_backend_sched_alloc_graph(g->sched, g->graph))
+                fail(name_, ": could not allocate the graph's device memory");
+        }
         slot = std::move(g);
         build_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -341,7 +363,8 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
     }
     for (auto& [t, bytes] : g.uploads)
         if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
-    if (ggml_backend_sched_graph_compute(g.sched, g.graph) != GGML_STATUS_SUCCESS) fail(name_, ": graph compute failed");
+    if (g.sched && ggml_backend_sched_graph_compute(g.sched, g.graph) != GGML_STATUS_SUCCESS)
+        fail(name_, ": graph compute failed");
 
     std::vector<Tensor> outs;
     for (size_t i = 0; i < outputs_.size(); i++) {
@@ -349,6 +372,15 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
         const IoInfo& io = outputs_[i];
         Tensor out;
         out.dtype = io.dtype;
+        if (!t) {  // computed on the host
+            const HostTensor& h = g.host_outputs[i];
+            HostTensor c = h.cast(io.dtype == DType::UNDEFINED ? h.dtype : io.dtype);
+            out.dtype = c.dtype;
+            out.shape = c.shape;
+            out.data.assign(c.data, c.data + c.nbytes);
+            outs.push_back(std::move(out));
+            continue;
+        }
         for (int a = 0; a < io.rank; a++) out.shape.push_back(t->ne[io.rank - 1 - a]);
         std::vector<uint8_t> dev(ggml_nbytes(t));
         if (!dev.empty()) ggml_backend_tensor_get(t, dev.data(), 0, dev.size());

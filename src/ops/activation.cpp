@@ -22,9 +22,7 @@ void lower_Softplus(Lower& L) { out_same(L, O2G_CALL(L, o2g::softplus, L.t(0)));
 void lower_Mish(Lower& L) { out_same(L, O2G_CALL(L, o2g::mish, L.t(0))); }
 
 void host_Relu(Lower& L) {
-    L.out_host(0, host_map(
-        L, L.dtype(0), {0}, [](const double* v) { return v[0] > 0 ? v[0] : 0.0; },
-        [](const int64_t* v) { return v[0] > 0 ? v[0] : int64_t(0); }));
+    O2G_HOST(L, 0, o2g::host_map, std::vector<HostArg>{L.hv(0)}, o2g::HostMapParams{o2g::HOST_RELU, L.dtype(0)});
 }
 
 void lower_LeakyRelu(Lower& L) {

@@ -27,7 +27,7 @@ void lower_Cast(Lower& L) {
     if (kind >= 0) x = O2G_CALL(L, o2g::cast, x, o2g::CastParams{kind});
     L.out_shape(0, x, to, L.shape(0));
 }
-void host_Cast(Lower& L) { L.out_host(0, L.h(0).cast(cast_target(L))); }
+void host_Cast(Lower& L) { O2G_HOST(L, 0, o2g::host_cast, L.hv(0), cast_target(L)); }
 
 void host_BitCast(Lower& L) {
     const HostTensor& x = L.h(0);

@@ -32,43 +32,18 @@ void host_Constant(Lower& L) {
 }
 
 void host_ConstantOfShape(Lower& L) {
-    Shape s = L.ints(0);
-    for (auto d : s)
-        if (d < 0) L.error("negative dim in shape " + shape_str(s));
-    DType dt = DType::FLOAT;
     const Attribute* a = L.node.attr("value");
-    const uint8_t* value = nullptr;
+    HostTensor value = HostTensor::alloc(DType::FLOAT, {1});  // float 0 unless given
     if (a && a->t) {
-        dt = a->t->dtype;
-        if (!dtype_supported(dt)) L.error("unsupported value type");
-        value = a->t->data;
+        if (!dtype_supported(a->t->dtype)) L.error("unsupported value type");
+        if (a->t->nbytes < dtype_size(a->t->dtype)) L.error("'value' holds no element");
+        value = HostTensor::alloc(a->t->dtype, {1});
+        std::memcpy(value.mut(), a->t->data, dtype_size(a->t->dtype));
     }
-    HostTensor out = HostTensor::alloc(dt, s);  // zeros unless a value is given
-    size_t es = dtype_size(dt);
-    if (value)
-        for (int64_t k = 0; k < out.numel(); k++) std::memcpy(out.mut() + size_t(k) * es, value, es);
-    L.out_host(0, std::move(out));
+    O2G_HOST(L, 0, o2g::host_constant_of_shape, L.sym(0), HostArg{&value, nullptr});
 }
 
-void host_Range(Lower& L) {
-    DType dt = L.dtype(0);
-    if (dtype_is_float(dt)) {
-        double st = L.h(0).f64(0), lim = L.h(1).f64(0), d = L.h(2).f64(0);
-        if (d == 0) L.error("Range delta is 0");
-        int64_t n = std::max<int64_t>(0, int64_t(std::ceil((lim - st) / d)));
-        std::vector<double> v;
-        for (int64_t i = 0; i < n; i++) v.push_back(st + double(i) * d);
-        if (dt == DType::FLOAT)  // accumulate in float like the reference
-            for (int64_t i = 0; i < n; i++) v[size_t(i)] = double(float(st) + float(i) * float(d));
-        return L.out_host(0, HostTensor::from_f64(dt, {n}, v));
-    }
-    int64_t st = L.h(0).i64(0), lim = L.h(1).i64(0), d = L.h(2).i64(0);
-    if (d == 0) L.error("Range delta is 0");
-    int64_t n = std::max<int64_t>(0, d > 0 ? (lim - st + d - 1) / d : (st - lim - d - 1) / (-d));
-    std::vector<int64_t> v;
-    for (int64_t i = 0; i < n; i++) v.push_back(st + i * d);
-    L.out_host(0, HostTensor::from_i64(dt, {n}, v));
-}
+void host_Range(Lower& L) { O2G_HOST(L, 0, o2g::host_range, L.hv(0), L.hv(1), L.hv(2)); }
 
 void host_EyeLike(Lower& L) {
     const Shape& s = L.shape(0);

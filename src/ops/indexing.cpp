@@ -80,7 +80,7 @@ void lower_Gather(Lower& L) {
         ggml_tensor* y = O2G_CALL(L, o2g::gather_rows, L.t(0), L.t(1), o2g::GatherParams{gdim(r, axis), r});
         return L.out(0, y, L.dtype(0), int(os.size()));
     }
-    const Sym idx = L.sym(1), ishape{is, nullptr};
+    const Sym idx = L.sym(1), ishape = L.shape_sym(1);
     int64_t A = s[size_t(axis)];
     for (int64_t v : idx.v)
         if (v < -A || v >= A) L.error("Gather index " + std::to_string(v) + " out of range");
@@ -98,25 +98,7 @@ void lower_Gather(Lower& L) {
     y = O2G_CALL(L, o2g::reshape, y, out, o2g::ReshapeParams{int(is.size()) + 2, false});
     L.out(0, y, L.dtype(0), int(os.size()));
 }
-void host_Gather(Lower& L) {
-    const HostTensor& x = L.h(0);
-    const Shape& s = x.shape;
-    int r = int(s.size());
-    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
-    auto idx = L.ints(1);
-    Shape os = gather_shape(s, L.shape(1), axis);
-    int64_t outer = 1, inner = 1, A = s[size_t(axis)];
-    for (int i = 0; i < axis; i++) outer *= s[size_t(i)];
-    for (int i = axis + 1; i < r; i++) inner *= s[size_t(i)];
-    std::vector<int64_t> map;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j : idx) {
-            if (j < -A || j >= A) L.error("Gather index " + std::to_string(j) + " out of range");
-            if (j < 0) j += A;
-            for (int64_t k = 0; k < inner; k++) map.push_back((o * A + j) * inner + k);
-        }
-    L.out_host(0, host_gather_flat(x, os, map));
-}
+void host_Gather(Lower& L) { O2G_HOST(L, 0, o2g::host_gather, L.hv(0), L.hv(1), L.node.get_int("axis", 0)); }
 
 // ---- GatherElements ----
 void host_GatherElements(Lower& L) {
@@ -129,7 +111,7 @@ void lower_GatherElements(Lower& L) {
     int r = L.rank(0);
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     const Shape& is = L.shape(1);
-    const Sym idx = L.sym(1), ishape{is, nullptr};
+    const Sym idx = L.sym(1), ishape = L.shape_sym(1);
     ggml_tensor* y = O2G_CALL(L, o2g::gather_elements, L.t(0), idx, ishape,
                               o2g::GatherElementsParams{gdim(r, axis), r});
     L.out(0, y, L.dtype(0), int(is.size()));
@@ -138,7 +120,7 @@ void lower_GatherElements(Lower& L) {
 // ---- GatherND (also host) ----
 void lower_GatherND(Lower& L) {
     const Shape& is = L.shape(1);
-    const Sym idx = L.sym(1), ishape{is, nullptr};
+    const Sym idx = L.sym(1), ishape = L.shape_sym(1);
     int64_t b = L.node.get_int("batch_dims", 0);
     o2g::RowMap m = o2g::gather_nd_rows(L.shape(0), idx.v, is, b);
     if (L.b.host_mode) return L.out_host(0, host_take_rows(L.h(0), m.inner, m.rows, m.os));
@@ -149,7 +131,7 @@ void lower_GatherND(Lower& L) {
 // ---- ScatterND, ScatterElements / Scatter (also host) ----
 void lower_ScatterND(Lower& L) {
     const Shape& is = L.shape(1);
-    const Sym idx = L.sym(1), ishape{is, nullptr};
+    const Sym idx = L.sym(1), ishape = L.shape_sym(1);
     int red = scatter_reduction(L);
     if (L.b.host_mode) return host_scatter(L, o2g::scatter_nd_offsets(L.shape(0), idx.v, is), red);
     ggml_tensor* y = O2G_CALL(L, o2g::scatter_nd, L.t(0), idx, ishape, L.t(2),
@@ -161,7 +143,7 @@ void lower_ScatterElements(Lower& L) {
     int r = L.rank(0);
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     const Shape& is = L.shape(1);
-    const Sym idx = L.sym(1), ishape{is, nullptr};
+    const Sym idx = L.sym(1), ishape = L.shape_sym(1);
     int red = scatter_reduction(L);
     if (L.b.host_mode)
         return host_scatter(L, o2g::element_offsets(L.shape(0), idx.v, is, axis, "ScatterElements"), red);
@@ -204,18 +186,7 @@ void lower_Trilu(Lower& L) {
     L.out_shape(0, O2G_CALL(L, o2g::trilu, L.t(0), k, p), L.dtype(0), L.shape(0));
 }
 void host_Trilu(Lower& L) {
-    const HostTensor& x = L.h(0);
-    if (x.shape.size() < 2) L.error("Trilu needs rank >= 2");
-    bool upper = L.node.get_int("upper", 1) != 0;
-    int64_t k = L.has(1) ? L.h(1).i64(0) : 0;
-    int64_t R = x.shape[x.shape.size() - 2], C = x.shape.back();
-    HostTensor out = HostTensor::alloc(x.dtype, x.shape);
-    size_t es = dtype_size(x.dtype);
-    for (int64_t e = 0; e < out.numel(); e++) {
-        int64_t i = (e / C) % R, j = e % C;
-        if (upper ? j - i >= k : j - i <= k) std::memcpy(out.mut() + size_t(e) * es, x.data + size_t(e) * es, es);
-    }
-    L.out_host(0, std::move(out));
+    O2G_HOST(L, 0, o2g::host_trilu, L.hv(0), trilu_k(L), o2g::HostTriluParams{L.node.get_int("upper", 1) != 0});
 }
 
 // ---- CumSum, CumProd ----
@@ -229,32 +200,8 @@ static o2g::CumParams cum_params(Lower& L, int& axis) {
 }
 // Host running sum (or product) along `axis`: integers in wrapping int64, floats in double.
 static void host_cum(Lower& L, bool product) {
-    int axis;
-    o2g::CumParams p = cum_params(L, axis);
-    const HostTensor& x = L.h(0);
-    int64_t outer = 1, inner = 1, A = x.shape[size_t(axis)];
-    for (int i = 0; i < axis; i++) outer *= x.shape[size_t(i)];
-    for (size_t i = size_t(axis) + 1; i < x.shape.size(); i++) inner *= x.shape[i];
-    HostTensor out = HostTensor::alloc(x.dtype, x.shape);
-    bool is_int = !dtype_is_float(x.dtype);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < inner; j++) {
-            double acc = product ? 1 : 0;
-            int64_t iacc = product ? 1 : 0;
-            for (int64_t t = 0; t < A; t++) {
-                int64_t e = (o * A + (p.reverse ? A - 1 - t : t)) * inner + j;
-                if (p.exclusive) is_int ? out.set_i64(e, iacc) : out.set_f64(e, acc);
-                if (product) {
-                    acc *= x.f64(e);
-                    iacc = int64_t(uint64_t(iacc) * uint64_t(x.i64(e)));
-                } else {
-                    acc += x.f64(e);
-                    iacc = int64_t(uint64_t(iacc) + uint64_t(x.i64(e)));
-                }
-                if (!p.exclusive) is_int ? out.set_i64(e, iacc) : out.set_f64(e, acc);
-            }
-        }
-    L.out_host(0, std::move(out));
+    o2g::HostCumParams p{L.node.get_int("exclusive", 0) != 0, L.node.get_int("reverse", 0) != 0, product};
+    O2G_HOST(L, 0, o2g::host_cum, L.hv(0), L.sym(1), p);
 }
 void host_CumSum(Lower& L) { host_cum(L, false); }
 void host_CumProd(Lower& L) { host_cum(L, true); }

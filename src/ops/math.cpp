@@ -40,44 +40,18 @@ void lower_Pow(Lower& L) {
     L.out_shape(0, O2G_CALL(L, o2g::pow, L.t(0), L.t(1)), L.dtype(0), out);
 }
 
-void host_arith(Lower& L, char op) {
-    L.out_host(0, host_map(
-        L, L.dtype(0), {0, 1},
-        [op](const double* v) {
-            switch (op) {
-                case '+': return v[0] + v[1];
-                case '-': return v[0] - v[1];
-                case '*': return v[0] * v[1];
-                case '/': return v[0] / v[1];
-                default: return std::pow(v[0], v[1]);
-            }
-        },
-        [op](const int64_t* v) -> int64_t {
-            switch (op) {
-                case '+': return int64_t(uint64_t(v[0]) + uint64_t(v[1]));
-                case '-': return int64_t(uint64_t(v[0]) - uint64_t(v[1]));
-                case '*': return int64_t(uint64_t(v[0]) * uint64_t(v[1]));
-                case '/': {
-                    if (v[1] == 0) return 0;
-                    if (v[1] == -1) return int64_t(0 - uint64_t(v[0]));
-                    return v[0] / v[1];
-                }
-                default: {
-                    int64_t r = 1, b = v[0];
-                    for (int64_t e = v[1]; e > 0; e--) r *= b;
-                    return v[1] < 0 ? (b == 1 ? 1 : 0) : r;
-                }
-            }
-        }));
+// Host evaluation of every elementwise row: o2g::host_map over all inputs.
+static void host_fn(Lower& L, int fn, DType out) {
+    static const HostTensor absent = HostTensor::alloc(DType::FLOAT, {0});  // an omitted optional input
+    std::vector<HostArg> xs;
+    for (int i = 0; i < L.n_in(); i++) xs.push_back(L.has(i) ? L.hv(i) : HostArg{&absent, nullptr});
+    O2G_HOST(L, 0, o2g::host_map, xs, o2g::HostMapParams{fn, out});
 }
-void host_Add(Lower& L) { host_arith(L, '+'); }
-void host_Sub(Lower& L) { host_arith(L, '-'); }
-void host_Mul(Lower& L) { host_arith(L, '*'); }
-void host_Div(Lower& L) { host_arith(L, '/'); }
-void host_Pow(Lower& L) {
-    // Pow's output type follows the base, even with a float exponent.
-    L.out_host(0, host_map(L, L.dtype(0), {0, 1}, [](const double* v) { return std::pow(v[0], v[1]); }, nullptr));
-}
+void host_Add(Lower& L) { host_fn(L, o2g::HOST_ADD, L.dtype(0)); }
+void host_Sub(Lower& L) { host_fn(L, o2g::HOST_SUB, L.dtype(0)); }
+void host_Mul(Lower& L) { host_fn(L, o2g::HOST_MUL, L.dtype(0)); }
+void host_Div(Lower& L) { host_fn(L, o2g::HOST_DIV, L.dtype(0)); }
+void host_Pow(Lower& L) { host_fn(L, o2g::HOST_POW, L.dtype(0)); }  // the type follows the base
 
 void lower_Mod(Lower& L) {
     Shape out = checked_bshape(L);
@@ -85,22 +59,7 @@ void lower_Mod(Lower& L) {
     p.fmod = L.node.get_int("fmod", 0) != 0;
     L.out_shape(0, O2G_CALL(L, o2g::mod, L.t(0), L.t(1), p), L.dtype(0), out);
 }
-void host_Mod(Lower& L) {
-    bool f = L.node.get_int("fmod", 0) != 0;
-    L.out_host(0, host_map(
-        L, L.dtype(0), {0, 1},
-        [f](const double* v) {
-            double r = std::fmod(v[0], v[1]);
-            if (!f && r != 0 && ((r < 0) != (v[1] < 0))) r += v[1];
-            return r;
-        },
-        [f](const int64_t* v) -> int64_t {
-            if (v[1] == 0) return 0;
-            int64_t r = v[0] % v[1];
-            if (!f && r != 0 && ((r < 0) != (v[1] < 0))) r += v[1];
-            return r;
-        }));
-}
+void host_Mod(Lower& L) { host_fn(L, L.node.get_int("fmod", 0) ? o2g::HOST_FMOD : o2g::HOST_MOD, L.dtype(0)); }
 
 // ---- variadic: a chain of binary calls, left to right ----
 static ggml_tensor* chain(Lower& L, BinFn fn, const char* name) {
@@ -126,31 +85,10 @@ void lower_Min(Lower& L) {
     L.out_shape(0, chain(L, o2g::minimum, "o2g::minimum"), L.dtype(0), out);
 }
 
-static void host_variadic(Lower& L, int kind) {
-    std::vector<int> ins;
-    for (int i = 0; i < L.n_in(); i++) ins.push_back(i);
-    size_t n = ins.size();
-    L.out_host(0, host_map(
-        L, L.dtype(0), ins,
-        [kind, n](const double* v) {
-            double r = v[0];
-            for (size_t i = 1; i < n; i++) {
-                if (kind == 0 || kind == 3) r += v[i];
-                else if (kind == 1) r = (std::isnan(r) || std::isnan(v[i])) ? NAN : std::max(r, v[i]);
-                else r = (std::isnan(r) || std::isnan(v[i])) ? NAN : std::min(r, v[i]);
-            }
-            return kind == 3 ? r / double(n) : r;
-        },
-        [kind, n](const int64_t* v) {
-            int64_t r = v[0];
-            for (size_t i = 1; i < n; i++) r = kind == 0 ? r + v[i] : kind == 1 ? std::max(r, v[i]) : std::min(r, v[i]);
-            return r;
-        }));
-}
-void host_Sum(Lower& L) { host_variadic(L, 0); }
-void host_Max(Lower& L) { host_variadic(L, 1); }
-void host_Min(Lower& L) { host_variadic(L, 2); }
-void host_Mean(Lower& L) { host_variadic(L, 3); }
+void host_Sum(Lower& L) { host_fn(L, o2g::HOST_SUM, L.dtype(0)); }
+void host_Max(Lower& L) { host_fn(L, o2g::HOST_MAX, L.dtype(0)); }
+void host_Min(Lower& L) { host_fn(L, o2g::HOST_MIN, L.dtype(0)); }
+void host_Mean(Lower& L) { host_fn(L, o2g::HOST_MEAN, L.dtype(0)); }
 
 // ---- unary math ----
 #define O2G_UNARY(NAME, FN) \
@@ -198,49 +136,24 @@ void lower_Clip_6(Lower& L) { clip(L, L.node.get_float("min", -INFINITY), L.node
 void lower_Clip(Lower& L) {
     clip(L, L.has(1) ? float(L.h(1).f64(0)) : -INFINITY, L.has(2) ? float(L.h(2).f64(0)) : INFINITY);
 }
-static void host_clip(Lower& L, bool attributes) {
-    double lo = -INFINITY, hi = INFINITY;
-    bool is_int = !dtype_is_float(L.dtype(0));
-    if (is_int) {
-        lo = -9.3e18;
-        hi = 9.3e18;
-    }
-    if (attributes) {
-        lo = L.node.get_float("min", float(lo));
-        hi = L.node.get_float("max", float(hi));
-    } else {
-        if (L.has(1)) lo = L.h(1).f64(0);
-        if (L.has(2)) hi = L.h(2).f64(0);
-    }
-    int64_t ilo = L.has(1) ? L.h(1).i64(0) : INT64_MIN, ihi = L.has(2) ? L.h(2).i64(0) : INT64_MAX;
-    if (lo > hi) lo = hi;
-    if (ilo > ihi) ilo = ihi;
-    L.out_host(0, host_map(
-        L, L.dtype(0), {0},
-        [lo, hi](const double* v) { return std::isnan(v[0]) ? v[0] : std::min(hi, std::max(lo, v[0])); },
-        [ilo, ihi](const int64_t* v) { return std::min(ihi, std::max(ilo, v[0])); }));
+void host_Clip_6(Lower& L) {
+    const HostTensor lo = HostTensor::from_f64(DType::FLOAT, {}, {L.node.get_float("min", -INFINITY)}),
+                     hi = HostTensor::from_f64(DType::FLOAT, {}, {L.node.get_float("max", INFINITY)});
+    O2G_HOST(L, 0, o2g::host_map, std::vector<HostArg>{L.hv(0), {&lo, nullptr}, {&hi, nullptr}},
+             o2g::HostMapParams{o2g::HOST_CLIP, L.dtype(0)});
 }
-void host_Clip_6(Lower& L) { host_clip(L, true); }
-void host_Clip(Lower& L) { host_clip(L, false); }
+void host_Clip(Lower& L) { host_fn(L, o2g::HOST_CLIP, L.dtype(0)); }
 
-// Host versions of simple unary ops used by shape arithmetic (e.g. Cast->Mul->Floor on sizes).
-static void host_unary(Lower& L, double (*f)(double), int64_t (*fi)(int64_t)) {
-    std::function<int64_t(const int64_t*)> g;
-    if (fi) g = [fi](const int64_t* v) { return fi(v[0]); };
-    L.out_host(0, host_map(L, L.dtype(0), {0}, [f](const double* v) { return f(v[0]); }, g));
-}
-void host_Neg(Lower& L) { host_unary(L, [](double x) { return -x; }, [](int64_t x) { return -x; }); }
-void host_Abs(Lower& L) { host_unary(L, [](double x) { return std::fabs(x); }, [](int64_t x) { return x < 0 ? -x : x; }); }
-void host_Sign(Lower& L) {
-    host_unary(L, [](double x) { return double((x > 0) - (x < 0)); }, [](int64_t x) { return int64_t((x > 0) - (x < 0)); });
-}
-void host_Floor(Lower& L) { host_unary(L, [](double x) { return std::floor(x); }, nullptr); }
-void host_Ceil(Lower& L) { host_unary(L, [](double x) { return std::ceil(x); }, nullptr); }
-void host_Round(Lower& L) { host_unary(L, [](double x) { return std::nearbyint(x); }, nullptr); }
-void host_Sqrt(Lower& L) { host_unary(L, [](double x) { return std::sqrt(x); }, nullptr); }
-void host_Reciprocal(Lower& L) { host_unary(L, [](double x) { return 1.0 / x; }, nullptr); }
-void host_Exp(Lower& L) { host_unary(L, [](double x) { return std::exp(x); }, nullptr); }
-void host_Log(Lower& L) { host_unary(L, [](double x) { return std::log(x); }, nullptr); }
+void host_Neg(Lower& L) { host_fn(L, o2g::HOST_NEG, L.dtype(0)); }
+void host_Abs(Lower& L) { host_fn(L, o2g::HOST_ABS, L.dtype(0)); }
+void host_Sign(Lower& L) { host_fn(L, o2g::HOST_SIGN, L.dtype(0)); }
+void host_Floor(Lower& L) { host_fn(L, o2g::HOST_FLOOR, L.dtype(0)); }
+void host_Ceil(Lower& L) { host_fn(L, o2g::HOST_CEIL, L.dtype(0)); }
+void host_Round(Lower& L) { host_fn(L, o2g::HOST_ROUND, L.dtype(0)); }
+void host_Sqrt(Lower& L) { host_fn(L, o2g::HOST_SQRT, L.dtype(0)); }
+void host_Reciprocal(Lower& L) { host_fn(L, o2g::HOST_RECIPROCAL, L.dtype(0)); }
+void host_Exp(Lower& L) { host_fn(L, o2g::HOST_EXP, L.dtype(0)); }
+void host_Log(Lower& L) { host_fn(L, o2g::HOST_LOG, L.dtype(0)); }
 void host_Identity(Lower& L) { L.pass(0, 0); }
 
 // ---- comparisons and logic: bool outputs ----
@@ -256,79 +169,30 @@ O2G_CMP(Or, o2g::logical_or)
 O2G_CMP(Xor, o2g::logical_xor)
 #undef O2G_CMP
 
-// Comparison or logic op `op` (0 ==, 1 <, 2 <=, 3 >, 4 >=, 5 and, 6 or, 7 xor) on two values of one type.
-template <typename T>
-static T compare(int op, T a, T b) {
-    switch (op) {
-        case 0: return a == b;
-        case 1: return a < b;
-        case 2: return a <= b;
-        case 3: return a > b;
-        case 4: return a >= b;
-        case 5: return a != 0 && b != 0;
-        case 6: return a != 0 || b != 0;
-        default: return (a != 0) != (b != 0);
-    }
-}
-
-static void host_cmp(Lower& L, int op) {
-    L.out_host(0, host_map(L, DType::BOOL, {0, 1}, [op](const double* v) { return compare(op, v[0], v[1]); },
-                           [op](const int64_t* v) { return compare(op, v[0], v[1]); }));
-}
-void host_Equal(Lower& L) { host_cmp(L, 0); }
-void host_Less(Lower& L) { host_cmp(L, 1); }
-void host_LessOrEqual(Lower& L) { host_cmp(L, 2); }
-void host_Greater(Lower& L) { host_cmp(L, 3); }
-void host_GreaterOrEqual(Lower& L) { host_cmp(L, 4); }
-void host_And(Lower& L) { host_cmp(L, 5); }
-void host_Or(Lower& L) { host_cmp(L, 6); }
-void host_Xor(Lower& L) { host_cmp(L, 7); }
-void host_Not(Lower& L) {
-    L.out_host(0, host_map(L, DType::BOOL, {0}, nullptr, [](const int64_t* v) -> int64_t { return v[0] == 0; }));
-}
+void host_Equal(Lower& L) { host_fn(L, o2g::HOST_EQUAL, DType::BOOL); }
+void host_Less(Lower& L) { host_fn(L, o2g::HOST_LESS, DType::BOOL); }
+void host_LessOrEqual(Lower& L) { host_fn(L, o2g::HOST_LESS_OR_EQUAL, DType::BOOL); }
+void host_Greater(Lower& L) { host_fn(L, o2g::HOST_GREATER, DType::BOOL); }
+void host_GreaterOrEqual(Lower& L) { host_fn(L, o2g::HOST_GREATER_OR_EQUAL, DType::BOOL); }
+void host_And(Lower& L) { host_fn(L, o2g::HOST_AND, DType::BOOL); }
+void host_Or(Lower& L) { host_fn(L, o2g::HOST_OR, DType::BOOL); }
+void host_Xor(Lower& L) { host_fn(L, o2g::HOST_XOR, DType::BOOL); }
+void host_Not(Lower& L) { host_fn(L, o2g::HOST_NOT, DType::BOOL); }
 void host_BitShift(Lower& L) {
     bool right = L.node.get_string("direction", "") == "RIGHT";
-    DType dt = L.dtype(0);
-    int bits = int(dtype_size(dt)) * 8;
-    L.out_host(0, host_map(L, dt, {0, 1}, nullptr, [right, bits](const int64_t* v) -> int64_t {
-        uint64_t x = uint64_t(v[0]);
-        if (bits < 64) x &= (uint64_t(1) << bits) - 1;
-        if (v[1] >= bits) return 0;
-        return int64_t(right ? x >> v[1] : x << v[1]);
-    }));
+    host_fn(L, right ? o2g::HOST_BITSHIFT_RIGHT : o2g::HOST_BITSHIFT_LEFT, L.dtype(0));
 }
-static void host_bitwise(Lower& L, int op) {
-    L.out_host(0, host_map(L, L.dtype(0), {0, 1}, nullptr, [op](const int64_t* v) -> int64_t {
-        return op == 0 ? (v[0] & v[1]) : op == 1 ? (v[0] | v[1]) : (v[0] ^ v[1]);
-    }));
-}
-void host_BitwiseAnd(Lower& L) { host_bitwise(L, 0); }
-void host_BitwiseOr(Lower& L) { host_bitwise(L, 1); }
-void host_BitwiseXor(Lower& L) { host_bitwise(L, 2); }
-void host_BitwiseNot(Lower& L) {
-    L.out_host(0, host_map(L, L.dtype(0), {0}, nullptr, [](const int64_t* v) -> int64_t { return ~v[0]; }));
-}
+void host_BitwiseAnd(Lower& L) { host_fn(L, o2g::HOST_BITWISE_AND, L.dtype(0)); }
+void host_BitwiseOr(Lower& L) { host_fn(L, o2g::HOST_BITWISE_OR, L.dtype(0)); }
+void host_BitwiseXor(Lower& L) { host_fn(L, o2g::HOST_BITWISE_XOR, L.dtype(0)); }
+void host_BitwiseNot(Lower& L) { host_fn(L, o2g::HOST_BITWISE_NOT, L.dtype(0)); }
 
 // ---- Where: selection, exact on the device ----
 void lower_Where(Lower& L) {
     Shape out = checked_bshape(L);
     L.out_shape(0, O2G_CALL(L, o2g::where, L.t(0), L.t(1), L.t(2)), L.dtype(1), out);
 }
-void host_Where(Lower& L) {
-    Shape out = broadcast_shapes(L, broadcast_shapes(L, L.shape(0), L.shape(1)), L.shape(2));
-    auto ic = broadcast_index(L.shape(0), out), ia = broadcast_index(L.shape(1), out),
-         ib = broadcast_index(L.shape(2), out);
-    const HostTensor &c = L.h(0), &a = L.h(1), &b = L.h(2);
-    HostTensor r = HostTensor::alloc(L.dtype(1), out);
-    size_t es = dtype_size(r.dtype);
-    for (int64_t k = 0; k < r.numel(); k++) {
-        bool sel = c.i64(ic[size_t(k)]) != 0;
-        const HostTensor& s = sel ? a : b;
-        int64_t j = sel ? ia[size_t(k)] : ib[size_t(k)];
-        std::memcpy(r.mut() + size_t(k) * es, s.data + size_t(j) * es, es);
-    }
-    L.out_host(0, std::move(r));
-}
+void host_Where(Lower& L) { O2G_HOST(L, 0, o2g::host_where, L.hv(0), L.hv(1), L.hv(2)); }
 
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 

@@ -48,27 +48,7 @@ void lower_Transpose(Lower& L) {
     ggml_tensor* y = O2G_CALL(L, o2g::transpose, L.t(0), o2g::TransposeParams{o2g::ggml_perm(perm)});
     L.out(0, y, L.dtype(0), r);
 }
-void host_Transpose(Lower& L) {
-    const HostTensor& x = L.h(0);
-    auto perm = transpose_perm(L);
-    Shape os;
-    for (auto p : perm) os.push_back(x.shape[size_t(p)]);
-    auto ist = strides_of(x.shape);
-    Shape pst;  // input stride of each output dim
-    for (auto p : perm) pst.push_back(ist[size_t(p)]);
-    std::vector<int64_t> map(size_t(shape_numel(os)));
-    std::vector<int64_t> c(os.size(), 0);
-    for (size_t k = 0; k < map.size(); k++) {
-        int64_t off = 0;
-        for (size_t d = 0; d < os.size(); d++) off += c[d] * pst[d];
-        map[k] = off;
-        for (int d = int(os.size()) - 1; d >= 0; d--) {
-            if (++c[size_t(d)] < os[size_t(d)]) break;
-            c[size_t(d)] = 0;
-        }
-    }
-    L.out_host(0, host_gather_flat(x, os, map));
-}
+void host_Transpose(Lower& L) { O2G_HOST(L, 0, o2g::host_transpose, L.hv(0), transpose_perm(L)); }
 
 // ---- Concat ----
 void lower_Concat(Lower& L) {
@@ -85,30 +65,10 @@ void lower_Concat(Lower& L) {
     L.out(0, acc, L.dtype(0), r);
 }
 void host_Concat(Lower& L) {
-    int r = L.rank(0);
-    int axis = norm_axis(L, L.node.get_int("axis", 0), r);
-    Shape os = L.shape(0);
-    os[size_t(axis)] = 0;
-    for (int i = 0; i < L.n_in(); i++) {
-        const Shape& s = L.shape(i);
-        if (int(s.size()) != r) L.error("Concat inputs differ in rank");
-        os[size_t(axis)] += s[size_t(axis)];
-    }
-    HostTensor out = HostTensor::alloc(L.dtype(0), os);
-    size_t es = dtype_size(out.dtype);
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; i++) outer *= os[size_t(i)];
-    for (int i = axis + 1; i < r; i++) inner *= os[size_t(i)];
-    int64_t off = 0;
-    for (int i = 0; i < L.n_in(); i++) {
-        const HostTensor& x = L.h(i);
-        int64_t a = x.shape[size_t(axis)];
-        for (int64_t o = 0; o < outer; o++)
-            std::memcpy(out.mut() + size_t((o * os[size_t(axis)] + off) * inner) * es,
-                        x.data + size_t(o * a * inner) * es, size_t(a * inner) * es);
-        off += a;
-    }
-    L.out_host(0, std::move(out));
+    std::vector<HostArg> xs;
+    for (int i = 0; i < L.n_in(); i++)
+        if (L.has(i)) xs.push_back(L.hv(i));
+    O2G_HOST(L, 0, o2g::host_concat, xs, L.node.get_int("axis", 0));
 }
 
 // ---- Split ----
@@ -207,10 +167,9 @@ void lower_Slice(Lower& L) {
     L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.steps, p), L.dtype(0), r);
 }
 void host_Slice(Lower& L) {
-    SliceArgs a = slice_args(L);
-    std::vector<int64_t> first, step;
-    Shape os = slice_shape(L, a, first, step);
-    L.out_host(0, host_remap(L.h(0), os, [&](size_t d, int64_t c) { return first[d] + c * step[d]; }));
+    const SliceArgs a = slice_args(L);
+    const Sym axes{a.axes, nullptr};  // normalized from constants (the rank is static)
+    O2G_HOST(L, 0, o2g::host_slice, L.hv(0), a.starts, a.ends, axes, a.steps);
 }
 
 // ---- Expand, Tile ----
@@ -223,10 +182,7 @@ void lower_Expand(Lower& L) {
     const Sym& shape = os.size() > 4 ? full : given;
     L.out_shape(0, O2G_CALL(L, o2g::expand, L.t(0), shape, o2g::ExpandParams{L.rank(0)}), L.dtype(0), os);
 }
-void host_Expand(Lower& L) {
-    Shape os = broadcast_shapes(L, L.shape(0), L.ints(1));
-    L.out_host(0, host_gather_flat(L.h(0), os, broadcast_index(L.shape(0), os)));
-}
+void host_Expand(Lower& L) { O2G_HOST(L, 0, o2g::host_expand, L.hv(0), L.sym(1)); }
 static Shape tile_shape(Lower& L, const std::vector<int64_t>& rep) {
     Shape os = L.shape(0);
     if (rep.size() != os.size()) L.error("repeats has " + std::to_string(rep.size()) + " entries for rank " + std::to_string(os.size()));
@@ -238,11 +194,7 @@ void lower_Tile(Lower& L) {
     Shape os = tile_shape(L, rep.v);
     L.out(0, O2G_CALL(L, o2g::tile, L.t(0), rep), L.dtype(0), int(os.size()));
 }
-void host_Tile(Lower& L) {
-    const HostTensor& x = L.h(0);
-    Shape os = tile_shape(L, L.ints(1));
-    L.out_host(0, host_remap(x, os, [&](size_t d, int64_t c) { return c % x.shape[d]; }));
-}
+void host_Tile(Lower& L) { O2G_HOST(L, 0, o2g::host_tile, L.hv(0), L.sym(1)); }
 
 // ---- Pad ----
 struct PadArgs { Sym pads; std::vector<int64_t> axes; o2g::PadParams p; };

@@ -19,6 +19,14 @@ struct Lower;
 struct Sym {
     o2g::Ints v;
     const Val* src = nullptr;  // null: a literal the table row made from attributes
+    bool shape = false;        // v is src's shape, not its data (Lower::shape_sym)
+};
+
+// A host value as an argument of an op-library host function (see onnx2ggml/ops/host.h), with the value it
+// came from, so that `compile` can write it as the program's variable for that value.
+struct HostArg {
+    const HostTensor* h = nullptr;
+    const Val* src = nullptr;  // null: a literal the table row made
 };
 
 // Watches a graph build and writes it down as C++ (src/emit). Null in `run`.
@@ -28,6 +36,9 @@ public:
     virtual std::string tensor_text(const ggml_tensor* t) = 0;  // "" when the tensor has no C++ name
     virtual std::string ints_text(const Sym& s) = 0;            // "" when not expressible
     virtual void call(ggml_tensor* result, const std::string& text) = 0;
+    virtual std::string host_text(const HostArg& a) = 0;  // "" when not expressible
+    // Output `out` of the current node is the host function call `text`.
+    virtual void host_call(int out, const std::string& text) = 0;
     // A host value (weight, constant, shape arithmetic) became tensor t.
     virtual void bind(const Val& v, ggml_tensor* t) = 0;
     // The lowering took value v's tensor t (through Lower::t).
@@ -50,12 +61,21 @@ inline std::string arg_text(Recorder& r, double v) { return arg_text(r, float(v)
 std::string arg_text(Recorder& r, bool v);
 std::string arg_text(Recorder& r, ggml_type t);
 std::string arg_text(Recorder& r, ggml_op_pool p);
+std::string arg_text(Recorder& r, const HostArg& a);
+std::string arg_text(Recorder& r, const std::vector<HostArg>& a);
+std::string arg_text(Recorder& r, DType t);
 template <typename P>
 auto arg_text(Recorder&, const P& p) -> decltype(p.fields(std::declval<o2g::FieldWriter&>()), std::string()) {
     o2g::FieldWriter w;
     p.fields(w);
     return w.str();
 }
+inline const HostTensor& call_arg(const HostArg& a) { return *a.h; }
+inline const HostTensor& call_arg(HostArg& a) { return *a.h; }
+inline const HostTensor& call_arg(HostArg&& a) { return *a.h; }
+std::vector<HostTensor> call_arg(const std::vector<HostArg>& a);
+inline std::vector<HostTensor> call_arg(std::vector<HostArg>& a) { return call_arg(std::as_const(a)); }
+inline std::vector<HostTensor> call_arg(std::vector<HostArg>&& a) { return call_arg(std::as_const(a)); }
 inline const o2g::Ints& call_arg(const Sym& s) { return s.v; }
 inline const o2g::Ints& call_arg(Sym& s) { return s.v; }
 inline const o2g::Ints& call_arg(Sym&& s) { return s.v; }
@@ -105,6 +125,8 @@ struct Lower {
 
     // Host integers of input i for an op-library call (see Sym).
     Sym sym(int i);
+    // Input i's ONNX shape for an op-library call, written by `compile` as an expression of the value it belongs to.
+    Sym shape_sym(int i) { return Sym{shape(i), &in(i), true}; }
     o2g::Ctx& octx();
     Recorder* rec();
 
@@ -123,11 +145,30 @@ struct Lower {
         return r;
     }
     void record(Recorder& r, const char* name, ggml_tensor* result, const std::vector<std::string>& args);
+
+    // Input i's host data as an argument of a host function (see HostArg).
+    HostArg hv(int i);
+    // Output o from an op-library host function (onnx2ggml/ops/host.h), recorded like call(). Use O2G_HOST.
+    template <typename... P, typename... A>
+    void host_out(int o, const char* name, HostTensor (*fn)(P...), A&&... a) {
+        out_host(o, fn(call_arg(a)...));
+        if (Recorder* rc = rec()) {
+            std::vector<std::string> args = {arg_text(*rc, a)...};
+            std::string text = std::string(name) + "(";
+            for (size_t k = 0; k < args.size(); k++) {
+                if (args[k].empty()) return rc->host_call(o, "");
+                text += (k ? ", " : "") + args[k];
+            }
+            rc->host_call(o, text + ")");
+        }
+    }
     bool reading_sym_ = false;
 };
 
 // O2G_CALL(L, o2g::conv2d, x, w, b, params): one op-library or ggml call, run and (in compile) recorded.
 #define O2G_CALL(L, fn, ...) (L).call(#fn, fn, __VA_ARGS__)
+// O2G_HOST(L, 0, o2g::host_range, L.hv(0), L.hv(1), L.hv(2)): output 0 from a host function, recorded.
+#define O2G_HOST(L, o, fn, ...) (L).host_out(o, #fn, fn, __VA_ARGS__)
 
 using LowerFn = void (*)(Lower&);
 

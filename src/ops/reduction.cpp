@@ -33,12 +33,6 @@ ReduceSpec reduce_spec(Lower& L, const std::vector<int64_t>& axes) {
     }
     return s;
 }
-ReduceSpec reduce_spec(Lower& L) {
-    std::vector<int64_t> axes;
-    if (!axes_from_input(L)) axes = L.node.get_ints("axes");
-    else if (L.has(1)) axes = L.ints(1);
-    return reduce_spec(L, axes);
-}
 
 Shape reduced_shape(const Shape& in, const ReduceSpec& s) {
     Shape o;
@@ -157,78 +151,15 @@ void lower_Reduce(Lower& L) {
 }
 
 void host_Reduce(Lower& L) {
-    ReduceSpec s = reduce_spec(L);
-    if (s.noop) return L.pass(0, 0);
-    const HostTensor& x = L.h(0);
-    const Shape& in = x.shape;
-    ReduceK k = kind_of(L.node.op_type);
-    Shape ks;  // keepdims shape for index math
-    for (size_t i = 0; i < in.size(); i++) ks.push_back(s.red[i] ? 1 : in[i]);
-    int64_t on = shape_numel(ks);
-    bool is_int = !dtype_is_float(x.dtype);
-    std::vector<double> acc(size_t(on), 0.0), mx(size_t(on), -INFINITY);
-    std::vector<int64_t> iacc(size_t(on), 0), cnt(size_t(on), 0);
-    if (k == ReduceK::Prod) {
-        std::fill(acc.begin(), acc.end(), 1.0);
-        std::fill(iacc.begin(), iacc.end(), 1);
-    }
-    if (k == ReduceK::Max) { std::fill(acc.begin(), acc.end(), -INFINITY); std::fill(iacc.begin(), iacc.end(), INT64_MIN); }
-    if (k == ReduceK::Min) { std::fill(acc.begin(), acc.end(), INFINITY); std::fill(iacc.begin(), iacc.end(), INT64_MAX); }
-    auto ost = strides_of(ks);
-    std::vector<int64_t> c(in.size(), 0);
-    for (int64_t e = 0; e < x.numel(); e++) {
-        int64_t o = 0;
-        for (size_t d = 0; d < in.size(); d++)
-            if (!s.red[d]) o += c[d] * ost[d];
-        double v = x.f64(e);
-        int64_t iv = x.i64(e);
-        switch (k) {
-            case ReduceK::Max: acc[size_t(o)] = std::max(acc[size_t(o)], v); iacc[size_t(o)] = std::max(iacc[size_t(o)], iv); break;
-            case ReduceK::Min: acc[size_t(o)] = std::min(acc[size_t(o)], v); iacc[size_t(o)] = std::min(iacc[size_t(o)], iv); break;
-            case ReduceK::Prod: acc[size_t(o)] *= v; iacc[size_t(o)] *= iv; break;
-            case ReduceK::L1: acc[size_t(o)] += std::fabs(v); iacc[size_t(o)] += iv < 0 ? -iv : iv; break;
-            case ReduceK::L2: case ReduceK::SumSquare: acc[size_t(o)] += v * v; iacc[size_t(o)] += iv * iv; break;
-            case ReduceK::LogSumExp:
-                mx[size_t(o)] = std::max(mx[size_t(o)], v);
-                acc[size_t(o)] += 0;
-                break;
-            default: acc[size_t(o)] += v; iacc[size_t(o)] += iv;
-        }
-        cnt[size_t(o)]++;
-        for (int d = int(in.size()) - 1; d >= 0; d--) {
-            if (++c[size_t(d)] < in[size_t(d)]) break;
-            c[size_t(d)] = 0;
-        }
-    }
-    if (k == ReduceK::LogSumExp) {  // second pass with the max subtracted
-        std::fill(c.begin(), c.end(), 0);
-        for (int64_t e = 0; e < x.numel(); e++) {
-            int64_t o = 0;
-            for (size_t d = 0; d < in.size(); d++)
-                if (!s.red[d]) o += c[d] * ost[d];
-            acc[size_t(o)] += std::exp(x.f64(e) - mx[size_t(o)]);
-            for (int d = int(in.size()) - 1; d >= 0; d--) {
-                if (++c[size_t(d)] < in[size_t(d)]) break;
-                c[size_t(d)] = 0;
-            }
-        }
-    }
-    HostTensor out = HostTensor::alloc(x.dtype, reduced_shape(in, s));
-    for (int64_t o = 0; o < on; o++) {
-        double v = acc[size_t(o)];
-        switch (k) {
-            case ReduceK::Mean: v /= double(std::max<int64_t>(1, cnt[size_t(o)])); break;
-            case ReduceK::L2: v = std::sqrt(v); break;
-            case ReduceK::LogSum: v = std::log(v); break;
-            case ReduceK::LogSumExp: v = std::log(v) + mx[size_t(o)]; break;
-            default: break;
-        }
-        if (is_int && k != ReduceK::Mean && k != ReduceK::L2 && k != ReduceK::LogSum && k != ReduceK::LogSumExp)
-            out.set_i64(o, iacc[size_t(o)]);
-        else if (is_int && k == ReduceK::Mean) out.set_i64(o, iacc[size_t(o)] / std::max<int64_t>(1, cnt[size_t(o)]));
-        else out.set_f64(o, v);
-    }
-    L.out_host(0, std::move(out));
+    static const char* ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                                "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};  // HostReduce order
+    o2g::HostReduceParams p;
+    for (int k = 0; k < 10; k++)
+        if (L.node.op_type == ops[k]) p.kind = k;
+    p.keepdims = L.node.get_int("keepdims", 1) != 0;
+    p.noop_with_empty_axes = L.node.get_int("noop_with_empty_axes", 0) != 0;
+    const Sym axes = !axes_from_input(L) ? Sym{L.node.get_ints("axes"), nullptr} : L.has(1) ? L.sym(1) : Sym{};
+    O2G_HOST(L, 0, o2g::host_reduce, L.hv(0), axes, p);
 }
 
 static void arg_common(Lower& L, bool is_max, bool host) {
@@ -250,22 +181,7 @@ static void arg_common(Lower& L, bool is_max, bool host) {
         if (r > 4) return out_folded(L, y, DType::INT64, os);
         return L.out(0, y, DType::INT64, int(os.size()));
     }
-    const HostTensor& x = L.h(0);
-    int64_t outer = 1, inner = 1, A = in[size_t(axis)];
-    for (int i = 0; i < axis; i++) outer *= in[size_t(i)];
-    for (int i = axis + 1; i < r; i++) inner *= in[size_t(i)];
-    HostTensor out = HostTensor::alloc(DType::INT64, os);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < inner; j++) {
-            int64_t best = 0;
-            for (int64_t a = 1; a < A; a++) {
-                double v = x.f64((o * A + a) * inner + j), b = x.f64((o * A + best) * inner + j);
-                bool better = is_max ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
-                if (better) best = a;
-            }
-            out.set_i64(o * inner + j, best);
-        }
-    L.out_host(0, std::move(out));
+    O2G_HOST(L, 0, o2g::host_arg, L.hv(0), o2g::HostArgParams{axis, keep, last, is_max});
 }
 void lower_ArgMax(Lower& L) { arg_common(L, true, false); }
 void lower_ArgMin(Lower& L) { arg_common(L, false, false); }

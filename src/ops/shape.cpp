@@ -10,9 +10,9 @@ namespace {
 HostTensor make_i64(const std::vector<int64_t>& v) { return HostTensor::from_i64(DType::INT64, {int64_t(v.size())}, v); }
 
 // Axes from input `input` (opset 13+) or attribute `attr`.
-std::vector<int64_t> axes_arg(Lower& L, int input, const char* attr) {
-    if (L.has(input)) return L.sym(input).v;
-    return L.node.get_ints(attr);
+Sym axes_arg(Lower& L, int input, const char* attr) {
+    if (L.has(input)) return L.sym(input);
+    return Sym{L.node.get_ints(attr), nullptr};
 }
 
 // Output `s` of a reshape-like op: host data stays on the host; rank > 4 (folded dims) reshapes to the literal
@@ -20,7 +20,6 @@ std::vector<int64_t> axes_arg(Lower& L, int input, const char* attr) {
 template <typename F>
 void reshape_like(Lower& L, const Shape& s, F call) {
     Val& x = L.in(0);
-    if (x.host) return L.out_host(0, x.host->reshaped(s));
     const Sym shape{s, nullptr};
     ggml_tensor* y = L.rank(0) > 4 || s.size() > 4
                          ? O2G_CALL(L, o2g::reshape, L.t(0), shape, o2g::ReshapeParams{L.rank(0), false})
@@ -28,27 +27,6 @@ void reshape_like(Lower& L, const Shape& s, F call) {
     L.out_shape(0, y, x.dtype, s);
 }
 
-Shape reshape_target(Lower& L, const Shape& in, std::vector<int64_t> spec, bool allowzero) {
-    int64_t known = 1;
-    int neg = -1;
-    for (size_t i = 0; i < spec.size(); i++) {
-        if (spec[i] == 0 && !allowzero) {
-            if (i >= in.size()) L.error("Reshape: 0 at position " + std::to_string(i) + " beyond input rank");
-            spec[i] = in[i];
-        }
-        if (spec[i] == -1) {
-            if (neg >= 0) L.error("Reshape: more than one -1 in shape");
-            neg = int(i);
-        } else if (spec[i] < 0) L.error("Reshape: invalid dim " + std::to_string(spec[i]));
-        else known *= spec[i];
-    }
-    int64_t total = shape_numel(in);
-    if (neg >= 0) {
-        if (known == 0 || total % known) L.error("Reshape: cannot infer -1 for " + shape_str(in));
-        spec[size_t(neg)] = total / known;
-    } else if (known != total) L.error("Reshape: cannot reshape " + shape_str(in) + " to " + shape_str(spec));
-    return spec;
-}
 
 }  // namespace
 
@@ -71,13 +49,13 @@ void host_Size(Lower& L) { L.out_host(0, HostTensor::from_i64(DType::INT64, {}, 
 void lower_Reshape(Lower& L) {
     bool allowzero = L.opset >= 5 && L.node.get_int("allowzero", 0) != 0;
     const Sym given = L.opset < 5 ? Sym{L.node.get_ints("shape"), nullptr} : L.sym(1);
-    Shape s = reshape_target(L, L.shape(0), given.v, allowzero);
+    Val& x = L.in(0);
+    if (x.host) return O2G_HOST(L, 0, o2g::host_reshape, L.hv(0), given, o2g::HostReshapeParams{allowzero});
+    Shape s = o2g::reshape_target(L.shape(0), given.v, allowzero);
     int r = L.rank(0);
     bool folded_zero = false;  // a 0 copying one of the dims folded into ne[3]
     for (size_t i = 0; i < given.v.size(); i++)
         folded_zero |= given.v[i] == 0 && !allowzero && r > 4 && r - 1 - int(i) >= 3;
-    Val& x = L.in(0);
-    if (x.host) return L.out_host(0, x.host->reshaped(s));
     const Sym resolved{s, nullptr};
     const Sym& spec = folded_zero ? resolved : given;
     L.out_shape(0, O2G_CALL(L, o2g::reshape, L.t(0), spec, o2g::ReshapeParams{r, allowzero}), x.dtype, s);
@@ -87,6 +65,7 @@ void lower_Flatten(Lower& L) {
     const Shape& in = L.shape(0);
     int r = int(in.size());
     int64_t axis = L.node.get_int("axis", 1);
+    if (L.in(0).host) return O2G_HOST(L, 0, o2g::host_flatten, L.hv(0), axis);
     if (axis < 0) axis += r;
     if (axis < 0 || axis > r) L.error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(r));
     int64_t a = 1;
@@ -98,7 +77,9 @@ void lower_Flatten(Lower& L) {
 void lower_Squeeze(Lower& L) {
     const Shape& in = L.shape(0);
     int r = int(in.size());
-    std::vector<int64_t> axes = axes_arg(L, 1, "axes");
+    const Sym axes_in = axes_arg(L, 1, "axes");
+    if (L.in(0).host) return O2G_HOST(L, 0, o2g::host_squeeze, L.hv(0), axes_in);
+    const std::vector<int64_t>& axes = axes_in.v;
     std::vector<bool> drop(in.size(), false);
     if (axes.empty())
         for (size_t i = 0; i < in.size(); i++) drop[i] = in[i] == 1;
@@ -118,7 +99,9 @@ void lower_Squeeze(Lower& L) {
 
 void lower_Unsqueeze(Lower& L) {
     const Shape& in = L.shape(0);
-    std::vector<int64_t> axes = axes_arg(L, 1, "axes");
+    const Sym axes_in = axes_arg(L, 1, "axes");
+    if (L.in(0).host) return O2G_HOST(L, 0, o2g::host_unsqueeze, L.hv(0), axes_in);
+    const std::vector<int64_t>& axes = axes_in.v;
     int r = int(in.size() + axes.size());
     std::vector<bool> ins(size_t(r), false);
     for (int64_t a : axes) {

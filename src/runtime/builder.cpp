@@ -13,35 +13,6 @@ namespace onnx2ggml {
 ggml_type device_type(DType t) { return dtype_is_integer(t) ? GGML_TYPE_I32 : GGML_TYPE_F32; }
 
 // Host data converted to the device element type (F32 or I32).
-std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name) {
-    int64_t n = h.numel();
-    if (type == GGML_TYPE_F16 || type == GGML_TYPE_BF16 || type == GGML_TYPE_Q8_0) {  // --weights: reduced precision
-        std::vector<float> f = h.to_f32();
-        const int64_t row = h.shape.empty() ? 1 : h.shape.back(), rows = row ? n / row : 0;
-        std::vector<uint8_t> out(ggml_row_size(type, row) * size_t(rows));
-        if (n) ggml_quantize_chunk(type, f.data(), out.data(), 0, rows, row, nullptr);
-        return out;
-    }
-    std::vector<uint8_t> out(size_t(n) * 4);
-    if (type == GGML_TYPE_F32) {
-        if (h.dtype == DType::FLOAT) {
-            if (n) std::memcpy(out.data(), h.data, size_t(n) * 4);
-        } else {
-            auto* o = reinterpret_cast<float*>(out.data());
-            for (int64_t i = 0; i < n; i++) o[i] = float(h.f64(i));
-        }
-    } else {
-        auto* o = reinterpret_cast<int32_t*>(out.data());
-        for (int64_t i = 0; i < n; i++) {
-            int64_t v = h.i64(i);
-            O2G_CHECK(v >= INT32_MIN && v <= INT32_MAX, "value ", v, " of '", name,
-                      "' does not fit the int32 the device computes with");
-            o[i] = int32_t(v);
-        }
-    }
-    return out;
-}
-
 ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_type type) {
     auto it = tensors.find(key);
     if (it != tensors.end()) return it->second;
@@ -247,6 +218,30 @@ void Lower::record(Recorder& r, const char* name, ggml_tensor* result, const std
     r.call(result, text + ")");
 }
 
+HostArg Lower::hv(int i) {
+    reading_sym_ = true;
+    HostArg a{&h(i), &in(i)};
+    reading_sym_ = false;
+    return a;
+}
+
+std::vector<HostTensor> call_arg(const std::vector<HostArg>& a) {
+    std::vector<HostTensor> r;
+    for (const HostArg& x : a) r.push_back(*x.h);
+    return r;
+}
+std::string arg_text(Recorder& r, const HostArg& a) { return r.host_text(a); }
+std::string arg_text(Recorder& r, const std::vector<HostArg>& a) {
+    std::string t = "{";
+    for (size_t i = 0; i < a.size(); i++) {
+        std::string x = r.host_text(a[i]);
+        if (x.empty()) return "";
+        t += (i ? ", " : "") + x;
+    }
+    return t + "}";
+}
+std::string arg_text(Recorder&, DType t) { return o2g::dtype_literal(t); }
+
 std::string arg_text(Recorder& r, ggml_tensor* t) { return t ? r.tensor_text(t) : "nullptr"; }
 std::string arg_text(Recorder& r, const Sym& s) { return r.ints_text(s); }
 std::string arg_text(Recorder&, const o2g::Ints& v) { return "o2g::Ints" + o2g::ints_literal(v); }
@@ -373,7 +368,7 @@ void Builder::run_node(const Node& n) {
     const OpDef* def = find_op(n.domain, n.op_type, opset);
     Lower L{*this, ctx, n, opset, {}, {}};
     if (!def) L.error("unsupported op");
-    bool all_host = true, any_float = false, in_cone = false;
+    bool all_host = true, any_float = false, in_cone = false, big_weight = false;
     for (const auto& name : n.inputs) {
         if (name.empty()) {
             L.ins.push_back(nullptr);
@@ -384,6 +379,8 @@ void Builder::run_node(const Node& n) {
         Val& v = it->second;
         if (!v.host && v.present()) all_host = false;
         if (dtype_is_float(v.dtype)) any_float = true;
+        // A table like a token embedding: look it up on the device rather than copy its rows on the host.
+        if (v.is_weight && dtype_is_float(v.dtype) && shape_numel(v.shape) > 4096) big_weight = true;
         L.ins.push_back(&v);
     }
     for (const auto& o : n.outputs)
@@ -392,7 +389,8 @@ void Builder::run_node(const Node& n) {
 
     bool on_host;
     if (def->shape_only || def->control) on_host = true;
-    else if (def->host && all_host && (in_cone || !def->math || !any_float)) on_host = true;
+    else if (def->host && all_host && (in_cone || !def->math || !any_float) && !(big_weight && def->ggml && !in_cone))
+        on_host = true;
     else if (def->ggml) on_host = false;
     else if (def->host && all_host) on_host = true;
     else if (def->host) {

@@ -119,8 +119,6 @@ private:
 };
 
 ggml_type device_type(DType t);  // F32 for float/bool, I32 for ints
-// Host data converted to a device element type (F32, I32, or the reduced types of --weights).
-std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name);
 // Gives a read-only file mapping's pages back to the kernel (they are re-read if touched again).
 void drop_pages(const uint8_t* p, size_t n);
 // Asks for transparent huge pages on a host-memory ggml buffer before it is first touched: fewer TLB misses,

@@ -1,0 +1,99 @@
+// Op library, host functions: the integer, boolean and shape work of a model, computed on the CPU when the graph
+// is built (position ids from Range, causal masks, ArgMax over token ids, shapes read from input data).
+// Included by onnx2ggml/ops.h. Unlike the ggml functions, these take and return HostTensors in ONNX order
+// (row-major, ONNX axes, negative axes allowed), because their results become graph sizes, indices and
+// constants rather than device tensors. Integer math is int64 (wrapping), float math double. Bad arguments
+// (an index out of range, a reshape that does not fit) raise OpError.
+#pragma once
+#include "onnx2ggml/host_tensor.h"
+
+namespace o2g {
+
+// ---- elementwise, numpy broadcasting ----
+enum HostFn {
+    HOST_ADD, HOST_SUB, HOST_MUL, HOST_DIV, HOST_POW, HOST_MOD, HOST_FMOD, HOST_SUM, HOST_MAX, HOST_MIN, HOST_MEAN,
+    HOST_EQUAL, HOST_LESS, HOST_LESS_OR_EQUAL, HOST_GREATER, HOST_GREATER_OR_EQUAL, HOST_AND, HOST_OR, HOST_XOR,
+    HOST_NOT, HOST_NEG, HOST_ABS, HOST_SIGN, HOST_FLOOR, HOST_CEIL, HOST_ROUND, HOST_SQRT, HOST_RECIPROCAL, HOST_EXP,
+    HOST_LOG, HOST_RELU, HOST_BITSHIFT_LEFT, HOST_BITSHIFT_RIGHT, HOST_BITWISE_AND, HOST_BITWISE_OR, HOST_BITWISE_XOR,
+    HOST_BITWISE_NOT, HOST_CLIP,
+};
+struct HostMapParams {
+    int fn = HOST_ADD;   // HostFn
+    DType out = DType::INT64;  // result type (BOOL for comparisons and logic)
+    void fields(FieldWriter& f) const;
+};
+// fn over the inputs, broadcast together (one input for unary fns, any number for SUM/MAX/MIN/MEAN). CLIP takes
+// x, then optional lo and hi (empty tensors when absent).
+HostTensor host_map(const std::vector<HostTensor>& xs, const HostMapParams& p);
+// ONNX Where: c ? a : b, broadcast.
+HostTensor host_where(const HostTensor& c, const HostTensor& a, const HostTensor& b);
+HostTensor host_cast(const HostTensor& x, DType to);
+
+// ---- generators ----
+// ONNX Range over scalar start, limit, delta (float types accumulate as the reference does).
+HostTensor host_range(const HostTensor& start, const HostTensor& limit, const HostTensor& delta);
+// A tensor of the given shape filled with value's single element (its type), or float zeros if value is empty.
+HostTensor host_constant_of_shape(const Ints& shape, const HostTensor& value);
+
+// ---- shape and movement ----
+struct HostReshapeParams {
+    bool allowzero = false;
+    void fields(FieldWriter& f) const { f("allowzero", allowzero); }
+};
+// ONNX Reshape target of a tensor of shape `in` (0 copies a dim unless allowzero, one -1 is inferred).
+Shape reshape_target(const Shape& in, const Ints& spec, bool allowzero);
+HostTensor host_reshape(const HostTensor& x, const Ints& shape, const HostReshapeParams& p);
+HostTensor host_flatten(const HostTensor& x, int64_t axis);
+HostTensor host_squeeze(const HostTensor& x, const Ints& axes);  // empty axes: every dim of size 1
+HostTensor host_unsqueeze(const HostTensor& x, const Ints& axes);
+HostTensor host_transpose(const HostTensor& x, const Ints& perm);  // empty perm: reversed dims
+HostTensor host_concat(const std::vector<HostTensor>& xs, int64_t axis);
+// ONNX Slice; empty axes: 0..n-1, empty steps: 1.
+HostTensor host_slice(const HostTensor& x, const Ints& starts, const Ints& ends, const Ints& axes, const Ints& steps);
+HostTensor host_expand(const HostTensor& x, const Ints& shape);
+HostTensor host_tile(const HostTensor& x, const Ints& repeats);
+
+// ---- indexing ----
+HostTensor host_gather(const HostTensor& x, const HostTensor& indices, int64_t axis);
+struct HostTriluParams {
+    bool upper = true;
+    void fields(FieldWriter& f) const { f("upper", upper); }
+};
+HostTensor host_trilu(const HostTensor& x, const Ints& k, const HostTriluParams& p);  // k: empty or one value
+struct HostCumParams {
+    bool exclusive = false, reverse = false, product = false;
+    void fields(FieldWriter& f) const { f("exclusive", exclusive); f("reverse", reverse); f("product", product); }
+};
+HostTensor host_cum(const HostTensor& x, const Ints& axis, const HostCumParams& p);  // axis: one value
+
+// ---- reductions ----
+enum HostReduce {
+    HOST_REDUCE_SUM, HOST_REDUCE_MEAN, HOST_REDUCE_MAX, HOST_REDUCE_MIN, HOST_REDUCE_PROD, HOST_REDUCE_L1,
+    HOST_REDUCE_L2, HOST_REDUCE_LOG_SUM, HOST_REDUCE_LOG_SUM_EXP, HOST_REDUCE_SUM_SQUARE,
+};
+struct HostReduceParams {
+    int kind = HOST_REDUCE_SUM;  // HostReduce
+    bool keepdims = true;
+    bool noop_with_empty_axes = false;  // empty axes: identity instead of reducing every dim
+    void fields(FieldWriter& f) const { f("kind", kind); f("keepdims", keepdims); f("noop_with_empty_axes", noop_with_empty_axes); }
+};
+HostTensor host_reduce(const HostTensor& x, const Ints& axes, const HostReduceParams& p);
+struct HostArgParams {
+    int64_t axis = 0;
+    bool keepdims = true, select_last_index = false, is_max = true;
+    void fields(FieldWriter& f) const {
+        f("axis", axis); f("keepdims", keepdims); f("select_last_index", select_last_index); f("is_max", is_max);
+    }
+};
+HostTensor host_arg(const HostTensor& x, const HostArgParams& p);  // ArgMax / ArgMin, INT64 indices
+
+// ---- between host and device ----
+// A host value as a constant device tensor of `type` (uploaded after allocation).
+ggml_tensor* host_constant(Ctx& ctx, const HostTensor& h, ggml_type type);
+// "o2g::DType::INT64": a type as generated code spells it.
+std::string dtype_literal(DType t);
+// A host literal in generated code.
+HostTensor host_ints(DType t, const Shape& s, const Ints& v);
+HostTensor host_floats(DType t, const Shape& s, const std::vector<double>& v);
+
+}  // namespace o2g

@@ -1,0 +1,23 @@
+// Index helpers for host tensors (row-major), shared by the op library's host functions and the op-table rows.
+#pragma once
+#include <vector>
+
+#include "onnx2ggml/host_tensor.h"
+
+namespace onnx2ggml {
+
+// Row-major strides.
+std::vector<int64_t> strides_of(const Shape& s);
+// A tensor of shape `out` whose element k is element map[k] (a flat index) of `src`.
+HostTensor host_gather_flat(const HostTensor& src, const Shape& out, const std::vector<int64_t>& map);
+// Rows of `inner` elements: output row k (of a tensor of shape os) is row rows[k] of x, or zeros for -1.
+HostTensor host_take_rows(const HostTensor& x, int64_t inner, const std::vector<int64_t>& rows, const Shape& os);
+// For each element of `out`, the flat index into a tensor of shape `in` under numpy broadcasting.
+std::vector<int64_t> broadcast_index(const Shape& in, const Shape& out);
+
+}  // namespace onnx2ggml
+
+namespace o2g {
+// Numpy broadcast of two shapes; OpError if they do not broadcast.
+Shape broadcast_shape(const Shape& a, const Shape& b);
+}  // namespace o2g
