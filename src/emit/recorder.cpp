@@ -578,6 +578,13 @@ void ProgramRecorder::finish() {
         out_dtypes.push_back(dt);
         out_ranks.push_back(v != b_.vals.end() ? v->second.rank() : 0);
         std::string slot = std::to_string(i);
+        const ValueInfo& vi = m_.graph.outputs[i];
+        if (vi.has_shape && v != b_.vals.end() && vi.dims.size() != size_t(out_ranks.back())) {
+            failures.push_back("graph output '" + name + "': rank " + std::to_string(out_ranks.back()) +
+                               " at the probe inputs, but the model declares rank " + std::to_string(vi.dims.size()) +
+                               " (its rank depends on input data)");
+            continue;
+        }
         if (v != b_.vals.end() && v->second.host && !v->second.t) {  // computed on the host: returned from there
             auto h = host_.find(name);
             HostExpr::Kind k = h != host_.end() ? h->second.kind : v->second.is_weight ? HostExpr::Const : HostExpr::Bad;

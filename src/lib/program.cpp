@@ -329,6 +329,7 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
                 if (g->host_outputs[i].dtype == DType::UNDEFINED) fail(name_, ": internal: an output was not built");
                 continue;
             }
+            if (ggml_nelements(t) == 0) continue;  // empty outputs never reach ggml
             if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t) || (t->flags & GGML_TENSOR_FLAG_INPUT))
                 t = ggml_cont(g->ctx, t);
             ggml_set_output(t);
@@ -383,7 +384,7 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
         }
         for (int a = 0; a < io.rank; a++) out.shape.push_back(t->ne[io.rank - 1 - a]);
         std::vector<uint8_t> dev(ggml_nbytes(t));
-        if (!dev.empty()) ggml_backend_tensor_get(t, dev.data(), 0, dev.size());
+        if (!dev.empty() && t->buffer) ggml_backend_tensor_get(t, dev.data(), 0, dev.size());
         HostTensor src;
         src.dtype = t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
         src.shape = out.shape;
