@@ -49,6 +49,12 @@ std::string arith(char op, const std::string& a, const std::string& b, bool is_f
     return "(" + a + " " + op + " " + b + ")";
 }
 
+// How a value no node output or graph input named is known: weights and constants a lowering added (Scan's
+// step indices) are constants; anything else depends on input data.
+HostExpr::Kind unnamed_kind(const Val& v) {
+    return v.is_weight || (v.host && v.input_deps.empty()) ? HostExpr::Const : HostExpr::Data;
+}
+
 // Placeholder for call k's result inside this node's text, replaced by its name when the node ends.
 std::string token_of(size_t k) {
     std::string t(1, '\x01');
@@ -109,7 +115,8 @@ std::string ProgramRecorder::ints_text(const Sym& s) {
     if (!s.src) return "o2g::Ints" + o2g::ints_literal(s.v);
     if (s.shape) {  // a value's shape: fixed for constants and shape vectors, read from tensors otherwise
         auto h = host_.find(s.src->name);
-        if (s.src->is_weight || (h != host_.end() && (h->second.kind == HostExpr::Const || h->second.kind == HostExpr::Sym)))
+        if (h == host_.end() ? unnamed_kind(*s.src) == HostExpr::Const
+                             : (h->second.kind == HostExpr::Const || h->second.kind == HostExpr::Sym))
             return "o2g::Ints" + o2g::ints_literal(s.v);
         if (h != host_.end() && h->second.kind == HostExpr::Var) return var_text(h->second) + ".shape";
         auto t = val_var.find(s.src->name);
@@ -124,7 +131,7 @@ std::string ProgramRecorder::ints_text(const Sym& s) {
     }
     passed_.insert(s.src->name);
     auto it = host_.find(s.src->name);
-    HostExpr::Kind k = it != host_.end() ? it->second.kind : s.src->is_weight ? HostExpr::Const : HostExpr::Data;
+    HostExpr::Kind k = it != host_.end() ? it->second.kind : unnamed_kind(*s.src);
     if (k == HostExpr::Const) return "o2g::Ints" + o2g::ints_literal(s.v);
     if (k == HostExpr::Sym && it->second.e.size() == s.v.size()) {
         std::string r = "o2g::Ints{";
@@ -189,7 +196,7 @@ std::string ProgramRecorder::host_text(const HostArg& a) {
     if (!a.src) return lit();
     passed_.insert(a.src->name);
     auto it = host_.find(a.src->name);
-    HostExpr::Kind k = it != host_.end() ? it->second.kind : a.src->is_weight ? HostExpr::Const : HostExpr::Data;
+    HostExpr::Kind k = it != host_.end() ? it->second.kind : unnamed_kind(*a.src);
     if (k == HostExpr::Const) return lit();
     if (k == HostExpr::Var) return var_text(it->second);
     if (k == HostExpr::Sym && a.src->rank() <= 1 && it->second.e.size() == size_t(a.h->numel())) {
@@ -211,7 +218,7 @@ void ProgramRecorder::host_call(int out, const std::string& text) {
 void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
     auto in = input_index_.find(v.name);
     if (in != input_index_.end()) {
-        local_[t] = val_var[v.name];
+        local_[t] = tensor_var_[t] = val_var[v.name];
         return;
     }
     auto it = host_.find(v.name);
@@ -225,7 +232,7 @@ void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
         for (int i = 0; i < 4; i++) e.ne[i] = t->ne[i];
         e.bytes = device_bytes(*v.host, t->type, v.name);
         val_var[v.name] = "w." + e.field;
-        local_[t] = val_var[v.name];
+        local_[t] = tensor_var_[t] = val_var[v.name];
         weights.push_back(std::move(e));
         return;
     }
@@ -236,7 +243,7 @@ void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
                        (dtype_is_float(v.dtype) ? "ctx.floats_tensor({" + list + "});"
                                                 : "ctx.ints_tensor(o2g::Ints{" + list + "}, " + arg_text(*this, t->type) + ");"));
         val_var[v.name] = id;
-        local_[t] = id;
+        local_[t] = tensor_var_[t] = id;
         return;
     }
     if (k == HostExpr::Var) {
@@ -244,7 +251,7 @@ void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
         pre_.push_back("ggml_tensor* " + id + " = o2g::host_constant(ctx, " + var_text(it->second) + ", " +
                        arg_text(*this, t->type) + ");");
         val_var[v.name] = id;
-        local_[t] = id;
+        local_[t] = tensor_var_[t] = id;
         return;
     }
     fail_node("uses '" + v.name + "' as a tensor, and " +
@@ -252,17 +259,61 @@ void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
 }
 
 void ProgramRecorder::use(const Val& v, ggml_tensor* t) {
+    auto by_tensor = tensor_var_.find(t);  // exact even where unrolled subgraphs reuse a value name
+    if (by_tensor != tensor_var_.end()) {
+        local_[t] = by_tensor->second;
+        return;
+    }
     auto it = val_var.find(v.name);
     if (it != val_var.end()) local_[t] = it->second;
 }
 
 void ProgramRecorder::host_read(const Val& v) {
     auto it = host_.find(v.name);
-    bool constant = it != host_.end() ? it->second.kind == HostExpr::Const : v.is_weight;
+    bool constant = it != host_.end() ? it->second.kind == HostExpr::Const : unnamed_kind(v) == HostExpr::Const;
     if (!constant) direct_reads_.push_back(v.name);
 }
 
+// The state of one node's recording, set aside while the nodes of its subgraph (If, Loop, Scan) record.
+struct ProgramRecorder::Saved {
+    const Node* node;
+    bool on_host;
+    std::vector<std::pair<ggml_tensor*, std::string>> calls;
+    std::map<const ggml_tensor*, std::string> local;
+    std::vector<std::string> pre, direct_reads, host_stmts;
+    std::set<std::string> passed;
+    std::string fail, nested;
+    std::map<int, std::string> host_calls;
+};
+
+void ProgramRecorder::alias(const std::string& to, const Val& from) {
+    auto t = from.t ? tensor_var_.find(from.t) : tensor_var_.end();
+    if (t != tensor_var_.end()) val_var[to] = t->second;
+    auto hp = from.host ? host_by_ptr_.find(from.host.get()) : host_by_ptr_.end();
+    if (hp != host_by_ptr_.end()) host_[to] = hp->second;
+    if (t != tensor_var_.end() || hp != host_by_ptr_.end()) return;
+    if (!from.name.empty()) {
+        auto v = val_var.find(from.name);
+        if (v != val_var.end()) val_var[to] = v->second;
+        auto h = host_.find(from.name);
+        if (h != host_.end()) host_[to] = h->second;
+        else if (from.host && !from.is_weight && !from.input_deps.empty())
+            host_[to] = HostExpr{HostExpr::Data, {}, "it depends on input data"};
+        return;
+    }
+    // A value the lowering made itself (loop counter, condition): a constant of the unrolled code.
+    if (from.host) host_[to] = HostExpr{HostExpr::Const, {}, ""};
+}
+
 void ProgramRecorder::node_begin(const Node& n, bool on_host) {
+    if (node_) {  // a subgraph node inside a control-flow node: its code goes into the enclosing node's block
+        auto sv = std::make_shared<Saved>(Saved{node_, node_on_host_, std::move(calls_), std::move(local_),
+                                                std::move(pre_), std::move(direct_reads_), std::move(host_stmts_),
+                                                std::move(passed_), std::move(node_fail_), std::move(nested_code_),
+                                                std::move(host_calls_)});
+        saved_.push_back(sv);
+    }
+    nested_code_.clear();
     node_ = &n;
     node_on_host_ = on_host;
     calls_.clear();
@@ -414,7 +465,7 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
             Val& v = L.in(i);
             auto it = host_.find(v.name);
             if (it != host_.end()) h = it->second;
-            else if (v.is_weight) h.kind = HostExpr::Const;
+            else if (unnamed_kind(v) == HostExpr::Const) h.kind = HostExpr::Const;
             else if (v.t) h = HostExpr{HostExpr::Bad, {}, "it is a device tensor"};
             else h = HostExpr{HostExpr::Data, {}, "it depends on the data of input '" + v.name + "'"};
             if (def && def->shape_only) h.kind = HostExpr::Const;  // only the shape is read: handled below
@@ -483,7 +534,9 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
             for (int i = 0; i < L.n_in(); i++)
                 if (L.has(i) && out.host && out.host == L.in(i).host) passed = i;
             auto call = host_calls_.find(int(o));
-            if (passed >= 0) r = ins[size_t(passed)];
+            auto body = out.name.empty() ? host_.end() : host_.find(out.name);  // a subgraph's output
+            if (body != host_.end()) r = body->second;
+            else if (passed >= 0) r = ins[size_t(passed)];
             else if (o == 0 && !any_data && !any_bad && !any_var) r = eval_sym(L, ptrs, r.why);
             else r = HostExpr{HostExpr::Bad, {}, any_data || any_bad ? why : "it is computed on the host by " +
                                                   L.node.op_type + ", whose host evaluation is not an op-library call yet"};
@@ -495,6 +548,7 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
             }
         }
         host_[name] = r;
+        if (out.host) host_by_ptr_[out.host.get()] = r;
     }
 }
 
@@ -535,10 +589,16 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
         ggml_tensor* t = L.outs[o].t;
         if (!t || n.outputs[o].empty()) continue;
         auto it = local_.find(t);
-        if (it == local_.end()) fail_node("its lowering is not written as op-library calls yet");
-        else out_vars[o] = resolve(it->second);
+        auto named = L.outs[o].name.empty() ? val_var.end() : val_var.find(L.outs[o].name);
+        if (it != local_.end()) out_vars[o] = resolve(it->second);
+        else if (named != val_var.end()) out_vars[o] = named->second;  // made by a subgraph node, or passed on
+        else fail_node("its lowering is not written as op-library calls yet");
     }
-    std::string code;
+    if (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")
+        for (const auto& r : direct_reads_)
+            if (!passed_.count(r))
+                fail_node("its branch or trip count depends on '" + r + "', which compiled programs do not unroll over yet");
+    std::string code = nested_code_;
     for (auto& h : host_stmts_) code += "    " + h + "\n";
     if (device || !pre_.empty()) {
         for (auto& p : pre_) code += "    " + resolve(p) + "\n";
@@ -557,7 +617,26 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
         for (size_t o = 0; o < n.outputs.size(); o++) out_vars[o] = "nullptr";
     }
     for (size_t o = 0; o < out_vars.size(); o++)
-        if (!out_vars[o].empty()) val_var[n.outputs[o]] = out_vars[o];
+        if (!out_vars[o].empty()) {
+            val_var[n.outputs[o]] = out_vars[o];
+            if (L.outs[o].t) tensor_var_[L.outs[o].t] = out_vars[o];
+        }
+    if (!saved_.empty()) {  // back to the enclosing control-flow node
+        std::shared_ptr<Saved> sv = saved_.back();
+        saved_.pop_back();
+        node_ = sv->node;
+        node_on_host_ = sv->on_host;
+        calls_ = std::move(sv->calls);
+        local_ = std::move(sv->local);
+        pre_ = std::move(sv->pre);
+        direct_reads_ = std::move(sv->direct_reads);
+        host_stmts_ = std::move(sv->host_stmts);
+        passed_ = std::move(sv->passed);
+        node_fail_ = std::move(sv->fail);
+        host_calls_ = std::move(sv->host_calls);
+        nested_code_ = std::move(sv->nested) + code;
+        return;
+    }
     node_code.push_back(code);
     std::vector<int64_t> shape;
     if (!L.outs.empty() && L.outs[0].t && L.outs[0].rank() <= 4) {
@@ -587,7 +666,7 @@ void ProgramRecorder::finish() {
         }
         if (v != b_.vals.end() && v->second.host && !v->second.t) {  // computed on the host: returned from there
             auto h = host_.find(name);
-            HostExpr::Kind k = h != host_.end() ? h->second.kind : v->second.is_weight ? HostExpr::Const : HostExpr::Bad;
+            HostExpr::Kind k = h != host_.end() ? h->second.kind : unnamed_kind(v->second);
             std::string text;
             if (k == HostExpr::Var) text = var_text(h->second);
             else if (k == HostExpr::Const) text = host_literal(*v->second.host);

@@ -1,6 +1,7 @@
 // The compile recorder: watches one graph build (at probe shapes) and writes it down as a ggml program.
 #pragma once
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ public:
     void host_call(int out, const std::string& text) override;
     void bind(const Val& v, ggml_tensor* t) override;
     void use(const Val& v, ggml_tensor* t) override;
+    void alias(const std::string& to, const Val& from) override;
     void host_read(const Val& v) override;
     void node_begin(const Node& n, bool on_host) override;
     void node_end(Lower& L, bool on_host) override;
@@ -69,6 +71,8 @@ private:
     Builder& b_;
     std::set<std::string> idents_;
     std::map<std::string, HostExpr> host_;              // by value name
+    std::map<const HostTensor*, HostExpr> host_by_ptr_;  // ... and by data (values a subgraph renames)
+    std::map<const ggml_tensor*, std::string> tensor_var_;  // every named tensor's C++ expression
     std::map<const ggml_tensor*, std::string> local_;   // this node's tensors -> C++ names
     std::map<std::string, int> input_index_;            // graph input name -> index
     std::map<std::string, std::string> dim_names_;      // "input:axis" -> named dim variable
@@ -82,6 +86,9 @@ private:
     bool node_on_host_ = false;
     std::map<int, std::string> host_calls_;              // this node's host function calls by output
     std::vector<std::string> host_stmts_;                // ... written as statements
+    std::string nested_code_;                            // code of the nodes a control-flow node ran (unrolled)
+    struct Saved;                                        // the enclosing node's state while a body node records
+    std::vector<std::shared_ptr<Saved>> saved_;
 };
 
 }  // namespace onnx2ggml

@@ -27,6 +27,7 @@ std::vector<Val> run_body(Lower& L, const Graph& g, const std::vector<Val>& args
     for (size_t i = 0; i < args.size(); i++) {
         Val v = args[i];
         v.name = g.inputs[i].name;
+        if (b.rec) b.rec->alias(v.name, args[i]);
         b.vals[v.name] = std::move(v);
     }
     for (const Node& n : g.nodes) b.run_node(n);
@@ -61,6 +62,7 @@ Attribute int_attr(const char* name, int64_t v) {
 
 std::string bind(Lower& L, Val v, const std::string& hint) {
     std::string name = L.b.fresh_name(hint);
+    if (L.b.rec) L.b.rec->alias(name, v);
     v.name = name;
     L.b.vals[name] = std::move(v);
     return name;

@@ -41,6 +41,8 @@ public:
     virtual void host_call(int out, const std::string& text) = 0;
     // A host value (weight, constant, shape arithmetic) became tensor t.
     virtual void bind(const Val& v, ggml_tensor* t) = 0;
+    // A control-flow lowering bound value `from` under the new name `to` (a subgraph input, a loop counter).
+    virtual void alias(const std::string& to, const Val& from) = 0;
     // The lowering took value v's tensor t (through Lower::t).
     virtual void use(const Val& v, ggml_tensor* t) = 0;
     // The lowering read value v's host data directly (not through Lower::sym).
