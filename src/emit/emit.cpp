@@ -119,7 +119,7 @@ std::string dim_symbol(const ValueInfo& vi, size_t a) {
 }
 
 // Symbolic dim j (in order of appearance) gets base * (j + 1 + shift): distinct values make comments name dims.
-Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distinct, int shift) {
+Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distinct, int shift, int data) {
     Probe pr;
     pr.shift = shift;
     std::vector<Tensor> ins;
@@ -135,11 +135,11 @@ Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distin
             if (!pr.dims.count(s)) pr.dims[s] = distinct ? base * int64_t(pr.dims.size() + 1 + size_t(shift)) : base;
             t.shape.push_back(pr.dims[s]);
         }
-        // Integer inputs hold 0 in the first probe and 1 in the second, so that code that took an input's values
-        // as numbers differs between them too (graph data must stay data).
+        // Integer inputs hold `data` in the first probe and data + 1 in the second, so that code that took an
+        // input's values as numbers differs between them too (graph data must stay data).
         t.data.assign(size_t(t.numel()) * dtype_size(t.dtype), 0);
-        if (shift && dtype_is_integer(t.dtype))
-            for (int64_t k = 0; k < t.numel(); k++) t.data[size_t(k) * dtype_size(t.dtype)] = 1;
+        if (dtype_is_integer(t.dtype))
+            for (int64_t k = 0; k < t.numel(); k++) t.data[size_t(k) * dtype_size(t.dtype)] = uint8_t(data + shift);
         ins.push_back(std::move(t));
     }
     std::vector<const Tensor*> ptrs;
@@ -225,31 +225,38 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     // Two probe builds at different values of every symbolic dim: code that came out different depends on a
     // probe's numbers (a dim fixed at compile time), which compile refuses rather than writes down.
     GraphPlan plan = plan_graph(m);
-    bool symbolic = false;
+    bool symbolic = false, symbolic_dims = false;
     for (auto& vi : m.graph.inputs) {
-        for (auto& d : vi.dims) symbolic |= !d.known();
+        for (auto& d : vi.dims) symbolic_dims |= !d.known();
+        symbolic |= symbolic_dims;
         symbolic |= dtype_is_integer(vi.dtype);  // the second probe also changes integer input data
     }
     std::vector<Probe> probes;
     std::string first_error;
-    struct Try { int64_t base; bool distinct; int shift; };
-    const Try tries[] = {{8, true, 0}, {8, true, 1}, {16, true, 0}, {16, true, 1}, {8, false, 0}, {8, false, 1},
-                         {1, false, 0}, {2, false, 1}, {32, false, 0}, {64, false, 1}, {4, false, 0}};
+    struct Try { int64_t base; bool distinct; int shift; int data; };
+    // Integer data 0 and 1 first; graphs that need non-zero data to build (a Range step, a trip count) get 1 and 2.
+    const Try tries[] = {{8, true, 0, 0}, {8, true, 1, 0}, {16, true, 0, 0}, {16, true, 1, 0}, {8, false, 0, 0},
+                         {8, false, 1, 0}, {1, false, 0, 0}, {2, false, 1, 0}, {32, false, 0, 0}, {64, false, 1, 0},
+                         {4, false, 0, 0}, {8, true, 0, 1}, {8, true, 1, 1}, {1, false, 0, 1}, {2, false, 1, 1}};
     for (const Try& t : tries) {
         if (!probes.empty() && !symbolic) break;
         if (probes.size() == 2) break;
         if (!probes.empty() && t.shift == 0) continue;  // the second probe differs in dims and integer data
-        Probe pr = run_probe(m, plan, t.base, t.distinct, t.shift);
+        Probe pr = run_probe(m, plan, t.base, t.distinct, t.shift, t.data);
         if (!pr.rec) {
             if (first_error.empty()) first_error = pr.error;
             continue;
         }
         probes.push_back(std::move(pr));
     }
-    // Probe inputs are zeros: a graph whose shapes come from input data (Expand's shape, Range's limits fed as
-    // inputs) does not build from them, and compile could not write it down anyway.
-    O2G_CHECK(!probes.empty(), m.path, ": cannot compile: the graph does not build from zero-filled probe inputs (",
-              first_error, "); its shapes probably depend on input data, which compiled programs do not evaluate yet");
+    // A graph whose shapes come from input data in ways no probe satisfies (an Expand target fed as an input) does
+    // not build from probe data, and compile cannot check what it would write.
+    O2G_CHECK(!probes.empty(), m.path, ": cannot compile: the graph does not build from probe inputs (integer data 0, "
+              "1 or 2: ", first_error, ")");
+    // (Integer data alone may fail to build at a second probe, e.g. a reshape target; host statements keep it
+    // data, and lowerings that read it themselves are refused per node.)
+    O2G_CHECK(!symbolic_dims || probes.size() == 2, m.path, ": cannot compile: the graph builds at one probe "
+              "shape only, so compile cannot check that its code holds for every input shape");
     ProgramRecorder& r = *probes[0].rec;
     std::vector<std::string> failures = r.failures;
     if (probes.size() == 2) {

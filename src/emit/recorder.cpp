@@ -527,6 +527,8 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
                 for (auto& d : r.e) all_lit &= is_int_literal(d, dummy);
                 if (all_lit) r = HostExpr{HostExpr::Const, {}, ""};
             }
+        } else if (!out.name.empty() && host_.count(out.name)) {  // a subgraph's output, or an input passed on
+            r = host_[out.name];
         } else if (all_const) {
             r.kind = HostExpr::Const;
         } else {
@@ -534,9 +536,7 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
             for (int i = 0; i < L.n_in(); i++)
                 if (L.has(i) && out.host && out.host == L.in(i).host) passed = i;
             auto call = host_calls_.find(int(o));
-            auto body = out.name.empty() ? host_.end() : host_.find(out.name);  // a subgraph's output
-            if (body != host_.end()) r = body->second;
-            else if (passed >= 0) r = ins[size_t(passed)];
+            if (passed >= 0) r = ins[size_t(passed)];
             else if (o == 0 && !any_data && !any_bad && !any_var) r = eval_sym(L, ptrs, r.why);
             else r = HostExpr{HostExpr::Bad, {}, any_data || any_bad ? why : "it is computed on the host by " +
                                                   L.node.op_type + ", whose host evaluation is not an op-library call yet"};
