@@ -55,6 +55,16 @@ HostExpr::Kind unnamed_kind(const Val& v) {
     return v.is_weight || (v.host && v.input_deps.empty()) ? HostExpr::Const : HostExpr::Data;
 }
 
+// a == b, folded for literals and for a dim (never negative) against a negative literal.
+std::string equal_text(const std::string& a, const std::string& b) {
+    int64_t x, y;
+    bool la = is_int_literal(a, x), lb = is_int_literal(b, y);
+    if (la && lb) return x == y ? "1" : "0";
+    auto dim = [](const std::string& s) { return s.find("->ne[") != std::string::npos && s.find(' ') == std::string::npos; };
+    if ((la && x < 0 && dim(b)) || (lb && y < 0 && dim(a))) return "0";
+    return "(" + a + " == " + b + ")";
+}
+
 // Placeholder for call k's result inside this node's text, replaced by its name when the node ends.
 std::string token_of(size_t k) {
     std::string t(1, '\x01');
@@ -420,7 +430,7 @@ HostExpr ProgramRecorder::eval_sym(Lower& L, const std::vector<const HostExpr*>&
         for (size_t k = 0; k < n && ok; k++) {
             const std::string& x = a[a.size() == 1 ? 0 : k];
             const std::string& y = b[b.size() == 1 ? 0 : k];
-            if (op == "Equal") r.e.push_back("(" + x + " == " + y + ")");
+            if (op == "Equal") r.e.push_back(equal_text(x, y));
             else if (op == "Max") r.e.push_back("std::max<int64_t>(" + x + ", " + y + ")");
             else if (op == "Min") r.e.push_back("std::min<int64_t>(" + x + ", " + y + ")");
             else r.e.push_back(arith(op == "Add" ? '+' : op == "Sub" ? '-' : op == "Mul" ? '*' : op == "Div" ? '/' : '%',
@@ -441,7 +451,7 @@ HostExpr ProgramRecorder::eval_sym(Lower& L, const std::vector<const HostExpr*>&
                 return "";
             };
             std::string cc = pick(c), aa = pick(a), bb = pick(b);
-            if (ok) r.e.push_back("(" + cc + " ? " + aa + " : " + bb + ")");
+            if (ok) r.e.push_back(cc == "1" ? aa : cc == "0" ? bb : "(" + cc + " ? " + aa + " : " + bb + ")");
         }
     } else {
         ok = false;
