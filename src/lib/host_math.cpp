@@ -229,6 +229,22 @@ HostTensor host_where(const HostTensor& c, const HostTensor& a, const HostTensor
 
 HostTensor host_cast(const HostTensor& x, DType to) { return x.cast(to); }
 
+HostTensor host_bitcast(const HostTensor& x, DType to) {
+    if (!onnx2ggml::dtype_supported(to) || dtype_size(to) == 0) throw OpError("BitCast to an unsupported type");
+    if (dtype_size(to) != dtype_size(x.dtype)) throw OpError("BitCast needs input and output types of the same width");
+    HostTensor o = x;
+    o.dtype = to;
+    return o;
+}
+
+HostTensor host_eye_like(const Ints& shape, DType type, int64_t k) {
+    if (shape.size() != 2) throw OpError("EyeLike needs rank 2");
+    HostTensor out = HostTensor::alloc(type, shape);
+    for (int64_t i = 0; i < shape[0]; i++)
+        if (i + k >= 0 && i + k < shape[1]) out.set_i64(i * shape[1] + i + k, 1);
+    return out;
+}
+
 HostTensor host_range(const HostTensor& start, const HostTensor& limit, const HostTensor& delta) {
     if (start.numel() != 1 || limit.numel() != 1 || delta.numel() != 1)
         throw OpError("Range takes scalar start, limit and delta");

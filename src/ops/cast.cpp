@@ -29,15 +29,7 @@ void lower_Cast(Lower& L) {
 }
 void host_Cast(Lower& L) { O2G_HOST(L, 0, o2g::host_cast, L.hv(0), cast_target(L)); }
 
-void host_BitCast(Lower& L) {
-    const HostTensor& x = L.h(0);
-    DType to = DType(L.node.get_int("to", 0));
-    if (!dtype_supported(to) || dtype_size(to) == 0) L.error("unsupported target type");
-    if (dtype_size(to) != dtype_size(x.dtype)) L.error("BitCast needs input and output types of the same width");
-    HostTensor o = x;
-    o.dtype = to;
-    L.out_host(0, o);
-}
+void host_BitCast(Lower& L) { O2G_HOST(L, 0, o2g::host_bitcast, L.hv(0), DType(L.node.get_int("to", 0))); }
 
 // Inference: the data passes through and the optional mask is all true.
 void lower_Dropout(Lower& L) {

@@ -46,14 +46,8 @@ void host_ConstantOfShape(Lower& L) {
 void host_Range(Lower& L) { O2G_HOST(L, 0, o2g::host_range, L.hv(0), L.hv(1), L.hv(2)); }
 
 void host_EyeLike(Lower& L) {
-    const Shape& s = L.shape(0);
-    if (s.size() != 2) L.error("EyeLike needs rank 2");
     DType dt = L.node.has("dtype") ? DType(int32_t(L.node.get_int("dtype", 1))) : L.dtype(0);
-    int64_t k = L.node.get_int("k", 0);
-    HostTensor out = HostTensor::alloc(dt, s);
-    for (int64_t i = 0; i < s[0]; i++)
-        if (i + k >= 0 && i + k < s[1]) out.set_i64(i * s[1] + i + k, 1);
-    L.out_host(0, std::move(out));
+    O2G_HOST(L, 0, o2g::host_eye_like, L.shape_sym(0), dt, L.node.get_int("k", 0));
 }
 
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----

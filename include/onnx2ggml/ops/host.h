@@ -28,8 +28,12 @@ HostTensor host_map(const std::vector<HostTensor>& xs, const HostMapParams& p);
 // ONNX Where: c ? a : b, broadcast.
 HostTensor host_where(const HostTensor& c, const HostTensor& a, const HostTensor& b);
 HostTensor host_cast(const HostTensor& x, DType to);
+// ONNX BitCast: the same bytes read as another type of the same width.
+HostTensor host_bitcast(const HostTensor& x, DType to);
 
 // ---- generators ----
+// ONNX EyeLike: ones on diagonal k of a rank-2 tensor of the given shape.
+HostTensor host_eye_like(const Ints& shape, DType type, int64_t k);
 // ONNX Range over scalar start, limit, delta (float types accumulate as the reference does).
 HostTensor host_range(const HostTensor& start, const HostTensor& limit, const HostTensor& delta);
 // A tensor of the given shape filled with value's single element (its type), or float zeros if value is empty.
