@@ -210,7 +210,9 @@ std::string ProgramRecorder::host_text(const HostArg& a) {
     if (k == HostExpr::Const) return lit();
     if (k == HostExpr::Var) return var_text(it->second);
     if (k == HostExpr::Sym && a.src->rank() <= 1 && it->second.e.size() == size_t(a.h->numel())) {
-        std::string shape = a.src->rank() ? "{" + std::to_string(a.h->numel()) + "}" : "{}", list;
+        std::string shape = "{", list;
+        if (a.src->rank()) shape += std::to_string(a.h->numel());
+        shape += "}";
         for (size_t i = 0; i < it->second.e.size(); i++) list += (i ? ", " : "") + it->second.e[i];
         return std::string(dtype_is_float(a.h->dtype) ? "o2g::host_floats(" : "o2g::host_ints(") +
                arg_text(*this, a.h->dtype) + ", " + shape + ", {" + list + "})";
