@@ -35,9 +35,8 @@ void host_BitCast(Lower& L) { O2G_HOST(L, 0, o2g::host_bitcast, L.hv(0), DType(L
 void lower_Dropout(Lower& L) {
     L.pass(0, 0);
     if (L.outs.size() > 1 && !L.node.outputs[1].empty()) {
-        HostTensor m = HostTensor::alloc(DType::BOOL, L.shape(0));
-        for (int64_t k = 0; k < m.numel(); k++) m.mut()[k] = 1;
-        L.out_host(1, std::move(m));
+        const HostTensor yes = HostTensor::from_i64(DType::BOOL, {1}, {1});
+        O2G_HOST(L, 1, o2g::host_constant_of_shape, L.shape_sym(0), HostArg{&yes, nullptr});
     }
 }
 
