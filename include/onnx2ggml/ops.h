@@ -12,6 +12,7 @@
 // - A function never reads tensor data: anything that must be known to build the graph (a reshape target,
 //   slice bounds) is an argument.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>

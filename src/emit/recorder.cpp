@@ -154,7 +154,50 @@ std::string ProgramRecorder::ints_text(const Sym& s) {
     return "";
 }
 
-void ProgramRecorder::call(ggml_tensor* result, const std::string& text) {
+void ProgramRecorder::param_field(const Val& v, const std::string& field, char kind) {
+    auto it = host_.find(v.name);
+    HostExpr::Kind k = it != host_.end() ? it->second.kind : unnamed_kind(v);
+    std::string e;
+    if (k == HostExpr::Var) e = kind == 'f' ? "float(" + var_text(it->second) + ".f64(0))" : var_text(it->second) + ".to_f32()";
+    else if (k == HostExpr::Sym && !it->second.e.empty()) {
+        if (kind == 'f') e = "float(" + it->second.e[0] + ")";
+        else {
+            e = "std::vector<float>{";
+            for (size_t i = 0; i < it->second.e.size(); i++) e += (i ? ", " : "") + std::string("float(") + it->second.e[i] + ")";
+            e += "}";
+        }
+    } else return;  // a constant stays a literal; data compile cannot follow stays a direct read (refused)
+    fields_.emplace_back(field, e);
+    field_vals_.push_back(v.name);
+}
+
+// Replaces the literal of params field `.field = ...` in a call's text with `expr`; false if it is not there.
+static bool replace_field(std::string& text, const std::string& field, const std::string& expr) {
+    std::string key = "." + field + " = ";
+    size_t p = text.find(key);
+    if (p == std::string::npos) return false;
+    size_t b = p + key.size(), e = b;
+    int depth = 0;
+    for (; e < text.size(); e++) {
+        char c = text[e];
+        if (c == '{') depth++;
+        else if (c == '}' && depth-- == 0) break;
+        else if (c == ',' && depth == 0) break;
+        if (depth == 0 && c == '}') {
+            e++;
+            break;
+        }
+    }
+    text.replace(b, e - b, expr);
+    return true;
+}
+
+void ProgramRecorder::call(ggml_tensor* result, const std::string& text_in) {
+    std::string text = text_in;
+    for (size_t i = 0; i < fields_.size(); i++)
+        if (!text.empty() && replace_field(text, fields_[i].first, fields_[i].second)) passed_.insert(field_vals_[i]);
+    fields_.clear();
+    field_vals_.clear();
     if (text.empty()) {
         fail_node("an argument of an op-library call has no C++ form");
         return;
@@ -336,6 +379,8 @@ void ProgramRecorder::node_begin(const Node& n, bool on_host) {
     node_fail_.clear();
     host_calls_.clear();
     host_stmts_.clear();
+    fields_.clear();
+    field_vals_.clear();
 }
 
 std::vector<std::string> ProgramRecorder::host_elems(Lower& L, int i, bool& ok) {

@@ -40,6 +40,7 @@ public:
     void bind(const Val& v, ggml_tensor* t) override;
     void use(const Val& v, ggml_tensor* t) override;
     void alias(const std::string& to, const Val& from) override;
+    void param_field(const Val& v, const std::string& field, char kind) override;
     void host_read(const Val& v) override;
     void node_begin(const Node& n, bool on_host) override;
     void node_end(Lower& L, bool on_host) override;
@@ -86,6 +87,8 @@ private:
     bool node_on_host_ = false;
     std::map<int, std::string> host_calls_;              // this node's host function calls by output
     std::vector<std::string> host_stmts_;                // ... written as statements
+    std::vector<std::pair<std::string, std::string>> fields_;  // params fields the next call takes from values
+    std::vector<std::string> field_vals_;                // ... and the values they come from
     std::string nested_code_;                            // code of the nodes a control-flow node ran (unrolled)
     struct Saved;                                        // the enclosing node's state while a body node records
     std::vector<std::shared_ptr<Saved>> saved_;

@@ -22,6 +22,10 @@ ggml_tensor* div(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, 
 
 ggml_tensor* pow(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Pow); }
 
+ggml_tensor* clip(Ctx& ctx, ggml_tensor* x, const ClipParams& p) {
+    return ggml_clamp(ctx, x, std::min(p.min, p.max), p.max);
+}
+
 ggml_tensor* pow_scalar(Ctx& ctx, ggml_tensor* x, float e) {
     if (e == 1.0f) return x;
     if (e == 2.0f) return ggml_sqr(ctx, x);

@@ -23,7 +23,7 @@ o2g::NegativeLogLikelihoodLossParams loss_params(Lower& L, bool nll, ggml_tensor
     p.has_ignore_index = L.node.has("ignore_index");
     p.ignore_index = L.node.get_int("ignore_index", 0);
     if (L.has(2)) {
-        for (double w : L.h(2).to_f64()) p.weight.push_back(float(w));
+        p.weight = L.param_floats(2, "weight");
         if (int64_t(p.weight.size()) != C) L.error("weight must have C elements");
     }
     // The ONNX reference's NLL divides the mean by every target when ignore_index is -1 and there is no weight.

@@ -128,13 +128,15 @@ void lower_IsInf(Lower& L) {
 void lower_Not(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::logical_not, L.t(0)), DType::BOOL, L.shape(0)); }
 
 // Clip before opset 11 takes its bounds as attributes; from 11 as inputs.
-static void clip(Lower& L, float lo, float hi) {
-    if (lo > hi) lo = hi;  // the spec: every value becomes max when min > max
-    out_same(L, O2G_CALL(L, ggml_clamp, L.t(0), lo, hi));
+void lower_Clip_6(Lower& L) {
+    out_same(L, O2G_CALL(L, o2g::clip, L.t(0), o2g::ClipParams{L.node.get_float("min", -INFINITY),
+                                                                 L.node.get_float("max", INFINITY)}));
 }
-void lower_Clip_6(Lower& L) { clip(L, L.node.get_float("min", -INFINITY), L.node.get_float("max", INFINITY)); }
 void lower_Clip(Lower& L) {
-    clip(L, L.has(1) ? float(L.h(1).f64(0)) : -INFINITY, L.has(2) ? float(L.h(2).f64(0)) : INFINITY);
+    o2g::ClipParams p;
+    if (L.has(1)) p.min = L.param_float(1, "min");
+    if (L.has(2)) p.max = L.param_float(2, "max");
+    out_same(L, O2G_CALL(L, o2g::clip, L.t(0), p));
 }
 void host_Clip_6(Lower& L) {
     const HostTensor lo = HostTensor::from_f64(DType::FLOAT, {}, {L.node.get_float("min", -INFINITY)}),

@@ -41,6 +41,8 @@ public:
     virtual void host_call(int out, const std::string& text) = 0;
     // A host value (weight, constant, shape arithmetic) became tensor t.
     virtual void bind(const Val& v, ggml_tensor* t) = 0;
+    // Params field `field` of the next call holds value v's data (kind 'f': one float, 'F': a float vector).
+    virtual void param_field(const Val& v, const std::string& field, char kind) = 0;
     // A control-flow lowering bound value `from` under the new name `to` (a subgraph input, a loop counter).
     virtual void alias(const std::string& to, const Val& from) = 0;
     // The lowering took value v's tensor t (through Lower::t).
@@ -127,6 +129,10 @@ struct Lower {
 
     // Host integers of input i for an op-library call (see Sym).
     Sym sym(int i);
+    // Input i's host values read into params field `field` of the next O2G_CALL; compile writes that field as the
+    // program's value, so that a value fed as an input stays data (Clip's bounds, a loss's class weights).
+    std::vector<float> param_floats(int i, const char* field);
+    float param_float(int i, const char* field);
     // Input i's ONNX shape for an op-library call, written by `compile` as an expression of the value it belongs to.
     Sym shape_sym(int i) { return Sym{shape(i), &in(i), true}; }
     o2g::Ctx& octx();

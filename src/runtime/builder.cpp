@@ -218,6 +218,17 @@ void Lower::record(Recorder& r, const char* name, ggml_tensor* result, const std
     r.call(result, text + ")");
 }
 
+std::vector<float> Lower::param_floats(int i, const char* field) {
+    std::vector<float> v = h(i).to_f32();
+    if (b.rec) b.rec->param_field(in(i), field, 'F');
+    return v;
+}
+float Lower::param_float(int i, const char* field) {
+    if (h(i).numel() < 1) error("input " + std::to_string(i) + " is empty");
+    if (b.rec) b.rec->param_field(in(i), field, 'f');
+    return float(h(i).f64(0));
+}
+
 HostArg Lower::hv(int i) {
     reading_sym_ = true;
     HostArg a{&h(i), &in(i)};

@@ -17,6 +17,12 @@ ggml_tensor* pow(Ctx& ctx, ggml_tensor* a, ggml_tensor* b);
 // x ** e for a constant exponent: x for 1, ggml_sqr for 2, ggml_sqrt for 0.5, else std::pow (CPU kernel).
 ggml_tensor* pow_scalar(Ctx& ctx, ggml_tensor* x, float e);
 
+struct ClipParams {
+    float min = -INFINITY, max = INFINITY;  // min > max: every value becomes max (the spec)
+    void fields(FieldWriter& f) const { f("min", min); f("max", max); }
+};
+ggml_tensor* clip(Ctx& ctx, ggml_tensor* x, const ClipParams& p);
+
 struct ModParams {
     bool fmod = false;  // true: C fmod (sign of a); false: Python-style mod (sign of b)
     void fields(FieldWriter& f) const { f("fmod", fmod); }
