@@ -85,6 +85,8 @@ std::string ints_literal(const Ints& v);
 // Shared layout helpers.
 ggml_tensor* cont(Ctx& ctx, ggml_tensor* x);                       // x, made contiguous when it is not
 bool same_ne(const ggml_tensor* a, const ggml_tensor* b);
+// ONNX axis `axis` (negative: from the end) of a rank-`rank` tensor as a ggml dim; OpError when out of range.
+int ggml_axis(int64_t axis, int rank);
 ggml_tensor* repeat_to(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);  // numpy-style broadcast in ggml dims
 void broadcast_ne(const ggml_tensor* a, const ggml_tensor* b, int64_t ne[4]);  // OpError if incompatible
 void broadcast_ne(const int64_t a[4], const int64_t b[4], int64_t ne[4]);

@@ -154,11 +154,15 @@ std::string ProgramRecorder::ints_text(const Sym& s) {
     return "";
 }
 
-void ProgramRecorder::param_field(const Val& v, const std::string& field, char kind) {
+void ProgramRecorder::param_field(const Val& v, const std::string& field, char kind, int rank) {
     auto it = host_.find(v.name);
     HostExpr::Kind k = it != host_.end() ? it->second.kind : unnamed_kind(v);
     std::string e;
-    if (k == HostExpr::Var) e = kind == 'f' ? "float(" + var_text(it->second) + ".f64(0))" : var_text(it->second) + ".to_f32()";
+    std::string first = k == HostExpr::Var ? var_text(it->second) + ".i64(0)" : k == HostExpr::Sym && !it->second.e.empty() ? it->second.e[0] : "";
+    if (kind == 'a') {
+        if (first.empty()) return;
+        e = "o2g::ggml_axis(" + first + ", " + std::to_string(rank) + ")";
+    } else if (k == HostExpr::Var) e = kind == 'f' ? "float(" + var_text(it->second) + ".f64(0))" : var_text(it->second) + ".to_f32()";
     else if (k == HostExpr::Sym && !it->second.e.empty()) {
         if (kind == 'f') e = "float(" + it->second.e[0] + ")";
         else {

@@ -40,7 +40,7 @@ public:
     void bind(const Val& v, ggml_tensor* t) override;
     void use(const Val& v, ggml_tensor* t) override;
     void alias(const std::string& to, const Val& from) override;
-    void param_field(const Val& v, const std::string& field, char kind) override;
+    void param_field(const Val& v, const std::string& field, char kind, int rank) override;
     void host_read(const Val& v) override;
     void node_begin(const Node& n, bool on_host) override;
     void node_end(Lower& L, bool on_host) override;

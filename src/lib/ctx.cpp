@@ -73,6 +73,12 @@ void FieldWriter::operator()(const char* name, const std::vector<float>& v) {
 
 ggml_tensor* cont(Ctx& ctx, ggml_tensor* x) { return ggml_is_contiguous(x) ? x : ggml_cont(ctx, x); }
 
+int ggml_axis(int64_t axis, int rank) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank) throw OpError("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    return rank - 1 - int(a);
+}
+
 bool same_ne(const ggml_tensor* a, const ggml_tensor* b) {
     for (int i = 0; i < 4; i++)
         if (a->ne[i] != b->ne[i]) return false;

@@ -193,10 +193,9 @@ void host_Trilu(Lower& L) {
 static o2g::CumParams cum_params(Lower& L, int& axis) {
     int r = L.rank(0);
     if (r == 0) L.error("input must have rank >= 1");
-    auto ax = L.sym(1).v;
-    if (ax.size() != 1) L.error("axis must hold one value");
-    axis = norm_axis(L, ax[0], r);
-    return {gdim(r, axis), L.node.get_int("exclusive", 0) != 0, L.node.get_int("reverse", 0) != 0};
+    int d = L.param_axis(1, "axis", r);
+    axis = r - 1 - d;
+    return {d, L.node.get_int("exclusive", 0) != 0, L.node.get_int("reverse", 0) != 0};
 }
 // Host running sum (or product) along `axis`: integers in wrapping int64, floats in double.
 static void host_cum(Lower& L, bool product) {

@@ -42,7 +42,8 @@ public:
     // A host value (weight, constant, shape arithmetic) became tensor t.
     virtual void bind(const Val& v, ggml_tensor* t) = 0;
     // Params field `field` of the next call holds value v's data (kind 'f': one float, 'F': a float vector).
-    virtual void param_field(const Val& v, const std::string& field, char kind) = 0;
+    // 'a': an ONNX axis of a rank-`rank` tensor, as a ggml dim.
+    virtual void param_field(const Val& v, const std::string& field, char kind, int rank = 0) = 0;
     // A control-flow lowering bound value `from` under the new name `to` (a subgraph input, a loop counter).
     virtual void alias(const std::string& to, const Val& from) = 0;
     // The lowering took value v's tensor t (through Lower::t).
@@ -133,6 +134,8 @@ struct Lower {
     // program's value, so that a value fed as an input stays data (Clip's bounds, a loss's class weights).
     std::vector<float> param_floats(int i, const char* field);
     float param_float(int i, const char* field);
+    // Input i's single value as an ONNX axis of a rank-`rank` tensor, returned (and written) as a ggml dim.
+    int param_axis(int i, const char* field, int rank);
     // Input i's ONNX shape for an op-library call, written by `compile` as an expression of the value it belongs to.
     Sym shape_sym(int i) { return Sym{shape(i), &in(i), true}; }
     o2g::Ctx& octx();

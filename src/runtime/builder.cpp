@@ -229,6 +229,13 @@ float Lower::param_float(int i, const char* field) {
     return float(h(i).f64(0));
 }
 
+int Lower::param_axis(int i, const char* field, int rank) {
+    if (h(i).numel() != 1) error("input " + std::to_string(i) + " must hold one axis");
+    int d = o2g::ggml_axis(h(i).i64(0), rank);
+    if (b.rec) b.rec->param_field(in(i), field, 'a', rank);
+    return d;
+}
+
 HostArg Lower::hv(int i) {
     reading_sym_ = true;
     HostArg a{&h(i), &in(i)};
