@@ -56,6 +56,7 @@ import onnx
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
+import metrics  # noqa: E402
 import model_data  # noqa: E402
 import sd15_data  # noqa: E402
 
@@ -392,10 +393,7 @@ def torch_outputs(wrapper, io_spec, feeds):
 
 
 def rel_err(ref, got):
-    ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
-    err = float(np.abs(ref64 - got64).max())
-    scale = float(np.abs(ref64).max())
-    return err, (err / scale if scale > 0 else float("inf") if err else 0.0)
+    return tuple(metrics.errors(ref, got)[:2])  # (max abs err, rel err)
 
 
 def ort_check(path, feeds, refs, threads):

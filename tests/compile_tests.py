@@ -34,6 +34,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_common import NPY_DTYPES, REPO_ROOT, sanitize_name  # noqa: E402
+import metrics  # noqa: E402
 import model_data  # noqa: E402
 import sd15_data  # noqa: E402
 
@@ -388,7 +389,7 @@ def main():
             err = "program failed: " + rc.stderr[-300:]
         else:
             got = np.load(os.path.join(hd, "out", sanitize_name(hy)))
-            rel = float(np.abs(got - want).max() / np.abs(want).max())
+            rel = metrics.errors(want, got).rel
             if rel > 1e-5:
                 err = f"relative error {rel:.2e}"
         if os.path.exists(MARKER):

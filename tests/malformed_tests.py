@@ -33,6 +33,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+import metrics  # noqa: E402
 from cli_common import DEFAULT_CLI, ERROR_PREFIX, CliResult, one_line, run_cli, runner_prefix  # noqa: E402
 
 INPUT_NAME = "pixel_values"  # distinctive, so "the message names the input" is checkable
@@ -207,7 +208,7 @@ def check_output(out_dir: str, file_name: str, want: np.ndarray) -> None:
     if not os.path.exists(p):
         raise CaseFailed(f"no output file {file_name} in --output-dir (found: {sorted(os.listdir(out_dir))})")
     got = np.load(p, allow_pickle=False)
-    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+    if got.shape != want.shape or not metrics.close(want, got, 1e-5, 1e-6).all():
         raise CaseFailed(f"{file_name}: wrong values")
 
 

@@ -31,6 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import metrics  # noqa: E402
 import model_data  # noqa: E402
 
 
@@ -80,23 +81,10 @@ def reference(model_path, feeds):
 def compare(ref, got):
     if got.shape != ref.shape:
         return None, None, f"shape {list(got.shape)} != ref {list(ref.shape)}"
-    if ref.dtype.kind in "iub":
-        if got.dtype.kind not in "iub":
-            return None, None, f"dtype {got.dtype} != ref {ref.dtype}"
-        diff = np.abs(got.astype(np.int64) - ref.astype(np.int64))
-        err = float(diff.max()) if diff.size else 0.0
-        return err, (0.0 if err == 0 else float("inf")), None
-    ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
-    if not np.all(np.isfinite(got64) == np.isfinite(ref64)):
-        return float("inf"), float("inf"), "non-finite mismatch"
-    fin = np.isfinite(ref64)
-    if np.any(ref64[~fin] != got64[~fin]):
-        return float("inf"), float("inf"), "inf mismatch"
-    diff = np.abs(got64[fin] - ref64[fin])
-    err = float(diff.max()) if diff.size else 0.0
-    scale = float(np.abs(ref64[fin]).max()) if diff.size else 0.0
-    rel = err / scale if scale > 0 else (0.0 if err == 0 else float("inf"))
-    return err, rel, None
+    if ref.dtype.kind in "iub" and got.dtype.kind not in "iub":
+        return None, None, f"dtype {got.dtype} != ref {ref.dtype}"
+    e = metrics.errors(ref, got)
+    return e.abs, e.rel, ("non-finite mismatch" if e.nan_bad or e.inf_bad else None)
 
 
 def run_case(args, entry, model_path, case, ci, work):

@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
+import metrics  # noqa: E402
 from cli_common import (  # noqa: E402
     DEFAULT_CLI,
     NPY_DTYPES,
@@ -131,9 +132,7 @@ def compare(index: int, name: str, got: np.ndarray, want: np.ndarray, rtol: floa
         return f"{label}: dtype {got.dtype}, expected {want.dtype}"
     if want.dtype.kind == "V":  # bfloat16 & co: compare as float32 values
         got, want = got.astype(np.float32), want.astype(np.float32)
-    try:
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-    except AssertionError:
+    if not metrics.close(want, got, rtol, atol).all():  # what assert_allclose checks, NaNs equal
         return f"{label}: {mismatch_summary(got, want, rtol, atol)}"
     return None
 
@@ -143,12 +142,10 @@ def mismatch_summary(got: np.ndarray, want: np.ndarray, rtol: float, atol: float
         bad = got != want
         return f"{int(bad.sum())}/{want.size} elements differ"
     g, w = got.astype(np.float64), want.astype(np.float64)
-    bad = ~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
-    err = np.abs(g - w)
-    err[np.isnan(g) & np.isnan(w)] = 0
+    bad = ~metrics.close(w, g, rtol, atol)
     first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else ()
     where = f"; first at {list(first)}: got {g[first]:.6g}, expected {w[first]:.6g}" if bad.any() else ""
-    return f"{int(bad.sum())}/{want.size} elements differ, max abs err {np.nanmax(err):.3g}{where}"
+    return f"{int(bad.sum())}/{want.size} elements differ, max abs err {metrics.errors(w, g).abs:.3g}{where}"
 
 
 # --------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+import metrics  # noqa: E402
 from cli_common import DEFAULT_CLI, from_npy, one_line, run_model, runner_prefix, sanitize_name, to_npy  # noqa: E402
 
 from op_case import CASES, DEFAULT_OPSET, DEFAULT_TOL, Case, In, I64, K, R, V, W, case  # noqa: E402,F401
@@ -522,18 +523,11 @@ def compare(got: np.ndarray, want: np.ndarray, tol: float | None) -> tuple[bool,
         return bad == 0, f"{bad}/{want.size} elements differ" if bad else "exact"
     if tol is None:
         tol = DEFAULT_TOL.get(want.dtype, 1e-5)
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    nan_bad = int((np.isnan(g) != np.isnan(w)).sum())
-    inf_bad = int((np.isinf(w) & (g != w)).sum())
-    finite = np.isfinite(w) & np.isfinite(g)
-    abs_err = float(np.max(np.abs(g - w)[finite])) if finite.any() else 0.0
-    scale = float(np.max(np.abs(w[finite]))) if finite.any() else 0.0
-    rel_err = abs_err / scale if scale > 0 else abs_err
-    ok = rel_err <= tol and nan_bad == 0 and inf_bad == 0
-    text = f"max abs err {abs_err:.3g}, rel err {rel_err:.3g} (tol {tol:g})"
-    if nan_bad or inf_bad:
-        text += f", {nan_bad} NaN and {inf_bad} inf mismatches"
-    return ok, text
+    e = metrics.errors(want, got, zero_ref="abs")  # a NaN/inf mismatch makes e.rel infinite
+    text = f"max abs err {e.abs:.3g}, rel err {e.rel:.3g} (tol {tol:g})"
+    if e.nan_bad or e.inf_bad:
+        text += f", {e.nan_bad} NaN and {e.inf_bad} inf mismatches"
+    return e.rel <= tol, text
 
 
 def run_case(c: Case, prefix: list[str], timeout: float) -> tuple[str, bool, str]:

@@ -19,6 +19,9 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import metrics  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -34,7 +37,7 @@ def run(cli, model, feeds, tmp, env=None):
         raise RuntimeError(r.stderr)
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
     outs = [np.load(os.path.join(tmp, "out", o.name + ".npy")) for o in model.graph.output]
-    rel = max(float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-30)) for g, w in zip(outs, want))
+    rel = max(metrics.errors(w, g).rel for g, w in zip(outs, want))
     return json.load(open(os.path.join(tmp, "s.json"))), rel
 
 

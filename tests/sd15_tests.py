@@ -35,6 +35,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import metrics  # noqa: E402
 import sd15_data  # noqa: E402
 
 
@@ -75,13 +76,8 @@ def compare(ref, got):
     """(max abs err, rel err, problem or None)"""
     if got.shape != ref.shape:
         return None, None, f"shape {list(got.shape)} != ref {list(ref.shape)}"
-    ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
-    if not np.all(np.isfinite(got64)):
-        return float("inf"), float("inf"), "non-finite output"
-    err = float(np.abs(got64 - ref64).max()) if ref.size else 0.0
-    scale = float(np.abs(ref64).max()) if ref.size else 0.0
-    rel = err / scale if scale > 0 else (0.0 if err == 0 else float("inf"))
-    return err, rel, None
+    e = metrics.errors(ref, got)
+    return e.abs, e.rel, ("non-finite output" if e.nan_bad or e.inf_bad else None)
 
 
 def run_child(cmd, timeout, rss):
