@@ -267,6 +267,9 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
                 failures.push_back(n.describe() + ": its code depends on the input shapes or integer input data "
                                    "(a dim or value the model leaves open would be fixed)");
             }
+        if (r.epilogue != r2.epilogue)
+            failures.push_back("graph outputs: an output of rank > 4 has a shape that depends on the input shapes "
+                               "(compiled programs return such outputs at a fixed shape)");
     }
     if (!failures.empty()) {
         std::string msg = m.path + ": cannot compile " + std::to_string(failures.size()) + " node(s):";

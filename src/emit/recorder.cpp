@@ -80,9 +80,6 @@ ProgramRecorder::ProgramRecorder(const Model& m, Builder& b) : m_(m), b_(b) {
     for (size_t i = 0; i < m.graph.inputs.size(); i++) {
         const ValueInfo& vi = m.graph.inputs[i];
         input_index_[vi.name] = int(i);
-        if (vi.dims.size() > 4)
-            failures.push_back("graph input '" + vi.name + "': rank " + std::to_string(vi.dims.size()) +
-                               "; compiled programs take inputs of rank 4 at most");
         std::string id = ident(vi.name);
         val_var[vi.name] = id;
         // Integer inputs (and float ones read as shapes or indices) are read on the host when the graph is built.
@@ -741,17 +738,26 @@ void ProgramRecorder::finish() {
             else epilogue.push_back("hout[" + slot + "] = " + text + ";");
             continue;
         }
-        if (out_ranks.back() > 4) {  // its ONNX shape cannot be read back from a ggml tensor's four dims
-            failures.push_back("graph output '" + name + "': rank " + std::to_string(out_ranks.back()) +
-                               "; compiled programs return device outputs of rank 4 at most");
-            continue;
-        }
         auto it = val_var.find(name);
         if (it == val_var.end() || it->second == "nullptr") {
             if (it == val_var.end()) failures.push_back("graph output '" + name + "': no tensor computes it");
             continue;
         }
         epilogue.push_back("out[" + slot + "] = " + it->second + ";");
+        // Rank > 4: ggml folds the outer dims, so the program is told the ONNX shape (compile checks it is the same
+        // at both probes).
+        if (out_ranks.back() > 4) {
+            bool declared = vi.has_shape && vi.dims.size() == v->second.shape.size();
+            for (size_t a = 0; declared && a < vi.dims.size(); a++)
+                declared = vi.dims[a].known() && vi.dims[a].value == v->second.shape[a];
+            if (!declared) {
+                failures.push_back("graph output '" + name + "': rank " + std::to_string(out_ranks.back()) +
+                                   " without a fixed shape in the model; compiled programs return device outputs of "
+                                   "rank > 4 only at the shape the model declares");
+                continue;
+            }
+            epilogue.push_back("hout[" + slot + "].shape = o2g::Ints" + o2g::ints_literal(v->second.shape) + ";");
+        }
     }
 }
 

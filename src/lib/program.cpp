@@ -382,7 +382,14 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
             outs.push_back(std::move(out));
             continue;
         }
-        for (int a = 0; a < io.rank; a++) out.shape.push_back(t->ne[io.rank - 1 - a]);
+        if (io.rank > 4) {  // folded dims: the build gave the ONNX shape
+            out.shape = g.host_outputs[i].shape;
+            int64_t n = 1;
+            for (int64_t d : out.shape) n *= d;
+            if (int(out.shape.size()) != io.rank || n != ggml_nelements(t))
+                fail(name_, ": internal: output '", io.name, "' has no shape of rank ", io.rank);
+        } else
+            for (int a = 0; a < io.rank; a++) out.shape.push_back(t->ne[io.rank - 1 - a]);
         std::vector<uint8_t> dev(ggml_nbytes(t));
         if (!dev.empty() && t->buffer) ggml_backend_tensor_get(t, dev.data(), 0, dev.size());
         HostTensor src;
