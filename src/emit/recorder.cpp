@@ -195,10 +195,13 @@ static bool replace_field(std::string& text, const std::string& field, const std
 
 void ProgramRecorder::call(ggml_tensor* result, const std::string& text_in) {
     std::string text = text_in;
-    for (size_t i = 0; i < fields_.size(); i++)
-        if (!text.empty() && replace_field(text, fields_[i].first, fields_[i].second)) passed_.insert(field_vals_[i]);
-    fields_.clear();
-    field_vals_.clear();
+    for (size_t i = 0; i < fields_.size();) {  // a field waits for the call whose params have it
+        if (!text.empty() && replace_field(text, fields_[i].first, fields_[i].second)) {
+            passed_.insert(field_vals_[i]);
+            fields_.erase(fields_.begin() + long(i));
+            field_vals_.erase(field_vals_.begin() + long(i));
+        } else i++;
+    }
     if (text.empty()) {
         fail_node("an argument of an op-library call has no C++ form");
         return;
