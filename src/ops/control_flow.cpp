@@ -134,7 +134,6 @@ void lower_Loop(Lower& L) {
 }
 
 void lower_Scan(Lower& L) {
-    if (L.opset < 9) L.error("Scan before opset 9 (batch axis, sequence_lens) is not supported");
     const Graph& body = body_of(L, "body");
     int m = int(L.node.get_int("num_scan_inputs", 0));
     int n_state = L.n_in() - m;
@@ -188,6 +187,7 @@ const std::vector<OpDef>& control_flow_ops() {
     static const std::vector<OpDef> t = {
         {.op = "If", .since = 1, .host = lower_If, .host_inputs = {0}, .control = true},
         {.op = "Loop", .since = 1, .host = lower_Loop, .host_inputs = {0, 1}, .control = true},
+        // No Scan-8 (batch axis, sequence_lens): such models are reported as unsupported.
         {.op = "Scan", .since = 9, .host = lower_Scan, .control = true},
     };
     return t;

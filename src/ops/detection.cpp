@@ -84,8 +84,9 @@ void host_NonMaxSuppression(Lower& L) {
     L.out_host(0, HostTensor::from_i64(DType::INT64, {int64_t(out.size() / 3), 3}, out));
 }
 
-// ---- RoiAlign (10; coordinate_transformation_mode from 16) ----
-void lower_RoiAlign(Lower& L) {
+// ---- RoiAlign ----
+// RoiAlign-10 maps output_half_pixel; 16 added coordinate_transformation_mode, default half_pixel.
+static void roi_align(Lower& L, const char* default_ctm) {
     if (L.rank(0) != 4) L.error("X must be 4-D (N, C, H, W)");
     const Shape &rs = L.shape(1), &bs = L.shape(2);
     if (rs.size() != 2 || rs[1] != 4) L.error("rois must have shape (num_rois, 4)");
@@ -97,8 +98,7 @@ void lower_RoiAlign(Lower& L) {
     p.spatial_scale = L.node.get_float("spatial_scale", 1.0f);
     if (p.output_height < 1 || p.output_width < 1) L.error("output_height and output_width must be positive");
     if (p.sampling_ratio < 0) L.error("sampling_ratio must be >= 0");
-    std::string ctm = L.node.get_string("coordinate_transformation_mode",
-                                        L.opset >= 16 ? "half_pixel" : "output_half_pixel");
+    std::string ctm = L.node.get_string("coordinate_transformation_mode", default_ctm);
     if (ctm != "half_pixel" && ctm != "output_half_pixel") L.error("unknown coordinate_transformation_mode '" + ctm + "'");
     p.half_pixel = ctm == "half_pixel";
     std::string mode = L.node.get_string("mode", "avg");
@@ -112,13 +112,16 @@ void lower_RoiAlign(Lower& L) {
     ggml_tensor *x = L.t(0), *rois = L.t(1), *bi = L.t(2);
     L.out(0, O2G_CALL(L, o2g::roi_align, x, rois, bi, p), L.dtype(0), 4);
 }
+void lower_RoiAlign_10(Lower& L) { roi_align(L, "output_half_pixel"); }
+void lower_RoiAlign(Lower& L) { roi_align(L, "half_pixel"); }
 
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 
 const std::vector<OpDef>& detection_ops() {
     static const std::vector<OpDef> t = {
         {.op = "NonMaxSuppression", .since = 10, .host = host_NonMaxSuppression, .host_inputs = {0,1,2,3,4}},
-        {.op = "RoiAlign", .since = 10, .ggml = lower_RoiAlign, .math = true},
+        {.op = "RoiAlign", .since = 10, .ggml = lower_RoiAlign_10, .math = true},
+        {.op = "RoiAlign", .since = 16, .ggml = lower_RoiAlign, .math = true},
     };
     return t;
 }

@@ -72,41 +72,34 @@ void host_Concat(Lower& L) {
 }
 
 // ---- Split ----
-// The sizes input or attribute (empty: equal chunks), and the number of parts.
-static Sym split_arg(Lower& L, int& parts) {
-    Sym split;
-    if (L.opset >= 13 && L.has(1)) split = L.sym(1);
-    else if (L.opset < 13) split.v = L.node.get_ints("split");
-    parts = int(L.node.outputs.size());
-    if (split.v.empty() && L.node.has("num_outputs")) parts = int(L.node.get_int("num_outputs", parts));
-    if (!split.v.empty()) parts = int(split.v.size());
-    return split;
+// The sizes (empty: `parts` equal chunks) come from the 'split' attribute before 13 and from input 1 since; the
+// number of equal chunks is the number of outputs, or num_outputs from 18.
+static Sym split_attr(Lower& L) { return Sym{L.node.get_ints("split"), nullptr}; }
+static Sym split_input(Lower& L) { return L.has(1) ? L.sym(1) : Sym{}; }
+static int split_parts(Lower& L, const Sym& split, bool num_outputs) {
+    if (!split.v.empty()) return int(split.v.size());
+    const int outs = int(L.node.outputs.size());
+    return num_outputs && L.node.has("num_outputs") ? int(L.node.get_int("num_outputs", outs)) : outs;
 }
-static std::vector<int64_t> split_sizes(Lower& L, int axis) {
-    int parts;
-    std::vector<int64_t> split = split_arg(L, parts).v;
-    int64_t A = L.shape(0)[size_t(axis)];
-    if (split.empty()) {
-        int64_t chunk = (A + parts - 1) / parts;
-        for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
-    }
-    return split;
-}
-void lower_Split(Lower& L) {
+static void split_out(Lower& L, const Sym& sizes, bool num_outputs) {
     int r = L.rank(0);
     if (r > 4) L.error("rank > 4 Split is not supported on the device");
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
-    int parts;
-    const Sym split = split_arg(L, parts);
+    const int parts = split_parts(L, sizes, num_outputs);
     for (int i = 0; i < parts && i < int(L.outs.size()); i++) {
         o2g::SplitParams p{gdim(r, axis), i, parts};
-        L.out(i, O2G_CALL(L, o2g::split, L.t(0), split, p), L.dtype(0), r);
+        L.out(i, O2G_CALL(L, o2g::split, L.t(0), sizes, p), L.dtype(0), r);
     }
 }
-void host_Split(Lower& L) {
+static void split_host(Lower& L, const Sym& given, bool num_outputs) {
     int r = L.rank(0);
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
-    auto split = split_sizes(L, axis);
+    std::vector<int64_t> split = given.v;
+    if (split.empty()) {
+        const int parts = split_parts(L, given, num_outputs);
+        int64_t A = L.shape(0)[size_t(axis)], chunk = (A + parts - 1) / parts;
+        for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
+    }
     const HostTensor& x = L.h(0);
     int64_t off = 0;
     for (size_t i = 0; i < split.size() && i < L.outs.size(); i++) {
@@ -117,21 +110,33 @@ void host_Split(Lower& L) {
         off += split[i];
     }
 }
+void lower_Split_1(Lower& L) { split_out(L, split_attr(L), false); }
+void lower_Split_13(Lower& L) { split_out(L, split_input(L), false); }
+void lower_Split(Lower& L) { split_out(L, split_input(L), true); }
+void host_Split_1(Lower& L) { split_host(L, split_attr(L), false); }
+void host_Split_13(Lower& L) { split_host(L, split_input(L), false); }
+void host_Split(Lower& L) { split_host(L, split_input(L), true); }
 
 // ---- Slice ----
+// Before opset 10 starts, ends and axes are attributes (no steps); from 10 they are inputs 1-4.
 struct SliceArgs { Sym starts, ends, steps; std::vector<int64_t> axes; };
-static SliceArgs slice_args(Lower& L) {
+static SliceArgs slice_attrs(Lower& L) {
     SliceArgs a;
-    if (L.opset < 10) {
-        a.starts.v = L.node.get_ints("starts");
-        a.ends.v = L.node.get_ints("ends");
-        a.axes = L.node.get_ints("axes");
-    } else {
-        a.starts = L.sym(1);
-        a.ends = L.sym(2);
-        if (L.has(3)) a.axes = L.sym(3).v;
-        if (L.has(4)) a.steps = L.sym(4);
-    }
+    a.starts.v = L.node.get_ints("starts");
+    a.ends.v = L.node.get_ints("ends");
+    a.axes = L.node.get_ints("axes");
+    return a;
+}
+static SliceArgs slice_inputs(Lower& L) {
+    SliceArgs a;
+    a.starts = L.sym(1);
+    a.ends = L.sym(2);
+    if (L.has(3)) a.axes = L.sym(3).v;
+    if (L.has(4)) a.steps = L.sym(4);
+    return a;
+}
+// Default axes, lengths checked, axes normalized.
+static SliceArgs slice_check(Lower& L, SliceArgs a) {
     if (a.axes.empty())
         for (size_t i = 0; i < a.starts.v.size(); i++) a.axes.push_back(int64_t(i));
     size_t n = a.starts.v.size();
@@ -155,8 +160,8 @@ static Shape slice_shape(Lower& L, const SliceArgs& a, std::vector<int64_t>& fir
     }
     return os;
 }
-void lower_Slice(Lower& L) {
-    const SliceArgs a = slice_args(L);
+static void slice_out(Lower& L, const SliceArgs& given) {
+    const SliceArgs a = slice_check(L, given);
     std::vector<int64_t> first, step;
     Shape os = slice_shape(L, a, first, step);
     int r = L.rank(0);
@@ -166,11 +171,15 @@ void lower_Slice(Lower& L) {
     for (auto ax : a.axes) p.axes.push_back(gdim(r, int(ax)));
     L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.steps, p), L.dtype(0), r);
 }
-void host_Slice(Lower& L) {
-    const SliceArgs a = slice_args(L);
+static void slice_host(Lower& L, const SliceArgs& given) {
+    const SliceArgs a = slice_check(L, given);
     const Sym axes{a.axes, nullptr};  // normalized from constants (the rank is static)
     O2G_HOST(L, 0, o2g::host_slice, L.hv(0), a.starts, a.ends, axes, a.steps);
 }
+void lower_Slice_1(Lower& L) { slice_out(L, slice_attrs(L)); }
+void lower_Slice(Lower& L) { slice_out(L, slice_inputs(L)); }
+void host_Slice_1(Lower& L) { slice_host(L, slice_attrs(L)); }
+void host_Slice(Lower& L) { slice_host(L, slice_inputs(L)); }
 
 // ---- Expand, Tile ----
 void lower_Expand(Lower& L) {
@@ -197,25 +206,35 @@ void lower_Tile(Lower& L) {
 void host_Tile(Lower& L) { O2G_HOST(L, 0, o2g::host_tile, L.hv(0), L.sym(1)); }
 
 // ---- Pad ----
-struct PadArgs { Sym pads; std::vector<int64_t> axes; o2g::PadParams p; };
-static PadArgs pad_args(Lower& L) {
-    int r = L.rank(0);
+// Pads and value are attributes before opset 11 ('paddings' in opset 1), inputs 1 and 2 from 11; input 3 (axes)
+// from 18 limits them to some axes.
+struct PadArgs { Sym pads; std::vector<int64_t> axes; o2g::PadParams p; double value = 0; bool axes_given = false; };
+static PadArgs pad_attrs(Lower& L, const char* pads) {
     PadArgs a;
+    a.pads.v = L.node.get_ints(pads);
+    a.p.value = L.node.get_float("value", 0.0f);
+    a.value = a.p.value;
+    return a;
+}
+static PadArgs pad_inputs(Lower& L, bool axes_input) {
+    PadArgs a;
+    a.pads = L.sym(1);
+    if (L.has(2)) a.value = L.h(2).f64(0);
+    a.p.value = float(a.value);
+    a.axes_given = axes_input && L.has(3);
+    if (a.axes_given) a.axes = L.sym(3).v;
+    return a;
+}
+// Mode, default axes, lengths checked, axes normalized.
+static PadArgs pad_check(Lower& L, PadArgs a) {
+    int r = L.rank(0);
     std::string mode = L.node.get_string("mode", "constant");
     if (mode == "constant") a.p.mode = o2g::PAD_CONSTANT;
     else if (mode == "reflect") a.p.mode = o2g::PAD_REFLECT;
     else if (mode == "edge") a.p.mode = o2g::PAD_EDGE;
     else if (mode == "wrap") a.p.mode = o2g::PAD_WRAP;
     else L.error("unknown mode '" + mode + "'");
-    if (L.opset < 11) {
-        a.pads.v = L.node.get_ints(L.opset < 2 ? "paddings" : "pads");
-        a.p.value = L.node.get_float("value", 0.0f);
-    } else {
-        a.pads = L.sym(1);
-        if (L.has(2)) a.p.value = float(L.h(2).f64(0));
-    }
-    if (L.opset >= 18 && L.has(3)) a.axes = L.sym(3).v;
-    else
+    if (!a.axes_given)
         for (int i = 0; i < r; i++) a.axes.push_back(i);
     if (a.pads.v.size() != a.axes.size() * 2)
         L.error(std::to_string(a.pads.v.size()) + " pads for " + std::to_string(a.axes.size()) + " axes");
@@ -223,17 +242,17 @@ static PadArgs pad_args(Lower& L) {
     a.p.rank = r;
     return a;
 }
-void lower_Pad(Lower& L) {
-    PadArgs a = pad_args(L);
+static void pad_out(Lower& L, const PadArgs& given) {
+    PadArgs a = pad_check(L, given);
     int r = L.rank(0);
     if (r > 4) L.error("rank > 4 Pad is not supported on the device");
-    if (L.opset >= 18 && L.has(3))
+    if (a.axes_given)
         for (auto ax : a.axes) a.p.axes.push_back(gdim(r, int(ax)));
     const Sym& pads = a.pads;
     L.out(0, O2G_CALL(L, o2g::pad, L.t(0), pads, a.p), L.dtype(0), r);
 }
-void host_Pad(Lower& L) {
-    PadArgs a = pad_args(L);
+static void pad_host(Lower& L, const PadArgs& given) {
+    const PadArgs a = pad_check(L, given);
     const HostTensor& x = L.h(0);
     size_t r = x.shape.size(), n = a.axes.size();
     std::vector<int64_t> begin(r, 0), end(r, 0);
@@ -247,7 +266,6 @@ void host_Pad(Lower& L) {
     auto ist = strides_of(x.shape);
     std::vector<int64_t> c(r, 0);
     size_t es = dtype_size(x.dtype);
-    double value = L.opset < 11 ? double(a.p.value) : L.has(2) ? L.h(2).f64(0) : 0.0;
     for (int64_t k = 0; k < out.numel(); k++) {
         int64_t off = 0;
         bool inside = true;
@@ -257,7 +275,7 @@ void host_Pad(Lower& L) {
             else off += src * ist[d];
         }
         if (inside) std::memcpy(out.mut() + size_t(k) * es, x.data + size_t(off) * es, es);
-        else out.set_f64(k, value);
+        else out.set_f64(k, a.value);
         for (int d = int(r) - 1; d >= 0; d--) {
             if (++c[size_t(d)] < os[size_t(d)]) break;
             c[size_t(d)] = 0;
@@ -265,6 +283,14 @@ void host_Pad(Lower& L) {
     }
     L.out_host(0, std::move(out));
 }
+void lower_Pad_1(Lower& L) { pad_out(L, pad_attrs(L, "paddings")); }
+void lower_Pad_2(Lower& L) { pad_out(L, pad_attrs(L, "pads")); }
+void lower_Pad_11(Lower& L) { pad_out(L, pad_inputs(L, false)); }
+void lower_Pad(Lower& L) { pad_out(L, pad_inputs(L, true)); }
+void host_Pad_1(Lower& L) { pad_host(L, pad_attrs(L, "paddings")); }
+void host_Pad_2(Lower& L) { pad_host(L, pad_attrs(L, "pads")); }
+void host_Pad_11(Lower& L) { pad_host(L, pad_inputs(L, false)); }
+void host_Pad(Lower& L) { pad_host(L, pad_inputs(L, true)); }
 
 // ---- CenterCropPad (18), ReverseSequence (10): row gathers (index maps shared with the op library) ----
 void lower_CenterCropPad(Lower& L) {
@@ -327,11 +353,17 @@ const std::vector<OpDef>& movement_ops() {
         {.op = "CenterCropPad", .since = 18, .ggml = lower_CenterCropPad, .host = lower_CenterCropPad, .host_inputs = {1}},
         {.op = "Transpose", .since = 1, .ggml = lower_Transpose, .host = host_Transpose},
         {.op = "Concat", .since = 1, .ggml = lower_Concat, .host = host_Concat},
-        {.op = "Split", .since = 1, .ggml = lower_Split, .host = host_Split, .host_inputs = {1}},
-        {.op = "Slice", .since = 1, .ggml = lower_Slice, .host = host_Slice, .host_inputs = {1,2,3,4}},
+        {.op = "Split", .since = 1, .ggml = lower_Split_1, .host = host_Split_1},
+        {.op = "Split", .since = 13, .ggml = lower_Split_13, .host = host_Split_13, .host_inputs = {1}},
+        {.op = "Split", .since = 18, .ggml = lower_Split, .host = host_Split, .host_inputs = {1}},
+        {.op = "Slice", .since = 1, .ggml = lower_Slice_1, .host = host_Slice_1},
+        {.op = "Slice", .since = 10, .ggml = lower_Slice, .host = host_Slice, .host_inputs = {1,2,3,4}},
         {.op = "Expand", .since = 8, .ggml = lower_Expand, .host = host_Expand, .host_inputs = {1}},
         {.op = "Tile", .since = 6, .ggml = lower_Tile, .host = host_Tile, .host_inputs = {1}},
-        {.op = "Pad", .since = 1, .ggml = lower_Pad, .host = host_Pad, .host_inputs = {1,2,3}},
+        {.op = "Pad", .since = 1, .ggml = lower_Pad_1, .host = host_Pad_1},
+        {.op = "Pad", .since = 2, .ggml = lower_Pad_2, .host = host_Pad_2},
+        {.op = "Pad", .since = 11, .ggml = lower_Pad_11, .host = host_Pad_11, .host_inputs = {1,2}},
+        {.op = "Pad", .since = 18, .ggml = lower_Pad, .host = host_Pad, .host_inputs = {1,2,3}},
         {.op = "DepthToSpace", .since = 1, .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
         {.op = "SpaceToDepth", .since = 1, .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
     };

@@ -47,7 +47,8 @@ void lower_GlobalAveragePool(Lower& L) { global_pool(L, o2g::global_avg_pool, "o
 void lower_GlobalMaxPool(Lower& L) { global_pool(L, o2g::global_max_pool, "o2g::global_max_pool"); }
 
 // ---- LpPool (1/2/11/18/22), 1-D to 3-D ----
-void lower_LpPool(Lower& L) {
+// p is a float attribute in opset 1 and an int from 2.
+static void lp_pool(Lower& L, float pw) {
     const Shape& xs = L.shape(0);
     int sp = int(xs.size()) - 2;
     if (sp < 1 || sp > 3) L.error("only 1-D to 3-D pooling is supported");
@@ -59,19 +60,22 @@ void lower_LpPool(Lower& L) {
     p.strides = L.node.get_ints("strides");
     p.dilations = L.node.get_ints("dilations");
     p.ceil_mode = L.node.get_int("ceil_mode", 0) != 0;
-    p.p = L.opset >= 2 ? float(L.node.get_int("p", 2)) : L.node.get_float("p", 2.0f);
+    p.p = pw;
     if (int(p.kernel.size()) != sp) L.error("kernel_shape has wrong length");
     if (!(p.p > 0)) L.error("p must be positive");
     ggml_tensor* y = O2G_CALL(L, o2g::lp_pool, L.t(0), p);
     if (sp < 3) return L.out(0, y, L.dtype(0), int(xs.size()));
     L.out_shape(0, y, L.dtype(0), {xs[0], xs[1], y->ne[2], y->ne[1], y->ne[0]});  // rank 5: N and C folded in ne[3]
 }
+void lower_LpPool_1(Lower& L) { lp_pool(L, L.node.get_float("p", 2.0f)); }
+void lower_LpPool(Lower& L) { lp_pool(L, float(L.node.get_int("p", 2))); }
 
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 
 const std::vector<OpDef>& pool_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "LpPool", .since = 1, .ggml = lower_LpPool, .math = true},
+        {.op = "LpPool", .since = 1, .ggml = lower_LpPool_1, .math = true},
+        {.op = "LpPool", .since = 2, .ggml = lower_LpPool, .math = true},
         {.op = "MaxPool", .since = 1, .ggml = lower_MaxPool, .math = true},
         {.op = "AveragePool", .since = 1, .ggml = lower_AveragePool, .math = true},
         {.op = "GlobalAveragePool", .since = 1, .ggml = lower_GlobalAveragePool, .math = true},

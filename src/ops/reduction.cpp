@@ -15,11 +15,10 @@ namespace {
 
 struct ReduceSpec { std::vector<bool> red; bool keep; bool noop; };
 
-// The node's axes: the attribute, or input 1 (opset 13 for ReduceSum, 18 for the others).
-bool axes_from_input(Lower& L) {
-    const std::string& op = L.node.op_type;
-    return op == "ReduceSum" ? L.opset >= 13 : L.opset >= 18;
-}
+// The axes: the attribute, or input 1 from opset 13 (ReduceSum) or 18 (the others); compile writes the input as
+// an expression when it can.
+Sym axes_attr(Lower& L) { return Sym{L.node.get_ints("axes"), nullptr}; }
+Sym axes_input(Lower& L) { return L.has(1) ? L.sym(1) : Sym{}; }
 
 ReduceSpec reduce_spec(Lower& L, const std::vector<int64_t>& axes) {
     int r = L.rank(0);
@@ -101,10 +100,7 @@ void out_folded(Lower& L, ggml_tensor* y, DType dt, const Shape& os) {
 
 }  // namespace
 
-void lower_Reduce(Lower& L) {
-    Sym axes;  // the attribute as a literal, or input 1, which compile writes as an expression when it can
-    if (!axes_from_input(L)) axes.v = L.node.get_ints("axes");
-    else if (L.has(1)) axes = L.sym(1);
+static void reduce_out(Lower& L, const Sym& axes) {
     ReduceSpec s = reduce_spec(L, axes.v);
     const Shape& in = L.shape(0);
     if (s.noop) {  // identity; a float device tensor goes through L.t so that compile sees it
@@ -131,8 +127,7 @@ void lower_Reduce(Lower& L) {
     p.keepdims = s.keep;
     if (r <= 4) {
         p.rank = r;
-        const Sym& ax = axes;  // const: call_arg(const Sym&) passes its values
-        return L.out(0, L.call(name, fn, L.t(0), ax, p), L.dtype(0), int(os.size()));
+        return L.out(0, L.call(name, fn, L.t(0), axes, p), L.dtype(0), int(os.size()));
     }
     // Rank > 4 (folded dims): the reduced axes must be all, or within ggml's three unfolded dims, here given as
     // axes of the rank-4 folded tensor (a literal, so compile must see the axes read).
@@ -150,7 +145,7 @@ void lower_Reduce(Lower& L) {
     out_folded(L, L.call(name, fn, L.t(0), fx, p), L.dtype(0), os);
 }
 
-void host_Reduce(Lower& L) {
+static void reduce_host(Lower& L, const Sym& axes) {
     static const char* ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                 "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};  // HostReduce order
     o2g::HostReduceParams p;
@@ -158,9 +153,12 @@ void host_Reduce(Lower& L) {
         if (L.node.op_type == ops[k]) p.kind = k;
     p.keepdims = L.node.get_int("keepdims", 1) != 0;
     p.noop_with_empty_axes = L.node.get_int("noop_with_empty_axes", 0) != 0;
-    const Sym axes = !axes_from_input(L) ? Sym{L.node.get_ints("axes"), nullptr} : L.has(1) ? L.sym(1) : Sym{};
     O2G_HOST(L, 0, o2g::host_reduce, L.hv(0), axes, p);
 }
+void lower_Reduce_1(Lower& L) { reduce_out(L, axes_attr(L)); }
+void lower_Reduce(Lower& L) { reduce_out(L, axes_input(L)); }
+void host_Reduce_1(Lower& L) { reduce_host(L, axes_attr(L)); }
+void host_Reduce(Lower& L) { reduce_host(L, axes_input(L)); }
 
 static void arg_common(Lower& L, bool is_max, bool host) {
     const Shape& in = L.shape(0);
@@ -218,16 +216,26 @@ const std::vector<OpDef>& reduction_ops() {
         {.op = "Softmax", .since = 13, .ggml = lower_Softmax, .math = true},
         {.op = "LogSoftmax", .since = 1, .ggml = lower_LogSoftmax_1, .math = true},
         {.op = "LogSoftmax", .since = 13, .ggml = lower_LogSoftmax, .math = true},
-        {.op = "ReduceSum", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceMean", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceMax", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceMin", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceProd", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceL1", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceL2", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceLogSum", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceLogSumExp", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
-        {.op = "ReduceSumSquare", .since = 1, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceSum", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceSum", .since = 13, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceMean", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceMean", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceMax", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceMax", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceMin", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceMin", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceProd", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceProd", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceL1", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceL1", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceL2", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceL2", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceLogSum", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceLogSum", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceLogSumExp", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceLogSumExp", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
+        {.op = "ReduceSumSquare", .since = 1, .ggml = lower_Reduce_1, .host = host_Reduce_1, .math = true},
+        {.op = "ReduceSumSquare", .since = 18, .ggml = lower_Reduce, .host = host_Reduce, .host_inputs = {1}, .math = true},
         {.op = "ArgMax", .since = 1, .ggml = lower_ArgMax, .host = host_ArgMax},
         {.op = "ArgMin", .since = 1, .ggml = lower_ArgMin, .host = host_ArgMin},
     };

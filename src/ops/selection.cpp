@@ -15,21 +15,21 @@ bool want(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.nod
 }  // namespace
 
 // ---- TopK ----
-static Sym topk_params(Lower& L, int& axis, bool& largest) {
+// K is an attribute before opset 10 and input 1 from 10.
+static Sym topk_params(Lower& L, Sym k, int& axis, bool& largest) {
     const Shape& xs = L.shape(0);
     int r = int(xs.size());
     axis = norm_axis(L, L.node.get_int("axis", -1), r);
-    Sym k = L.opset >= 10 ? L.sym(1) : Sym{{L.node.get_int("k", 0)}, nullptr};
     if (k.v.size() != 1) L.error("K must hold one value");
     largest = L.node.get_int("largest", 1) != 0;
     if (k.v[0] < 0 || k.v[0] > xs[size_t(axis)]) L.error("K = " + std::to_string(k.v[0]) + " out of range");
     return k;
 }
 
-void lower_TopK(Lower& L) {
+static void topk_out(Lower& L, const Sym& given) {
     int axis;
     bool largest;
-    const Sym k = topk_params(L, axis, largest);
+    const Sym k = topk_params(L, given, axis, largest);
     int r = L.rank(0);
     if (k.v[0] == 0) L.error("K = 0 gives an empty output, which ggml cannot hold");
     if (!dtype_is_float(L.dtype(0))) L.error("TopK of integer data computed on the device is not supported");
@@ -43,10 +43,10 @@ void lower_TopK(Lower& L) {
     }
 }
 
-void host_TopK(Lower& L) {
+static void topk_host(Lower& L, const Sym& given) {
     int axis;
     bool largest;
-    int64_t K = topk_params(L, axis, largest).v[0];
+    int64_t K = topk_params(L, given, axis, largest).v[0];
     const HostTensor& x = L.h(0);
     Shape os = x.shape;
     int64_t A = os[size_t(axis)];
@@ -79,6 +79,11 @@ void host_TopK(Lower& L) {
     L.out_host(0, host_gather_flat(x, os, map));
     if (want(L, 1)) L.out_host(1, HostTensor::from_i64(DType::INT64, os, ids));
 }
+static Sym topk_attr(Lower& L) { return Sym{{L.node.get_int("k", 0)}, nullptr}; }
+void lower_TopK_1(Lower& L) { topk_out(L, topk_attr(L)); }
+void lower_TopK(Lower& L) { topk_out(L, L.sym(1)); }
+void host_TopK_1(Lower& L) { topk_host(L, topk_attr(L)); }
+void host_TopK(Lower& L) { topk_host(L, L.sym(1)); }
 
 // ---- Compress (also host) ----
 void lower_Compress(Lower& L) {
@@ -217,7 +222,8 @@ void host_Unique(Lower& L) {
 
 const std::vector<OpDef>& selection_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "TopK", .since = 1, .ggml = lower_TopK, .host = host_TopK, .host_inputs = {1}},
+        {.op = "TopK", .since = 1, .ggml = lower_TopK_1, .host = host_TopK_1},
+        {.op = "TopK", .since = 10, .ggml = lower_TopK, .host = host_TopK, .host_inputs = {1}},
         {.op = "OneHot", .since = 9, .host = host_OneHot, .host_inputs = {0,1,2}},
         {.op = "NonZero", .since = 9, .host = host_NonZero, .host_inputs = {0}},
         {.op = "Compress", .since = 9, .ggml = lower_Compress, .host = lower_Compress, .host_inputs = {1}},

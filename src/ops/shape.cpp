@@ -9,11 +9,9 @@ namespace {
 
 HostTensor make_i64(const std::vector<int64_t>& v) { return HostTensor::from_i64(DType::INT64, {int64_t(v.size())}, v); }
 
-// Axes from input `input` (opset 13+) or attribute `attr`.
-Sym axes_arg(Lower& L, int input, const char* attr) {
-    if (L.has(input)) return L.sym(input);
-    return Sym{L.node.get_ints(attr), nullptr};
-}
+// Squeeze and Unsqueeze axes: the attribute before opset 13, input 1 from 13.
+Sym axes_attr(Lower& L) { return Sym{L.node.get_ints("axes"), nullptr}; }
+Sym axes_input(Lower& L) { return L.has(1) ? L.sym(1) : Sym{}; }
 
 // Output `s` of a reshape-like op: host data stays on the host; rank > 4 (folded dims) reshapes to the literal
 // shape; otherwise `call` makes the op-library call.
@@ -46,9 +44,8 @@ void host_Shape(Lower& L) {
 void host_Size(Lower& L) { L.out_host(0, HostTensor::from_i64(DType::INT64, {}, {shape_numel(L.shape(0))})); }
 
 // ---- Reshape family (each row also evaluates host data) ----
-void lower_Reshape(Lower& L) {
-    bool allowzero = L.opset >= 5 && L.node.get_int("allowzero", 0) != 0;
-    const Sym given = L.opset < 5 ? Sym{L.node.get_ints("shape"), nullptr} : L.sym(1);
+// Reshape-1 takes the shape as an attribute, 5 as input 1 (allowzero from 14).
+static void reshape_out(Lower& L, const Sym& given, bool allowzero) {
     Val& x = L.in(0);
     if (x.host) return O2G_HOST(L, 0, o2g::host_reshape, L.hv(0), given, o2g::HostReshapeParams{allowzero});
     Shape s = o2g::reshape_target(L.shape(0), given.v, allowzero);
@@ -60,6 +57,9 @@ void lower_Reshape(Lower& L) {
     const Sym& spec = folded_zero ? resolved : given;
     L.out_shape(0, O2G_CALL(L, o2g::reshape, L.t(0), spec, o2g::ReshapeParams{r, allowzero}), x.dtype, s);
 }
+
+void lower_Reshape_1(Lower& L) { reshape_out(L, Sym{L.node.get_ints("shape"), nullptr}, false); }
+void lower_Reshape(Lower& L) { reshape_out(L, L.sym(1), L.node.get_int("allowzero", 0) != 0); }
 
 void lower_Flatten(Lower& L) {
     const Shape& in = L.shape(0);
@@ -74,10 +74,9 @@ void lower_Flatten(Lower& L) {
     reshape_like(L, s, [&] { return O2G_CALL(L, o2g::flatten, L.t(0), o2g::FlattenParams{r, int(r - axis)}); });
 }
 
-void lower_Squeeze(Lower& L) {
+static void squeeze_out(Lower& L, const Sym& axes_in) {
     const Shape& in = L.shape(0);
     int r = int(in.size());
-    const Sym axes_in = axes_arg(L, 1, "axes");
     if (L.in(0).host) return O2G_HOST(L, 0, o2g::host_squeeze, L.hv(0), axes_in);
     const std::vector<int64_t>& axes = axes_in.v;
     std::vector<bool> drop(in.size(), false);
@@ -97,9 +96,11 @@ void lower_Squeeze(Lower& L) {
     reshape_like(L, s, [&] { return O2G_CALL(L, o2g::squeeze, L.t(0), p); });
 }
 
-void lower_Unsqueeze(Lower& L) {
+void lower_Squeeze_1(Lower& L) { squeeze_out(L, axes_attr(L)); }
+void lower_Squeeze(Lower& L) { squeeze_out(L, axes_input(L)); }
+
+static void unsqueeze_out(Lower& L, const Sym& axes_in) {
     const Shape& in = L.shape(0);
-    const Sym axes_in = axes_arg(L, 1, "axes");
     if (L.in(0).host) return O2G_HOST(L, 0, o2g::host_unsqueeze, L.hv(0), axes_in);
     const std::vector<int64_t>& axes = axes_in.v;
     int r = int(in.size() + axes.size());
@@ -120,16 +121,22 @@ void lower_Unsqueeze(Lower& L) {
     reshape_like(L, s, [&] { return O2G_CALL(L, o2g::unsqueeze, L.t(0), p); });
 }
 
+void lower_Unsqueeze_1(Lower& L) { unsqueeze_out(L, axes_attr(L)); }
+void lower_Unsqueeze(Lower& L) { unsqueeze_out(L, L.sym(1)); }
+
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 
 const std::vector<OpDef>& shape_ops() {
     static const std::vector<OpDef> t = {
         {.op = "Shape", .since = 1, .host = host_Shape, .shape_only = true},
         {.op = "Size", .since = 1, .host = host_Size, .shape_only = true},
-        {.op = "Reshape", .since = 1, .ggml = lower_Reshape, .host = lower_Reshape, .host_inputs = {1}},
+        {.op = "Reshape", .since = 1, .ggml = lower_Reshape_1, .host = lower_Reshape_1},
+        {.op = "Reshape", .since = 5, .ggml = lower_Reshape, .host = lower_Reshape, .host_inputs = {1}},
         {.op = "Flatten", .since = 1, .ggml = lower_Flatten, .host = lower_Flatten},
-        {.op = "Squeeze", .since = 1, .ggml = lower_Squeeze, .host = lower_Squeeze, .host_inputs = {1}},
-        {.op = "Unsqueeze", .since = 1, .ggml = lower_Unsqueeze, .host = lower_Unsqueeze, .host_inputs = {1}},
+        {.op = "Squeeze", .since = 1, .ggml = lower_Squeeze_1, .host = lower_Squeeze_1},
+        {.op = "Squeeze", .since = 13, .ggml = lower_Squeeze, .host = lower_Squeeze, .host_inputs = {1}},
+        {.op = "Unsqueeze", .since = 1, .ggml = lower_Unsqueeze_1, .host = lower_Unsqueeze_1},
+        {.op = "Unsqueeze", .since = 13, .ggml = lower_Unsqueeze, .host = lower_Unsqueeze, .host_inputs = {1}},
     };
     return t;
 }

@@ -19,20 +19,11 @@ void lower_window(Lower& L, const char* name, WindowFn fn) {
 
 }  // namespace
 
-// ---- DFT (17: axis attribute; 20: axis input) ----
-void lower_DFT(Lower& L) {
+// ---- DFT (17: axis attribute, default 1; 20: axis input 2, default -2) ----
+static void dft(Lower& L, int64_t axis) {
     const Shape& xs = L.shape(0);
     int r = int(xs.size());
     if (r < 2 || (xs.back() != 1 && xs.back() != 2)) L.error("input must end in a dimension of 1 or 2");
-    int64_t axis;
-    if (L.opset >= 20) {
-        axis = -2;
-        if (L.has(2)) {
-            auto a = L.ints(2);
-            if (a.size() != 1) L.error("axis must be a scalar");
-            axis = a[0];
-        }
-    } else axis = L.node.get_int("axis", 1);
     int ax = norm_axis(L, axis, r);
     if (ax == r - 1) L.error("axis cannot be the last (complex) dimension");
     const Sym len = L.has(1) ? L.sym(1) : Sym{};
@@ -52,6 +43,13 @@ void lower_DFT(Lower& L) {
     os.back() = y->ne[0];
     if (fold) y = reshape_ne(L, y, os);
     L.out_shape(0, y, L.dtype(0), os);
+}
+void lower_DFT_17(Lower& L) { dft(L, L.node.get_int("axis", 1)); }
+void lower_DFT(Lower& L) {
+    if (!L.has(2)) return dft(L, -2);
+    auto a = L.ints(2);
+    if (a.size() != 1) L.error("axis must be a scalar");
+    dft(L, a[0]);
 }
 
 // ---- STFT (17) ----
@@ -92,7 +90,8 @@ const std::vector<OpDef>& signal_ops() {
         {.op = "HammingWindow", .since = 17, .ggml = lower_HammingWindow, .host_inputs = {0}, .math = true},
         {.op = "BlackmanWindow", .since = 17, .ggml = lower_BlackmanWindow, .host_inputs = {0}, .math = true},
         {.op = "MelWeightMatrix", .since = 17, .ggml = lower_MelWeightMatrix, .host_inputs = {0,1,2,3,4}, .math = true},
-        {.op = "DFT", .since = 17, .ggml = lower_DFT, .host_inputs = {1, 2}, .math = true},
+        {.op = "DFT", .since = 17, .ggml = lower_DFT_17, .host_inputs = {1}, .math = true},
+        {.op = "DFT", .since = 20, .ggml = lower_DFT, .host_inputs = {1, 2}, .math = true},
         {.op = "STFT", .since = 17, .ggml = lower_STFT, .host_inputs = {1, 3}, .math = true},
     };
     return t;
