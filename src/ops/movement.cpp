@@ -220,7 +220,7 @@ static PadArgs pad_inputs(Lower& L, bool axes_input) {
     PadArgs a;
     a.pads = L.sym(1);
     if (L.has(2)) a.value = L.h(2).f64(0);
-    a.p.value = float(a.value);
+    a.p.value = L.has(2) ? L.param_float(2, "value") : 0.0f;
     a.axes_given = axes_input && L.has(3);
     if (a.axes_given) a.axes = L.sym(3).v;
     return a;

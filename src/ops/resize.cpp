@@ -61,9 +61,7 @@ void resize_all_axes(Lower& L, const std::vector<float>& scales) {
 void lower_Upsample_7(Lower& L) { resize_all_axes(L, L.node.get_floats("scales")); }
 // Upsample-9 and Resize-10: the scales input.
 void lower_Resize_10(Lower& L) {
-    std::vector<float> scales;
-    for (double s : L.h(1).to_f64()) scales.push_back(float(s));
-    resize_all_axes(L, scales);
+    resize_all_axes(L, L.param_floats(1, "scales"));
 }
 // Resize-11 on: inputs roi, scales, sizes (18: axes, keep_aspect_ratio_policy).
 void lower_Resize(Lower& L) {
@@ -79,8 +77,7 @@ void lower_Resize(Lower& L) {
     const bool has_sizes = L.has(3) && L.in(3).shape.size() == 1 && L.in(3).shape[0] > 0;
     Sym sizes;
     if (has_sizes) sizes = L.sym(3);
-    else if (has_scales)
-        for (double s : L.h(2).to_f64()) p.scales.push_back(float(s));
+    else if (has_scales) p.scales = L.param_floats(2, "scales");
     else L.error("Resize needs scales or sizes");
     if (p.coord == 6 && L.has(1)) {
         std::vector<double> roi = L.h(1).to_f64();
