@@ -26,3 +26,4 @@ case("RoiAlign", R(2, 3, 8, 8), K(_rois), K([1, 0, 1], i64), output_height=2, ou
 case("RoiAlign", R(1, 2, 8, 8), K(_rois), K([0, 0, 0], i64), output_height=3, output_width=3,
      coordinate_transformation_mode="output_half_pixel", opset=16)
 case("RoiAlign", R(1, 2, 8, 8), K(_rois), K([0, 0, 0], i64), output_height=2, output_width=2, opset=10)
+case("RoiAlign", R(1, 2, 8, 8), K(_rois[:2]), K([0, 0], i64), output_height=2, output_width=2, opset=16)  # defaults

@@ -28,6 +28,9 @@ case("TopK", R(3, 5), I64(2), axis=1, outputs=2, opset=11)
 case("TopK", R(4, 3, 2), I64(3), axis=0, largest=0, outputs=2, opset=11)
 case("TopK", R(2, 6, whole=True, lo=-3, hi=3), I64(4), outputs=2, opset=11)  # ties keep the lower index
 case("TopK", R(5, 2, dtype="int64", lo=-9, hi=9), I64(2), axis=0, outputs=2, opset=11)  # host data
+case("TopK", R(5, 2, dtype="int64", lo=-9, hi=9), k=2, axis=0, outputs=2, opset=1)  # k attribute, host data
+case("TopK", R(3, 5), k=2, axis=1, outputs=2, opset=9)
+case("TopK", R(3, 5), I64(3), outputs=2, opset=10)  # k input, no largest/sorted yet
 
 case("OneHot", K([1, 0, -1, 2], "int64"), K(4, "int64"), K([0.0, 1.0], "float32"), axis=-1, opset=11)
 case("OneHot", K([[1, 2], [0, 3]], "int64"), K([4], "int64"), K([-2, 5], "int64"), axis=0, opset=11)

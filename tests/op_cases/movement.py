@@ -1,5 +1,6 @@
-"""Movement ops: reshapes past rank 4, DepthToSpace/SpaceToDepth, CenterCropPad, ReverseSequence, casts and the
-host-evaluated constants (Constant, EyeLike, BitCast)."""
+"""Movement ops: reshapes past rank 4, old-opset forms of Pad/Split/Slice/Reshape/Squeeze/Unsqueeze,
+DepthToSpace/SpaceToDepth, CenterCropPad, ReverseSequence, casts and the host-evaluated constants (Constant,
+EyeLike, BitCast)."""
 
 import numpy as np
 from onnx import TensorProto, numpy_helper
@@ -14,6 +15,26 @@ case("Squeeze", R(2, 1, 3, 4, 5), I64(1), opset=13)
 case("Flatten", R(2, 3, 2, 2, 5), axis=3)
 case("Expand", R(3, 1), I64(2, 1, 1, 3, 4))
 case("Transpose", R(2, 3), perm=[0, 1])  # identity
+
+# Old opsets: attributes where later opsets take inputs, and the first opset of each input form.
+case("Pad", R(2, 3), pads=[1, 0, 0, 2], value=1.5, opset=2)
+case("Pad", R(2, 3), pads=[0, 1, 2, 0], mode="edge", opset=10)
+case("Pad", R(2, 3), I64(1, 0, 0, 2), K(2.5), opset=11)  # pads and value as inputs
+case("Pad", R(2, 3, 4), I64(1, 2), None, I64(1), opset=18)  # axes input, no value
+case("Pad", R(2, 3, 4), I64(1, 2), K(-1.0), I64(-1), mode="reflect", opset=19)
+case("Split", R(6, 4), split=[2, 4], outputs=2, opset=2)
+case("Split", R(6, 4), axis=1, outputs=2, opset=11)  # equal parts
+case("Split", R(5, 4, dtype="int64", lo=-9, hi=9), split=[2, 3], outputs=2, opset=11)  # host data
+case("Split", R(5, 4, dtype="int64", lo=-9, hi=9), num_outputs=2, outputs=2, opset=18)  # host data, uneven
+case("Slice", R(5, 6), starts=[1], ends=[100], opset=1)  # no axes: leading axes, clamp
+case("Slice", R(5, 6), starts=[1, 0], ends=[4, -1], axes=[0, 1], opset=9)
+case("Slice", R(5, 6, dtype="int64", lo=-9, hi=9), starts=[1], ends=[3], axes=[1], opset=9)  # host data
+case("Slice", R(5, 6), I64(1), I64(4), I64(1), I64(2), opset=10)  # inputs, with steps
+case("Reshape", R(2, 3, 4), shape=[6, 4], opset=4)
+case("Reshape", R(2, 3, 4), I64(0, -1), opset=5)
+case("Reshape", R(2, 3, 4), I64(2, 0, -1), allowzero=0, opset=14)
+case("Squeeze", R(2, 1, 3, 1), opset=11)  # no axes: all size-1 axes
+case("Unsqueeze", R(2, 3), axes=[0, 3], opset=11)
 
 case("DepthToSpace", R(1, 8, 2, 3), blocksize=2, opset=13)  # DCR
 case("DepthToSpace", R(2, 12, 2, 2), blocksize=2, mode="CRD", opset=13)

@@ -25,3 +25,5 @@ case("LpPool", R(1, 2, 8, 7), kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAM
 case("LpPool", R(1, 2, 9, 9), kernel_shape=[3, 3], strides=[2, 2], dilations=[2, 2], p=2, opset=18)
 case("LpPool", R(1, 2, 8, 8), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0], ceil_mode=1, p=2, opset=18)
 case("LpPool", R(1, 2, 4, 5, 6), kernel_shape=[2, 2, 3], strides=[1, 2, 2], p=2, opset=18)
+case("LpPool", R(1, 2, 7, 7), kernel_shape=[3, 3], p=2, opset=2)  # first opset with p as an int
+case("LpPool", R(1, 2, 7, 7), kernel_shape=[3, 3], p=3, opset=18)

@@ -41,3 +41,8 @@ case("ReduceMax", r5, keepdims=0, opset=18)
 case("Softmax", r5, axis=-1, opset=13)
 case("Softmax", r5, axis=3, opset=11)
 case("ArgMax", r5, axis=-2, keepdims=0, opset=13)
+
+# Old opsets: the axes attribute (Reduce* before 18), host data, all axes.
+case("ReduceMean", R(3, 4, 5), axes=[-1], opset=13)
+case("ReduceProd", R(3, 4, dtype="int64", lo=1, hi=3), axes=[1], opset=13)  # host data
+case("ReduceL2", R(3, 4, 5), opset=11)  # all axes

@@ -20,6 +20,7 @@ case("Resize", x, K([0, 0, 0.2, 0.3, 1, 1, 0.8, 1.2], "float32"), None, I64(1, 2
      coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-1.0, opset=13)
 case("Resize", R(2, 6), None, K([1.5, 2.0], "float32"), mode="nearest", opset=19)  # 2-D
 case("Resize", R(1, 3, 8, 8), None, K([1, 1, 0.5, 0.5], "float32"), mode="linear", opset=19)
+case("Resize", x, K([1, 1, 2, 1.5], "float32"), opset=10)  # 10: default nearest, fractional scale
 grid = R(1, 3, 4, 2, lo=-1.2, hi=1.2)
 case("GridSample", R(1, 2, 4, 5), grid, opset=16)
 case("GridSample", R(1, 2, 4, 5), grid, mode="nearest", padding_mode="border", opset=16)

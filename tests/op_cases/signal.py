@@ -14,6 +14,7 @@ case("DFT", R(2, 5, 2), None, K(1, i64), inverse=1, onesided=1, opset=20)  # irf
 case("DFT", R(3, 2, 4, 1), None, K(-3, i64), opset=20)
 case("DFT", R(4, 2, 3, 2, 2), axis=0, tol=2e-5)  # rank 5, axis among the folded dims
 case("DFT", R(2, 4, 3, 2, 1), axis=1, tol=2e-5)
+case("DFT", R(2, 8, 1), None, opset=20)  # no axis input: axis -2
 # STFT (17): frames of a real signal with a window, without one, and two-sided (onnxruntime 1.2x returns garbage
 # for complex signals, so none is checked here).
 case("STFT", R(2, 64, 1), K(16, i64), W(32), K(32, i64))
