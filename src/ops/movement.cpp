@@ -188,7 +188,8 @@ void lower_Expand(Lower& L) {
     const Sym full{os, nullptr};  // folded dims (rank > 4): the op library needs every output dim spelled out
     if (os.size() > 4 && !folded_compatible(L.shape(0), os))
         L.error("broadcast of " + shape_str(L.shape(0)) + " to " + shape_str(os) + " across folded dims (rank > 4)");
-    const Sym& shape = os.size() > 4 ? full : given;
+    // A target that already names every output dim is passed as given, so compile keeps it symbolic.
+    const Sym& shape = os.size() > 4 && os != given.v ? full : given;
     L.out_shape(0, O2G_CALL(L, o2g::expand, L.t(0), shape, o2g::ExpandParams{L.rank(0)}), L.dtype(0), os);
 }
 void host_Expand(Lower& L) { O2G_HOST(L, 0, o2g::host_expand, L.hv(0), L.sym(1)); }
