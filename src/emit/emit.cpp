@@ -138,8 +138,13 @@ Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distin
         // Integer inputs hold `data` in the first probe and data + 1 in the second, so that code that took an
         // input's values as numbers differs between them too (graph data must stay data).
         t.data.assign(size_t(t.numel()) * dtype_size(t.dtype), 0);
-        if (dtype_is_integer(t.dtype))
-            for (int64_t k = 0; k < t.numel(); k++) t.data[size_t(k) * dtype_size(t.dtype)] = uint8_t(data + shift);
+        // Inputs read on the host (integers, booleans, floats such as Resize scales) get data + shift, as their type.
+        if (!dtype_is_float(t.dtype) || plan.need_host.count(vi.name)) {
+            int64_t v = data + shift;
+            HostTensor h = HostTensor::alloc(t.dtype, t.shape);
+            for (int64_t k = 0; k < t.numel(); k++) h.set_i64(k, t.dtype == DType::BOOL ? (v % 2 + 2) % 2 : v);
+            if (h.nbytes) std::memcpy(t.data.data(), h.data, h.nbytes);
+        }
         ins.push_back(std::move(t));
     }
     std::vector<const Tensor*> ptrs;
@@ -229,35 +234,48 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     for (auto& vi : m.graph.inputs) {
         for (auto& d : vi.dims) symbolic_dims |= !d.known();
         symbolic |= symbolic_dims;
-        symbolic |= dtype_is_integer(vi.dtype);  // the second probe also changes integer input data
+        symbolic |= !dtype_is_float(vi.dtype) || plan.need_host.count(vi.name);  // the second probe also changes integer input data
     }
     std::vector<Probe> probes;
     std::string first_error;
-    struct Try { int64_t base; bool distinct; int shift; int data; };
-    // Integer data 0 and 1 first; graphs that need non-zero data to build (a Range step, a trip count) get 1 and 2.
-    const Try tries[] = {{8, true, 0, 0}, {8, true, 1, 0}, {16, true, 0, 0}, {16, true, 1, 0}, {8, false, 0, 0},
-                         {8, false, 1, 0}, {1, false, 0, 0}, {2, false, 1, 0}, {32, false, 0, 0}, {64, false, 1, 0},
-                         {4, false, 0, 0}, {8, true, 0, 1}, {8, true, 1, 1}, {1, false, 0, 1}, {2, false, 1, 1}};
-    for (const Try& t : tries) {
-        if (!probes.empty() && !symbolic) break;
-        if (probes.size() == 2) break;
-        if (!probes.empty() && t.shift == 0) continue;  // the second probe differs in dims and integer data
-        Probe pr = run_probe(m, plan, t.base, t.distinct, t.shift, t.data);
-        if (!pr.rec) {
-            if (first_error.empty()) first_error = pr.error;
-            continue;
+    // The first probe: symbolic dims base * (j + 1), host-read inputs filled with `value` (0, or 1 where zeros do not
+    // build: a Range step, a trip count). The second: other dims (base * (j + 2)) and another value (+1 or -1, e.g.
+    // axis 0 then -1 of a rank-1 input), so that anything taken from a probe's numbers differs between them.
+    struct Try { int64_t base; bool distinct; };
+    const Try dims[] = {{8, true}, {16, true}, {8, false}, {1, false}, {32, false}, {4, false}};
+    int first_value = 0;
+    for (int value : {0, 1})
+        for (const Try& t : dims) {
+            if (!probes.empty()) break;
+            Probe pr = run_probe(m, plan, t.base, t.distinct, 0, value);
+            if (!pr.rec) {
+                if (first_error.empty()) first_error = pr.error;
+                continue;
+            }
+            first_value = value;
+            probes.push_back(std::move(pr));
         }
-        probes.push_back(std::move(pr));
-    }
+    if (!probes.empty() && symbolic)
+        for (int value : {first_value + 1, first_value - 1})
+            for (const Try& t : dims) {
+                if (probes.size() == 2) break;
+                Probe pr = run_probe(m, plan, t.base, t.distinct, 1, value - 1);  // run_probe adds the shift
+                if (pr.rec) probes.push_back(std::move(pr));
+            }
     // A graph whose shapes come from input data in ways no probe satisfies (an Expand target fed as an input) does
     // not build from probe data, and compile cannot check what it would write.
-    O2G_CHECK(!probes.empty(), m.path, ": cannot compile: the graph does not build from probe inputs (integer data 0, "
-              "1 or 2: ", first_error, ")");
+    O2G_CHECK(!probes.empty(), m.path, ": cannot compile: the graph does not build from probe inputs (host-read input data 0 or "
+              "1: ", first_error, ")");
     // (Integer data alone may fail to build at a second probe, e.g. a reshape target; host statements keep it
     // data, and lowerings that read it themselves are refused per node.)
     O2G_CHECK(!symbolic_dims || probes.size() == 2, m.path, ": cannot compile: the graph builds at one probe "
               "shape only, so compile cannot check that its code holds for every input shape");
     ProgramRecorder& r = *probes[0].rec;
+    // Code built from one probe cannot be checked against other data: a lowering could have taken a value computed
+    // from an input's data as a literal.
+    O2G_CHECK(probes.size() == 2 || r.host_inputs.empty(), m.path, ": cannot compile: the graph reads the data of "
+              "integer inputs when it is built, and builds with one set of probe data only, so compile cannot check "
+              "that its code holds for other data");
     std::vector<std::string> failures = r.failures;
     if (probes.size() == 2) {
         const ProgramRecorder& r2 = *probes[1].rec;

@@ -185,6 +185,26 @@ HostTensor host_slice(const HostTensor& x, const Ints& starts, const Ints& ends,
     return remap(x, os, [&](size_t d, int64_t c) { return first[d] + c * step[d]; });
 }
 
+HostTensor host_split(const HostTensor& x, const Ints& sizes_in, const HostSplitParams& p) {
+    int64_t r = int64_t(x.shape.size());
+    int64_t axis = norm(p.axis, r, "Split axis"), A = x.shape[size_t(axis)];
+    Ints sizes = sizes_in;
+    if (sizes.empty()) {
+        if (p.parts < 1) throw OpError("Split into " + std::to_string(p.parts) + " parts");
+        int64_t chunk = (A + p.parts - 1) / p.parts;
+        for (int i = 0; i < p.parts; i++) sizes.push_back(std::max<int64_t>(0, std::min(chunk, A - chunk * i)));
+    }
+    if (p.index < 0 || size_t(p.index) >= sizes.size()) throw OpError("Split part " + std::to_string(p.index) + " of " + std::to_string(sizes.size()));
+    int64_t off = 0, total = 0;
+    for (size_t i = 0; i < sizes.size(); i++) {
+        if (sizes[i] < 0) throw OpError("negative Split size " + std::to_string(sizes[i]));
+        if (int(i) < p.index) off += sizes[i];
+        total += sizes[i];
+    }
+    if (total != A) throw OpError("Split sizes add up to " + std::to_string(total) + ", the axis has " + std::to_string(A));
+    return host_slice(x, {off}, {off + sizes[size_t(p.index)]}, {axis}, {});
+}
+
 HostTensor host_expand(const HostTensor& x, const Ints& shape) {
     Shape os = broadcast_shape(x.shape, shape);
     return host_gather_flat(x, os, broadcast_index(x.shape, os));

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "lib/host_util.h"
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -46,16 +47,11 @@ Shape ne_to_shape(const ggml_tensor* t, int rank) {
 }
 
 Shape broadcast_shapes(const Lower& L, const Shape& a, const Shape& b) {
-    size_t r = std::max(a.size(), b.size());
-    Shape out(r);
-    for (size_t i = 0; i < r; i++) {
-        int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-        int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-        if (da != db && da != 1 && db != 1)
-            L.error("shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast");
-        out[i] = da == 1 ? db : da;
+    try {
+        return o2g::broadcast_shape(a, b);
+    } catch (const o2g::OpError& e) {
+        L.error(e.what());
     }
-    return out;
 }
 
 bool folded_compatible(const Shape& from, const Shape& to) { return folded_repeat_ok(from, to); }

@@ -9,28 +9,6 @@
 
 namespace onnx2ggml {
 
-namespace {
-
-// Host evaluation through a flat map: element k of the output (shape os) is element src(coords) of x.
-template <typename F>
-HostTensor host_remap(const HostTensor& x, const Shape& os, F src) {
-    auto ist = strides_of(x.shape);
-    std::vector<int64_t> map(size_t(shape_numel(os)));
-    std::vector<int64_t> c(os.size(), 0);
-    for (size_t k = 0; k < map.size(); k++) {
-        int64_t off = 0;
-        for (size_t d = 0; d < os.size(); d++) off += src(d, c[d]) * ist[d];
-        map[k] = off;
-        for (int d = int(os.size()) - 1; d >= 0; d--) {
-            if (++c[size_t(d)] < os[size_t(d)]) break;
-            c[size_t(d)] = 0;
-        }
-    }
-    return host_gather_flat(x, os, map);
-}
-
-}  // namespace
-
 // ---- Transpose ----
 static std::vector<int64_t> transpose_perm(Lower& L) {
     int r = L.rank(0);
@@ -100,15 +78,9 @@ static void split_host(Lower& L, const Sym& given, bool num_outputs) {
         int64_t A = L.shape(0)[size_t(axis)], chunk = (A + parts - 1) / parts;
         for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
     }
-    const HostTensor& x = L.h(0);
-    int64_t off = 0;
-    for (size_t i = 0; i < split.size() && i < L.outs.size(); i++) {
-        Shape os = x.shape;
-        os[size_t(axis)] = split[i];
-        L.outs[i] = Val();
-        L.out_host(int(i), host_remap(x, os, [&](size_t d, int64_t c) { return int(d) == axis ? c + off : c; }));
-        off += split[i];
-    }
+    for (size_t i = 0; i < split.size() && i < L.outs.size(); i++)
+        O2G_HOST(L, int(i), o2g::host_split, L.hv(0), given,
+                 o2g::HostSplitParams{axis, int(i), given.v.empty() ? int(split.size()) : int(given.v.size())});
 }
 void lower_Split_1(Lower& L) { split_out(L, split_attr(L), false); }
 void lower_Split_13(Lower& L) { split_out(L, split_input(L), false); }

@@ -55,6 +55,14 @@ HostTensor host_concat(const std::vector<HostTensor>& xs, int64_t axis);
 // ONNX Slice; empty axes: 0..n-1, empty steps: 1.
 HostTensor host_slice(const HostTensor& x, const Ints& starts, const Ints& ends, const Ints& axes, const Ints& steps);
 HostTensor host_expand(const HostTensor& x, const Ints& shape);
+struct HostSplitParams {
+    int64_t axis = 0;
+    int index = 0;  // which part this call returns
+    int parts = 1;  // equal parts (the last one smaller) when sizes are empty
+    void fields(FieldWriter& f) const { f("axis", axis); f("index", index); f("parts", parts); }
+};
+// Part `index` of ONNX Split along `axis` with the given sizes.
+HostTensor host_split(const HostTensor& x, const Ints& sizes, const HostSplitParams& p);
 HostTensor host_tile(const HostTensor& x, const Ints& repeats);
 
 // ---- indexing ----
