@@ -231,7 +231,10 @@ def hostile_model(path):
     nodes = [
         helper.make_node("MatMul", [x, w], [h], name=bad[3]),
         helper.make_node("Relu", [h], [bad[5]], name=bad[6]),
-        helper.make_node("Add", [bad[5], x], [y], name=bad[7]),
+        helper.make_node("Add", [bad[5], x], ["hin"], name=bad[7]),
+        # Names the generated build function uses itself must not capture a model value.
+        helper.make_node("Neg", ["hin"], ["w"], name="hout"),
+        helper.make_node("Sub", ["w", x], [y], name="ctx"),
     ]
     rng = np.random.RandomState(0)
     W = numpy_helper.from_array(rng.randn(4, 4).astype(np.float32), w)

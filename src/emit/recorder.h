@@ -18,6 +18,9 @@ struct HostExpr {
     std::string why;             // Bad/Data: why it cannot be written down
 };
 
+// How a value no node output or graph input named is known (weights and constants a lowering added: Const).
+HostExpr::Kind unnamed_kind(const Val& v);
+
 // One tensor the GGUF file holds.
 struct GgufEntry {
     std::string key;    // ONNX value name
