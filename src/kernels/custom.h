@@ -8,6 +8,14 @@
 
 namespace o2g {
 
+// Thread ith's share [b, e) of n work items split evenly over nth threads (a ggml custom op's ith/nth).
+struct WorkSpan { int64_t b, e; };
+inline WorkSpan work_span(int64_t n, int ith, int nth) {
+    int64_t per = (n + nth - 1) / (nth > 1 ? nth : 1);
+    int64_t b = per * ith < n ? per * ith : n;
+    return {b, b + per < n ? b + per : n};
+}
+
 // Custom-kernel parameters must outlive the graph; they are few and small, so they live for the process.
 template <typename T>
 T* keep_params(const T& v) {

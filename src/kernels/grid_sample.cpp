@@ -9,12 +9,6 @@ namespace o2g {
 
 namespace {
 
-struct Span { int64_t b, e; };
-Span split(int64_t n, int ith, int nth) {
-    int64_t per = (n + nth - 1) / std::max(nth, 1);
-    int64_t b = std::min(n, per * ith);
-    return {b, std::min(n, b + per)};
-}
 
 float* fp(ggml_tensor* t) { return static_cast<float*>(t->data); }
 
@@ -78,7 +72,7 @@ void grid_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
         }
         return -1;
     };
-    Span s = split(p.N * p.C * out_n, ith, nth);
+    WorkSpan s = work_span(p.N * p.C * out_n, ith, nth);
     for (int64_t e = s.b; e < s.e; e++) {
         int64_t o = e % out_n, nc = e / out_n, n = nc / p.C;
         const float* g = G + (n * out_n + o) * k;

@@ -5,16 +5,12 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/custom.h"
+
 namespace o2g {
 
 namespace {
 
-struct Span { int64_t b, e; };
-Span split(int64_t n, int ith, int nth) {
-    int64_t per = (n + nth - 1) / std::max(nth, 1);
-    int64_t b = std::min(n, per * ith);
-    return {b, std::min(n, b + per)};
-}
 
 const float* fp(const ggml_tensor* t) { return static_cast<const float*>(t->data); }
 const int32_t* ip(const ggml_tensor* t) { return static_cast<const int32_t*>(t->data); }
@@ -45,7 +41,7 @@ int64_t qindex(const QuantKernelParams& p, int64_t i) {
 void quant_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const QuantKernelParams& p = *static_cast<const QuantKernelParams*>(ud);
     const ggml_tensor *x = dst->src[0], *sc = dst->src[1], *zp = p.has_zp ? dst->src[2] : nullptr;
-    Span s = split(ggml_nelements(dst), ith, nth);
+    WorkSpan s = work_span(ggml_nelements(dst), ith, nth);
     for (int64_t i = s.b; i < s.e; i++) {
         int64_t q = qindex(p, i);
         float scale = fp(sc)[q];
@@ -83,7 +79,7 @@ void dq_apply_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
         if (ith == 0) ip(dst)[0] = int32_t(zp);
         return;
     }
-    Span s = split(ggml_nelements(dst), ith, nth);
+    WorkSpan s = work_span(ggml_nelements(dst), ith, nth);
     for (int64_t i = s.b; i < s.e; i++) {
         double v = std::nearbyint(double(fp(x)[i] / scale)) + zp;
         ip(dst)[i] = int32_t(std::clamp(v, 0.0, 255.0));
@@ -104,7 +100,7 @@ void matmul_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
         YS = dst->src[nsrc++];
         YZ = dst->src[nsrc++];
     }
-    Span s = split(p.o2 * p.o3 * p.M, ith, nth);
+    WorkSpan s = work_span(p.o2 * p.o3 * p.M, ith, nth);
     for (int64_t e = s.b; e < s.e; e++) {
         int64_t bt = e / p.M, i = e % p.M;
         // Output batch coordinates; operand dims tile (size 1 broadcasts, and so do folded leading ones).
@@ -141,7 +137,7 @@ void conv_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     int64_t in_n = prod(p.in_sp), out_n = prod(p.out_sp), k_n = prod(p.k);
     int64_t cg = p.C / p.group, mg = p.M / p.group;
     double xz = XZ ? at(XZ, 0) : 0.0;
-    Span s = split(p.N * p.M * out_n, ith, nth);
+    WorkSpan s = work_span(p.N * p.M * out_n, ith, nth);
     std::vector<int64_t> oc(nd), kc(nd);
     for (int64_t e = s.b; e < s.e; e++) {
         int64_t o = e % out_n, m = (e / out_n) % p.M, n = e / (out_n * p.M);
@@ -186,7 +182,7 @@ void requant_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const RequantKernelParams& p = *static_cast<const RequantKernelParams*>(ud);
     const ggml_tensor *acc = dst->src[0], *XS = dst->src[1], *WS = dst->src[2], *YS = dst->src[3], *YZ = dst->src[4];
     const ggml_tensor* B = p.bias ? dst->src[5] : nullptr;
-    Span s = split(ggml_nelements(dst), ith, nth);
+    WorkSpan s = work_span(ggml_nelements(dst), ith, nth);
     for (int64_t i = s.b; i < s.e; i++) {
         int64_t m = (i / p.inner) % p.M;
         double a = double(fp(acc)[i]) + (B ? at(B, m) : 0.0);

@@ -5,16 +5,12 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/custom.h"
+
 namespace o2g {
 
 namespace {
 
-struct Span { int64_t b, e; };
-Span split(int64_t n, int ith, int nth) {
-    int64_t per = (n + nth - 1) / std::max(nth, 1);
-    int64_t b = std::min(n, per * ith);
-    return {b, std::min(n, b + per)};
-}
 
 }  // namespace
 
@@ -22,7 +18,7 @@ void dft_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const DftKernelParams& p = *static_cast<const DftKernelParams*>(ud);
     const float* x = static_cast<const float*>(dst->src[0]->data);
     float* y = static_cast<float*>(dst->data);
-    Span s = split(p.outer * p.inner, ith, nth);
+    WorkSpan s = work_span(p.outer * p.inner, ith, nth);
     const double two_pi = 2.0 * M_PI;
     std::vector<double> re(size_t(p.n)), im(size_t(p.n));
     for (int64_t e = s.b; e < s.e; e++) {
@@ -76,7 +72,7 @@ void stft_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const float* x = static_cast<const float*>(dst->src[0]->data);
     const float* w = p.has_win ? static_cast<const float*>(dst->src[1]->data) : nullptr;
     float* y = static_cast<float*>(dst->data);
-    Span s = split(p.B * p.frames, ith, nth);
+    WorkSpan s = work_span(p.B * p.frames, ith, nth);
     for (int64_t e = s.b; e < s.e; e++) {
         int64_t b = e / p.frames, f = e % p.frames;
         for (int64_t k = 0; k < p.bins; k++) {
