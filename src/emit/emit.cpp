@@ -119,9 +119,21 @@ std::string dim_symbol(const ValueInfo& vi, size_t a) {
 }
 
 // Symbolic dim j (in order of appearance) gets base * (j + 1 + shift): distinct values make comments name dims.
-Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distinct, int shift, int data) {
+// Host-read inputs hold `data` + shift, or an example's data (+ shift when shift_examples), as their type.
+Probe run_probe(const Model& m, const GraphPlan& plan, const std::map<std::string, Tensor>& examples, int64_t base,
+                bool distinct, int shift, int data, bool shift_examples) {
     Probe pr;
     pr.shift = shift;
+    auto host_read = [&](const ValueInfo& vi) { return !dtype_is_float(vi.dtype) || plan.need_host.count(vi.name); };
+    // In the first probe an example fixes the symbolic dims it has, before the probe picks the others; the second
+// picks its own (and uses an example only where its shape still fits).
+    for (auto& vi : m.graph.inputs) {
+        auto ex = examples.find(vi.name);
+        if (shift || ex == examples.end() || !host_read(vi) || ex->second.shape.size() != vi.dims.size()) continue;
+        for (size_t a = 0; a < vi.dims.size(); a++)
+            if (!vi.dims[a].known() && !pr.dims.count(dim_symbol(vi, a))) pr.dims[dim_symbol(vi, a)] = ex->second.shape[a];
+    }
+    size_t fixed = pr.dims.size();
     std::vector<Tensor> ins;
     for (auto& vi : m.graph.inputs) {
         Tensor t;
@@ -132,17 +144,29 @@ Probe run_probe(const Model& m, const GraphPlan& plan, int64_t base, bool distin
                 continue;
             }
             std::string s = dim_symbol(vi, a);
-            if (!pr.dims.count(s)) pr.dims[s] = distinct ? base * int64_t(pr.dims.size() + 1 + size_t(shift)) : base;
+            if (!pr.dims.count(s))
+                pr.dims[s] = distinct ? base * int64_t(pr.dims.size() - fixed + 1 + size_t(shift)) : base;
             t.shape.push_back(pr.dims[s]);
         }
         // Integer inputs hold `data` in the first probe and data + 1 in the second, so that code that took an
         // input's values as numbers differs between them too (graph data must stay data).
         t.data.assign(size_t(t.numel()) * dtype_size(t.dtype), 0);
         // Inputs read on the host (integers, booleans, floats such as Resize scales) get data + shift, as their type.
-        if (!dtype_is_float(t.dtype) || plan.need_host.count(vi.name)) {
+        if (host_read(vi)) {
+            auto ex = examples.find(vi.name);
+            bool use_ex = ex != examples.end() && ex->second.shape == t.shape && ex->second.dtype == t.dtype;
             int64_t v = data + shift;
+            if (use_ex) {
+                t.data = ex->second.data;
+                v = shift_examples ? shift : 0;
+            }
             HostTensor h = HostTensor::alloc(t.dtype, t.shape);
-            for (int64_t k = 0; k < t.numel(); k++) h.set_i64(k, t.dtype == DType::BOOL ? (v % 2 + 2) % 2 : v);
+            if (use_ex && h.nbytes) std::memcpy(h.mut(), t.data.data(), h.nbytes);
+            for (int64_t k = 0; k < t.numel(); k++) {
+                int64_t x = (use_ex ? h.i64(k) : 0) + v;
+                if (use_ex && dtype_is_float(t.dtype)) h.set_f64(k, h.f64(k) + double(v));
+                else h.set_i64(k, t.dtype == DType::BOOL ? (x % 2 + 2) % 2 : x);
+            }
             if (h.nbytes) std::memcpy(t.data.data(), h.data, h.nbytes);
         }
         ins.push_back(std::move(t));
@@ -236,18 +260,30 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
         symbolic |= symbolic_dims;
         symbolic |= !dtype_is_float(vi.dtype) || plan.need_host.count(vi.name);  // the second probe also changes integer input data
     }
+    for (auto& [name, t] : opts.examples) {
+        const ValueInfo* vi = nullptr;
+        for (auto& g : m.graph.inputs)
+            if (g.name == name) vi = &g;
+        O2G_CHECK(vi, m.path, ": example '", name, "' is not an input of the model");
+        bool fits = t.shape.size() == vi->dims.size() && (vi->dtype == DType::UNDEFINED || t.dtype == vi->dtype);
+        for (size_t a = 0; fits && a < t.shape.size(); a++) fits = !vi->dims[a].known() || vi->dims[a].value == t.shape[a];
+        O2G_CHECK(fits, m.path, ": example '", name, "' is ", dtype_name(t.dtype), " ", shape_str(t.shape),
+                  ", which does not fit the input's declared type and shape");
+    }
     std::vector<Probe> probes;
     std::string first_error;
-    // The first probe: symbolic dims base * (j + 1), host-read inputs filled with `value` (0, or 1 where zeros do not
-    // build: a Range step, a trip count). The second: other dims (base * (j + 2)) and another value (+1 or -1, e.g.
-    // axis 0 then -1 of a rank-1 input), so that anything taken from a probe's numbers differs between them.
+    // The first probe: symbolic dims base * (j + 1), host-read inputs filled with the user's example data or with
+    // `value` (0, or 1 where zeros do not build: a Range step, a trip count). The second: other dims (base * (j + 2))
+    // and other data (+1 or -1, e.g. axis 0 then -1 of a rank-1 input), so that anything taken from a probe's numbers
+    // differs between them.
     struct Try { int64_t base; bool distinct; };
     const Try dims[] = {{8, true}, {16, true}, {8, false}, {1, false}, {32, false}, {4, false}};
+    const auto& ex = opts.examples;
     int first_value = 0;
     for (int value : {0, 1})
         for (const Try& t : dims) {
             if (!probes.empty()) break;
-            Probe pr = run_probe(m, plan, t.base, t.distinct, 0, value);
+            Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 0, value, false);
             if (!pr.rec) {
                 if (first_error.empty()) first_error = pr.error;
                 continue;
@@ -255,27 +291,33 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
             first_value = value;
             probes.push_back(std::move(pr));
         }
-    if (!probes.empty() && symbolic)
+    // Data that must fit the graph (a reshape target, split sizes) may build at one value only. The second probe then
+    // changes the dims alone, and the data stays checked by the recorder: a lowering that reads an input's data
+    // itself, rather than passing it to the op library, is refused per node.
+    auto other_dims = [&](const Probe& pr) {  // every symbolic dim differs from the first probe's
+        for (auto& [d, v] : pr.dims)
+            if (probes[0].dims.count(d) && probes[0].dims.at(d) == v) return false;
+        return true;
+    };
+    if (!probes.empty() && symbolic) {
         for (int value : {first_value + 1, first_value - 1})
             for (const Try& t : dims) {
                 if (probes.size() == 2) break;
-                Probe pr = run_probe(m, plan, t.base, t.distinct, 1, value - 1);  // run_probe adds the shift
-                if (pr.rec) probes.push_back(std::move(pr));
+                Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 1, value - 1, true);  // run_probe adds the shift
+                if (pr.rec && other_dims(pr)) probes.push_back(std::move(pr));
             }
-    // A graph whose shapes come from input data in ways no probe satisfies (an Expand target fed as an input) does
-    // not build from probe data, and compile cannot check what it would write.
-    O2G_CHECK(!probes.empty(), m.path, ": cannot compile: the graph does not build from probe inputs (host-read input data 0 or "
-              "1: ", first_error, ")");
-    // (Integer data alone may fail to build at a second probe, e.g. a reshape target; host statements keep it
-    // data, and lowerings that read it themselves are refused per node.)
+        for (const Try& t : dims) {
+            if (probes.size() == 2 || !symbolic_dims) break;
+            Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 1, first_value - 1, false);  // the same data
+            if (pr.rec && other_dims(pr)) probes.push_back(std::move(pr));
+        }
+    }
+    O2G_CHECK(!probes.empty(), m.path, ": cannot compile: the graph does not build from probe inputs (host-read input data ",
+              ex.empty() ? "0 or 1" : "from the examples, or 0 or 1", ": ", first_error,
+              "); give example data for the inputs it reads with --example NAME=FILE.npy");
     O2G_CHECK(!symbolic_dims || probes.size() == 2, m.path, ": cannot compile: the graph builds at one probe "
               "shape only, so compile cannot check that its code holds for every input shape");
     ProgramRecorder& r = *probes[0].rec;
-    // Code built from one probe cannot be checked against other data: a lowering could have taken a value computed
-    // from an input's data as a literal.
-    O2G_CHECK(probes.size() == 2 || r.host_inputs.empty(), m.path, ": cannot compile: the graph reads the data of "
-              "integer inputs when it is built, and builds with one set of probe data only, so compile cannot check "
-              "that its code holds for other data");
     std::vector<std::string> failures = r.failures;
     if (probes.size() == 2) {
         const ProgramRecorder& r2 = *probes[1].rec;

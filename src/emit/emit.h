@@ -1,14 +1,19 @@
 // `onnx2ggml compile`: writes a model as a standalone C++ ggml program (sources, CMake, GGUF weights).
 #pragma once
+#include <map>
 #include <string>
 
 #include "ir/ir.h"
+#include "onnx2ggml/tensor.h"
 
 namespace onnx2ggml {
 
 struct CompileOptions {
     std::string out_dir;
     std::string name;                // program name; default: model file stem, sanitized
+    // Example data for inputs the graph reads when it builds (a reshape target, axes), by input name: the first probe
+    // build uses it where made-up data (zeros, ones) does not fit the graph. The program still reads those inputs.
+    std::map<std::string, Tensor> examples;
 };
 
 // Returns the program name used.

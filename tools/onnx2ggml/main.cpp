@@ -33,7 +33,7 @@ const char* kUsage =
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "  onnx2ggml info MODEL.onnx\n"
-    "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME]\n"
+    "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
     "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n";
 
 std::string sanitize(const std::string& name) {
@@ -139,9 +139,8 @@ long peak_rss_kb() {
     return ru.ru_maxrss;
 }
 
-std::map<std::string, Tensor> read_inputs(const Session& session, const std::string& model,
+std::map<std::string, Tensor> read_inputs(const Graph& g, const std::string& model,
                                           const std::vector<std::pair<std::string, std::string>>& inputs) {
-    const Graph& g = session.model().graph;
     std::map<std::string, Tensor> feeds;
     size_t positional = 0;
     for (auto& [name, file] : inputs) {
@@ -192,7 +191,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     auto t0 = std::chrono::steady_clock::now();
     auto session = Session::open(model, opts);
     double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    auto feeds = read_inputs(*session, model, inputs);
+    auto feeds = read_inputs(session->model().graph, model, inputs);
     session->run(feeds);  // first run builds the graph and uploads weights
     const RunStats first = session->stats();
     for (int i = 0; i < warmup; i++) session->run(feeds);
@@ -224,6 +223,7 @@ int cmd_bench(const std::vector<std::string>& args) {
 int cmd_compile(const std::vector<std::string>& args) {
     std::string model;
     CompileOptions o;
+    std::vector<std::pair<std::string, std::string>> examples;
     for (size_t i = 0; i < args.size(); i++) {
         const std::string& a = args[i];
         auto next = [&]() -> std::string {
@@ -232,6 +232,7 @@ int cmd_compile(const std::vector<std::string>& args) {
         };
         if (a == "-o" || a == "--output-dir") o.out_dir = next();
         else if (a == "--name") o.name = next();
+        else if (a == "--example") add_input(examples, next());
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
@@ -239,6 +240,7 @@ int cmd_compile(const std::vector<std::string>& args) {
     if (model.empty() || o.out_dir.empty()) throw Error(std::string("compile needs MODEL and -o DIR\n") + kUsage);
     auto m = load_model(model);
     check_supported(*m);
+    o.examples = read_inputs(m->graph, model, examples);
     std::string name = compile_model(*m, o);
     printf("wrote %s/{%s.h, %s.cpp, main.cpp, CMakeLists.txt, %s.gguf}\n", o.out_dir.c_str(), name.c_str(), name.c_str(),
            name.c_str());
@@ -270,7 +272,7 @@ int cmd_run(const std::vector<std::string>& args) {
     if (model.empty() || out_dir.empty()) throw Error(std::string("run needs MODEL and --output-dir\n") + kUsage);
     auto session = Session::open(model, opts);
     const Graph& g = session->model().graph;
-    auto feeds = read_inputs(*session, model, inputs);
+    auto feeds = read_inputs(session->model().graph, model, inputs);
     auto outs = session->run(feeds);
     struct stat st;
     if (stat(out_dir.c_str(), &st) != 0) {
