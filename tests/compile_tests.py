@@ -67,6 +67,8 @@ def refusal_reasons(err):
     out = []
     for line in err.splitlines()[1:]:
         line = line.strip()
+        if line.startswith("("):
+            continue
         m = re.match(r"(\S+) node '.*?': (.*)", line)
         out.append(f"{m.group(1)}: {m.group(2)}" if m else line)
     return out

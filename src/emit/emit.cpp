@@ -230,6 +230,66 @@ std::string shape_text(const std::vector<int64_t>& a, const std::vector<int64_t>
 }
 
 
+// The two probe builds of one attempt (see compile_model); empty when the first does not build. Data that must fit
+// the graph (a reshape target, split sizes) may build at one value only: the second probe then changes the dims
+// alone, and the data stays checked by the recorder, which refuses a lowering that reads input data itself rather
+// than passing it to the op library.
+std::vector<Probe> probe_pair(const Model& m, const GraphPlan& plan, const std::map<std::string, Tensor>& ex, int value,
+                              bool symbolic, bool symbolic_dims, std::string& first_error) {
+    struct Try { int64_t base; bool distinct; };
+    const Try dims[] = {{8, true}, {16, true}, {8, false}, {1, false}, {32, false}, {4, false}};
+    std::vector<Probe> probes;
+    for (const Try& t : dims) {
+        Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 0, value, false);
+        if (pr.rec) {
+            probes.push_back(std::move(pr));
+            break;
+        }
+        if (first_error.empty()) first_error = pr.error;
+    }
+    if (probes.empty() || !symbolic) return probes;
+    auto other_dims = [&](const Probe& pr) {  // every symbolic dim differs from the first probe's
+        for (auto& [d, v] : pr.dims)
+            if (probes[0].dims.count(d) && probes[0].dims.at(d) == v) return false;
+        return true;
+    };
+    for (int v : {value + 1, value - 1})
+        for (const Try& t : dims) {
+            if (probes.size() == 2) return probes;
+            Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 1, v - 1, true);  // run_probe adds the shift
+            if (pr.rec && other_dims(pr)) probes.push_back(std::move(pr));
+        }
+    for (const Try& t : dims) {
+        if (probes.size() == 2 || !symbolic_dims) break;
+        Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 1, value - 1, false);  // the same data
+        if (pr.rec && other_dims(pr)) probes.push_back(std::move(pr));
+    }
+    return probes;
+}
+
+// What keeps an attempt's code from being written down: the recorder's per-node failures, and code that came out
+// different at the two probes (it depends on a probe's numbers: a dim or value fixed at compile time).
+std::vector<std::string> probe_failures(const Model& m, const GraphPlan& plan, const std::vector<Probe>& probes,
+                                        bool symbolic_dims) {
+    const ProgramRecorder& r = *probes[0].rec;
+    std::vector<std::string> failures = r.failures;
+    if (symbolic_dims && probes.size() < 2)
+        failures.push_back("graph: builds at one probe shape only, so compile cannot check that its code holds for "
+                           "every input shape");
+    if (probes.size() < 2) return failures;
+    const ProgramRecorder& r2 = *probes[1].rec;
+    for (size_t i = 0; i < r.node_code.size() && i < r2.node_code.size(); i++)
+        if (r.node_code[i] != r2.node_code[i]) {
+            const Node& n = plan.node(m, plan.live_nodes[i]);
+            failures.push_back(n.describe() + ": its code depends on the input shapes or integer input data "
+                               "(a dim or value the model leaves open would be fixed)");
+        }
+    if (r.epilogue != r2.epilogue)
+        failures.push_back("graph outputs: returned differently at the two probes (a rank > 4 output's shape or a "
+                           "host output would be fixed)");
+    return failures;
+}
+
 }  // namespace
 
 std::string compile_model(const Model& m, const CompileOptions& opts) {
@@ -251,8 +311,6 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     static bool loaded = [] { ggml_backend_load_all(); return true; }();
     (void)loaded;
 
-    // Two probe builds at different values of every symbolic dim: code that came out different depends on a
-    // probe's numbers (a dim fixed at compile time), which compile refuses rather than writes down.
     GraphPlan plan = plan_graph(m);
     bool symbolic = false, symbolic_dims = false;
     for (auto& vi : m.graph.inputs) {
@@ -270,72 +328,38 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
         O2G_CHECK(fits, m.path, ": example '", name, "' is ", dtype_name(t.dtype), " ", shape_str(t.shape),
                   ", which does not fit the input's declared type and shape");
     }
+    // Each attempt builds twice. The first probe: symbolic dims base * (j + 1), host-read inputs filled with the
+    // user's examples or with one value. The second: other dims (base * (j + 2)) and other data (+1 or -1, e.g. axis 0
+    // then -1 of a rank-1 input), so that anything taken from a probe's numbers differs between them. Attempts go
+    // examples, zeros, ones: zeros may build a degenerate graph (an empty crop) that cannot be written down.
     std::vector<Probe> probes;
+    std::vector<std::string> failures;
     std::string first_error;
-    // The first probe: symbolic dims base * (j + 1), host-read inputs filled with the user's example data or with
-    // `value` (0, or 1 where zeros do not build: a Range step, a trip count). The second: other dims (base * (j + 2))
-    // and other data (+1 or -1, e.g. axis 0 then -1 of a rank-1 input), so that anything taken from a probe's numbers
-    // differs between them.
-    struct Try { int64_t base; bool distinct; };
-    const Try dims[] = {{8, true}, {16, true}, {8, false}, {1, false}, {32, false}, {4, false}};
-    const auto& ex = opts.examples;
-    int first_value = 0;
-    for (int value : {0, 1})
-        for (const Try& t : dims) {
-            if (!probes.empty()) break;
-            Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 0, value, false);
-            if (!pr.rec) {
-                if (first_error.empty()) first_error = pr.error;
-                continue;
-            }
-            first_value = value;
-            probes.push_back(std::move(pr));
-        }
-    // Data that must fit the graph (a reshape target, split sizes) may build at one value only. The second probe then
-    // changes the dims alone, and the data stays checked by the recorder: a lowering that reads an input's data
-    // itself, rather than passing it to the op library, is refused per node.
-    auto other_dims = [&](const Probe& pr) {  // every symbolic dim differs from the first probe's
-        for (auto& [d, v] : pr.dims)
-            if (probes[0].dims.count(d) && probes[0].dims.at(d) == v) return false;
-        return true;
-    };
-    if (!probes.empty() && symbolic) {
-        for (int value : {first_value + 1, first_value - 1})
-            for (const Try& t : dims) {
-                if (probes.size() == 2) break;
-                Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 1, value - 1, true);  // run_probe adds the shift
-                if (pr.rec && other_dims(pr)) probes.push_back(std::move(pr));
-            }
-        for (const Try& t : dims) {
-            if (probes.size() == 2 || !symbolic_dims) break;
-            Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 1, first_value - 1, false);  // the same data
-            if (pr.rec && other_dims(pr)) probes.push_back(std::move(pr));
-        }
+    bool reads_data = false;
+    for (auto& vi : m.graph.inputs) reads_data |= !dtype_is_float(vi.dtype) || plan.need_host.count(vi.name);
+    std::vector<int> firsts = {0};
+    if (reads_data) firsts = opts.examples.empty() ? std::vector<int>{0, 1} : std::vector<int>{0, 0, 1};
+    for (size_t at = 0; at < firsts.size(); at++) {
+        bool use_ex = !opts.examples.empty() && at == 0;
+        std::vector<Probe> p = probe_pair(m, plan, use_ex ? opts.examples : std::map<std::string, Tensor>{}, firsts[at],
+                                          symbolic, symbolic_dims, first_error);
+        if (p.empty()) continue;
+        std::vector<std::string> f = probe_failures(m, plan, p, symbolic_dims);
+        if (f.empty() || probes.empty()) probes = std::move(p), failures = std::move(f);
+        if (failures.empty()) break;
     }
     O2G_CHECK(!probes.empty(), m.path, ": cannot compile: the graph does not build from probe inputs (host-read input data ",
-              ex.empty() ? "0 or 1" : "from the examples, or 0 or 1", ": ", first_error,
+              opts.examples.empty() ? "0 or 1" : "from the examples, or 0 or 1", ": ", first_error,
               "); give example data for the inputs it reads with --example NAME=FILE.npy");
-    O2G_CHECK(!symbolic_dims || probes.size() == 2, m.path, ": cannot compile: the graph builds at one probe "
-              "shape only, so compile cannot check that its code holds for every input shape");
-    ProgramRecorder& r = *probes[0].rec;
-    std::vector<std::string> failures = r.failures;
-    if (probes.size() == 2) {
-        const ProgramRecorder& r2 = *probes[1].rec;
-        for (size_t i = 0; i < r.node_code.size() && i < r2.node_code.size(); i++)
-            if (r.node_code[i] != r2.node_code[i]) {
-                const Node& n = plan.node(m, plan.live_nodes[i]);
-                failures.push_back(n.describe() + ": its code depends on the input shapes or integer input data "
-                                   "(a dim or value the model leaves open would be fixed)");
-            }
-        if (r.epilogue != r2.epilogue)
-            failures.push_back("graph outputs: returned differently at the two probes (a rank > 4 output's shape or a "
-                               "host output would be fixed)");
-    }
     if (!failures.empty()) {
         std::string msg = m.path + ": cannot compile " + std::to_string(failures.size()) + " node(s):";
         for (auto& f : failures) msg += "\n  " + f;
+        if (reads_data && opts.examples.empty())
+            msg += "\n  (the graph reads input data when it builds, and compile probed it with 0 and 1; real data may "
+                   "build further: --example NAME=FILE.npy)";
         throw Error(msg);
     }
+    ProgramRecorder& r = *probes[0].rec;
 
     std::ostringstream src;
     src << "// Generated by onnx2ggml compile from " << c_comment(m.path) << ". Regenerate rather than edit.\n"
