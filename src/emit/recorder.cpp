@@ -296,6 +296,31 @@ void ProgramRecorder::host_read(const Val& v) {
     if (!constant) direct_reads_.push_back(v.name);
 }
 
+std::string ProgramRecorder::branch_cond(const Val& v) {
+    auto it = host_.find(v.name);
+    HostExpr::Kind k = it != host_.end() ? it->second.kind : unnamed_kind(v);
+    if (k == HostExpr::Const) return "";
+    passed_.insert(v.name);
+    if (k == HostExpr::Var) return branch_cond_ = var_text(it->second) + ".i64(0) != 0";
+    if (k == HostExpr::Sym && it->second.e.size() == 1) return branch_cond_ = it->second.e[0] + " != 0";
+    fail_node("its condition '" + v.name + "' has no C++ form (" + (it != host_.end() ? it->second.why : "") + ")");
+    return "";
+}
+
+void ProgramRecorder::branch_end(int k, const std::vector<Val>& outs) {
+    Branch& b = branch_[k];
+    b.code = nested_code_;
+    for (auto& p : pre_) b.code += "    " + p + "\n";  // branch outputs made device constants
+    nested_code_.clear();
+    pre_.clear();
+    b.outs.clear();
+    for (const Val& v : outs) {
+        auto t = v.t ? tensor_var_.find(v.t) : tensor_var_.end();
+        if (t == tensor_var_.end()) fail_node("branch output '" + v.name + "' has no C++ form");
+        b.outs.push_back(t == tensor_var_.end() ? "nullptr" : t->second);
+    }
+}
+
 // The state of one node's recording, set aside while the nodes of its subgraph (If, Loop, Scan) record.
 struct ProgramRecorder::Saved {
     const Node* node;
@@ -306,6 +331,8 @@ struct ProgramRecorder::Saved {
     std::set<std::string> passed;
     std::string fail, nested;
     std::map<int, std::string> host_calls;
+    std::string branch_cond;
+    Branch branch[2];
 };
 
 void ProgramRecorder::alias(const std::string& to, const Val& from) {
@@ -332,7 +359,8 @@ void ProgramRecorder::node_begin(const Node& n, bool on_host) {
         auto sv = std::make_shared<Saved>(Saved{node_, node_on_host_, std::move(calls_), std::move(local_),
                                                 std::move(pre_), std::move(direct_reads_), std::move(host_stmts_),
                                                 std::move(passed_), std::move(node_fail_), std::move(nested_code_),
-                                                std::move(host_calls_)});
+                                                std::move(host_calls_), std::move(branch_cond_),
+                                                {std::move(branch_[0]), std::move(branch_[1])}});
         saved_.push_back(sv);
     }
     nested_code_.clear();
@@ -346,6 +374,8 @@ void ProgramRecorder::node_begin(const Node& n, bool on_host) {
     node_fail_.clear();
     host_calls_.clear();
     host_stmts_.clear();
+    branch_cond_.clear();
+    branch_[0] = branch_[1] = Branch{};
     fields_.clear();
     field_vals_.clear();
 }
@@ -397,6 +427,29 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
             if (!passed_.count(r))
                 fail_node("its branch or trip count depends on '" + r + "', which compiled programs do not unroll over yet");
     std::string code = nested_code_;
+    if (!branch_cond_.empty()) {  // an If the program decides: declared outputs, assigned in either branch
+        auto indent = [](const std::string& block) {
+            std::string r;
+            for (size_t p = 0, e; p < block.size(); p = e + 1) {
+                e = block.find('\n', p);
+                if (e == std::string::npos) e = block.size();
+                r += "    " + block.substr(p, e - p) + "\n";
+            }
+            return r;
+        };
+        for (size_t o = 0; o < out_vars.size(); o++)
+            if (!out_vars[o].empty()) {
+                out_vars[o] = ident(n.outputs[o]);
+                code += "    ggml_tensor* " + out_vars[o] + " = nullptr;\n";
+            }
+        for (int k : {1, 0}) {
+            code += k ? "    if (" + branch_cond_ + ") {\n" : "    } else {\n";
+            code += indent(branch_[k].code);
+            for (size_t o = 0; o < out_vars.size() && o < branch_[k].outs.size(); o++)
+                if (!out_vars[o].empty()) code += "        " + out_vars[o] + " = " + branch_[k].outs[o] + ";\n";
+        }
+        code += "    }\n";
+    }
     for (auto& h : host_stmts_) code += "    " + h + "\n";
     if (device || !pre_.empty()) {
         for (auto& p : pre_) code += "    " + resolve(p) + "\n";
@@ -432,6 +485,9 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
         passed_ = std::move(sv->passed);
         node_fail_ = std::move(sv->fail);
         host_calls_ = std::move(sv->host_calls);
+        branch_cond_ = std::move(sv->branch_cond);
+        branch_[0] = std::move(sv->branch[0]);
+        branch_[1] = std::move(sv->branch[1]);
         nested_code_ = std::move(sv->nested) + code;
         return;
     }

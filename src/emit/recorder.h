@@ -45,6 +45,8 @@ public:
     void alias(const std::string& to, const Val& from) override;
     void param_field(const Val& v, const std::string& field, char kind, int rank) override;
     void host_read(const Val& v) override;
+    std::string branch_cond(const Val& v) override;
+    void branch_end(int k, const std::vector<Val>& outs) override;
     void node_begin(const Node& n, bool on_host) override;
     void node_end(Lower& L, bool on_host) override;
 
@@ -93,6 +95,9 @@ private:
     std::vector<std::pair<std::string, std::string>> fields_;  // params fields the next call takes from values
     std::vector<std::string> field_vals_;                // ... and the values they come from
     std::string nested_code_;                            // code of the nodes a control-flow node ran (unrolled)
+    struct Branch { std::string code; std::vector<std::string> outs; };
+    std::string branch_cond_;                            // an If the program decides: its condition, and
+    Branch branch_[2];                                   // ... its else (0) and then (1) code and outputs
     struct Saved;                                        // the enclosing node's state while a body node records
     std::vector<std::shared_ptr<Saved>> saved_;
 };

@@ -90,10 +90,21 @@ Val stack(Lower& L, const std::vector<Val>& items, int64_t axis) {
 
 void lower_If(Lower& L) {
     bool cond = L.h(0).i64(0) != 0;
-    auto outs = run_body(L, body_of(L, cond ? "then_branch" : "else_branch"), {});
-    if (outs.size() < L.outs.size()) L.error("branch produces too few outputs");
+    std::string c = L.b.rec ? L.b.rec->branch_cond(L.in(0)) : "";
+    std::vector<Val> outs[2];
+    for (int k : {1, 0}) {
+        // Under compile, a condition that follows input data or shapes becomes a C++ if: both branches are built
+        // (as device tensors, since the program picks one when it runs), and the graph uses this probe's.
+        if (c.empty() && k != int(cond)) continue;
+        outs[k] = run_body(L, body_of(L, k ? "then_branch" : "else_branch"), {});
+        if (outs[k].size() < L.outs.size()) L.error("branch produces too few outputs");
+        if (c.empty()) continue;
+        for (size_t i = 0; i < L.outs.size(); i++)
+            if (!outs[k][i].t) L.b.tensor(outs[k][i]);
+        L.b.rec->branch_end(k, outs[k]);
+    }
     for (size_t i = 0; i < L.outs.size(); i++) {
-        L.outs[i] = outs[i];
+        L.outs[i] = outs[int(cond)][i];
         L.outs[i].input_deps.clear();
     }
 }

@@ -50,6 +50,10 @@ public:
     virtual void use(const Val& v, ggml_tensor* t) = 0;
     // The lowering read value v's host data directly (not through Lower::sym).
     virtual void host_read(const Val& v) = 0;
+    // An If on value v: "" when v is a constant of the program, else the C++ condition the program tests. The lowering
+    // then builds both branches, each followed by branch_end (k = 1: then, 0: else) with its outputs.
+    virtual std::string branch_cond(const Val& v) = 0;
+    virtual void branch_end(int k, const std::vector<Val>& outs) = 0;
     // Around each node: its lowering ran on the host or built ggml tensors.
     virtual void node_begin(const Node& n, bool on_host) = 0;
     virtual void node_end(Lower& L, bool on_host) = 0;
