@@ -296,31 +296,6 @@ void ProgramRecorder::host_read(const Val& v) {
     if (!constant) direct_reads_.push_back(v.name);
 }
 
-std::string ProgramRecorder::branch_cond(const Val& v) {
-    auto it = host_.find(v.name);
-    HostExpr::Kind k = it != host_.end() ? it->second.kind : unnamed_kind(v);
-    if (k == HostExpr::Const) return "";
-    passed_.insert(v.name);
-    if (k == HostExpr::Var) return branch_cond_ = var_text(it->second) + ".i64(0) != 0";
-    if (k == HostExpr::Sym && it->second.e.size() == 1) return branch_cond_ = it->second.e[0] + " != 0";
-    fail_node("its condition '" + v.name + "' has no C++ form (" + (it != host_.end() ? it->second.why : "") + ")");
-    return "";
-}
-
-void ProgramRecorder::branch_end(int k, const std::vector<Val>& outs) {
-    Branch& b = branch_[k];
-    b.code = nested_code_;
-    for (auto& p : pre_) b.code += "    " + p + "\n";  // branch outputs made device constants
-    nested_code_.clear();
-    pre_.clear();
-    b.outs.clear();
-    for (const Val& v : outs) {
-        auto t = v.t ? tensor_var_.find(v.t) : tensor_var_.end();
-        if (t == tensor_var_.end()) fail_node("branch output '" + v.name + "' has no C++ form");
-        b.outs.push_back(t == tensor_var_.end() ? "nullptr" : t->second);
-    }
-}
-
 // The state of one node's recording, set aside while the nodes of its subgraph (If, Loop, Scan) record.
 struct ProgramRecorder::Saved {
     const Node* node;
@@ -333,6 +308,7 @@ struct ProgramRecorder::Saved {
     std::map<int, std::string> host_calls;
     std::string branch_cond;
     Branch branch[2];
+    LoopRec loop;
 };
 
 void ProgramRecorder::alias(const std::string& to, const Val& from) {
@@ -360,7 +336,8 @@ void ProgramRecorder::node_begin(const Node& n, bool on_host) {
                                                 std::move(pre_), std::move(direct_reads_), std::move(host_stmts_),
                                                 std::move(passed_), std::move(node_fail_), std::move(nested_code_),
                                                 std::move(host_calls_), std::move(branch_cond_),
-                                                {std::move(branch_[0]), std::move(branch_[1])}});
+                                                {std::move(branch_[0]), std::move(branch_[1])},
+                                                std::move(loop_)});
         saved_.push_back(sv);
     }
     nested_code_.clear();
@@ -376,6 +353,7 @@ void ProgramRecorder::node_begin(const Node& n, bool on_host) {
     host_stmts_.clear();
     branch_cond_.clear();
     branch_[0] = branch_[1] = Branch{};
+    loop_ = LoopRec{};
     fields_.clear();
     field_vals_.clear();
 }
@@ -418,6 +396,7 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
         if (!t || n.outputs[o].empty()) continue;
         auto it = local_.find(t);
         auto named = L.outs[o].name.empty() ? val_var.end() : val_var.find(L.outs[o].name);
+        if (loop_.on) continue;  // control_code names them
         if (it != local_.end()) out_vars[o] = resolve(it->second);
         else if (named != val_var.end()) out_vars[o] = named->second;  // made by a subgraph node, or passed on
         else fail_node("its lowering is not written as op-library calls yet");
@@ -427,29 +406,7 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
             if (!passed_.count(r))
                 fail_node("its branch or trip count depends on '" + r + "', which compiled programs do not unroll over yet");
     std::string code = nested_code_;
-    if (!branch_cond_.empty()) {  // an If the program decides: declared outputs, assigned in either branch
-        auto indent = [](const std::string& block) {
-            std::string r;
-            for (size_t p = 0, e; p < block.size(); p = e + 1) {
-                e = block.find('\n', p);
-                if (e == std::string::npos) e = block.size();
-                r += "    " + block.substr(p, e - p) + "\n";
-            }
-            return r;
-        };
-        for (size_t o = 0; o < out_vars.size(); o++)
-            if (!out_vars[o].empty()) {
-                out_vars[o] = ident(n.outputs[o]);
-                code += "    ggml_tensor* " + out_vars[o] + " = nullptr;\n";
-            }
-        for (int k : {1, 0}) {
-            code += k ? "    if (" + branch_cond_ + ") {\n" : "    } else {\n";
-            code += indent(branch_[k].code);
-            for (size_t o = 0; o < out_vars.size() && o < branch_[k].outs.size(); o++)
-                if (!out_vars[o].empty()) code += "        " + out_vars[o] + " = " + branch_[k].outs[o] + ";\n";
-        }
-        code += "    }\n";
-    }
+    if (!branch_cond_.empty() || loop_.on) code = control_code(n, out_vars);
     for (auto& h : host_stmts_) code += "    " + h + "\n";
     if (device || !pre_.empty()) {
         for (auto& p : pre_) code += "    " + resolve(p) + "\n";
@@ -488,6 +445,7 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
         branch_cond_ = std::move(sv->branch_cond);
         branch_[0] = std::move(sv->branch[0]);
         branch_[1] = std::move(sv->branch[1]);
+        loop_ = std::move(sv->loop);
         nested_code_ = std::move(sv->nested) + code;
         return;
     }

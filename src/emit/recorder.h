@@ -47,6 +47,8 @@ public:
     void host_read(const Val& v) override;
     std::string branch_cond(const Val& v) override;
     void branch_end(int k, const std::vector<Val>& outs) override;
+    bool loop_begin(const Val* trip, const Val* cond, std::vector<Val>& carried, Val& counter) override;
+    void loop_end(const Val& cond_out, const std::vector<Val>& carried_out, const std::vector<Val>& scans) override;
     void node_begin(const Node& n, bool on_host) override;
     void node_end(Lower& L, bool on_host) override;
 
@@ -72,6 +74,8 @@ private:
     HostExpr eval_sym(Lower& L, const std::vector<const HostExpr*>& in, std::string& why);
     std::vector<std::string> host_elems(Lower& L, int i, bool& ok);
     void fail_node(const std::string& why);
+    std::string scalar_text(const Val& v, bool& constant);  // a host scalar's C++ expression; constant: its literal
+    std::string control_code(const Node& n, std::vector<std::string>& out_vars);  // src/emit/control_flow.cpp
 
     const Model& m_;
     Builder& b_;
@@ -98,6 +102,14 @@ private:
     struct Branch { std::string code; std::vector<std::string> outs; };
     std::string branch_cond_;                            // an If the program decides: its condition, and
     Branch branch_[2];                                   // ... its else (0) and then (1) code and outputs
+    struct LoopRec {
+        bool on = false;
+        std::string iter, cond, trip;         // the counter, condition and trip count variables
+        std::string head, body, tail;         // code before the for, inside it, after it
+        std::vector<std::string> carried, scans;  // variables of the loop-carried values and scan outputs
+        std::vector<bool> carried_host, scan_host;
+    };
+    LoopRec loop_;                                       // a Loop the program runs
     struct Saved;                                        // the enclosing node's state while a body node records
     std::vector<std::shared_ptr<Saved>> saved_;
 };

@@ -221,6 +221,13 @@ HostTensor host_tile(const HostTensor& x, const Ints& repeats) {
     return remap(x, os, [&](size_t d, int64_t c) { return c % x.shape[d]; });
 }
 
+HostTensor host_stack(const std::vector<HostTensor>& items) {
+    if (items.empty()) throw OpError("cannot stack zero iterations");
+    std::vector<HostTensor> parts;
+    for (const HostTensor& x : items) parts.push_back(host_unsqueeze(x, {0}));
+    return host_concat(parts, 0);
+}
+
 HostTensor host_gather(const HostTensor& x, const HostTensor& indices, int64_t axis_in) {
     const Shape& s = x.shape;
     int64_t r = int64_t(s.size());

@@ -132,6 +132,17 @@ ggml_tensor* concat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const ConcatParams
     return ggml_concat(ctx, a, b, p.axis);
 }
 
+ggml_tensor* stack(Ctx& ctx, const std::vector<ggml_tensor*>& items, const StackParams& p) {
+    if (items.empty()) throw OpError("cannot stack zero iterations");
+    if (p.rank >= 4) throw OpError("Stack: items of rank " + std::to_string(p.rank) + " (ggml holds 4 dims)");
+    ggml_tensor* y = nullptr;
+    for (ggml_tensor* x : items) {
+        ggml_tensor* u = unsqueeze(ctx, x, {p.rank, {p.rank}});
+        y = y ? concat(ctx, y, u, {p.rank}) : u;
+    }
+    return y;
+}
+
 ggml_tensor* split(Ctx& ctx, ggml_tensor* x, const Ints& split, const SplitParams& p) {
     check_dim(p.axis, "Split");
     int64_t n = x->ne[p.axis];

@@ -119,6 +119,10 @@ void lower_Loop(Lower& L) {
     for (int i = 0; i < n_carried; i++) carried.push_back(L.in(2 + i));
     int n_scan = int(body.outputs.size()) - 1 - n_carried;
     std::vector<std::vector<Val>> scans(size_t(std::max(n_scan, 0)));
+    // Under compile, a trip count or condition that follows input data or shapes becomes a C++ for: iteration 0 is
+    // recorded as its body, and the rest of this probe's iterations are built unrecorded.
+    Recorder* rec = L.b.rec;
+    bool program_loop = false;
     int64_t it = 0;
     for (; it < trip && cond; it++) {
         if (it >= kMaxIterations) L.error("more than " + std::to_string(kMaxIterations) + " iterations to unroll");
@@ -127,6 +131,9 @@ void lower_Loop(Lower& L) {
         iv.host = std::make_shared<HostTensor>(HostTensor::from_i64(DType::INT64, {}, {it}));
         cv.dtype = DType::BOOL;
         cv.host = std::make_shared<HostTensor>(HostTensor::from_i64(DType::BOOL, {}, {1}));
+        if (it == 0 && rec)
+            program_loop = rec->loop_begin(L.has(0) ? &L.in(0) : nullptr, L.has(1) ? &L.in(1) : nullptr, carried, iv);
+        if (it == 1 && program_loop) L.b.rec = nullptr;
         std::vector<Val> args = {iv, cv};
         args.insert(args.end(), carried.begin(), carried.end());
         auto outs = run_body(L, body, args);
@@ -135,12 +142,17 @@ void lower_Loop(Lower& L) {
         cond = co.host->i64(0) != 0;
         for (int i = 0; i < n_carried; i++) carried[size_t(i)] = outs[size_t(1 + i)];
         for (int k = 0; k < n_scan; k++) scans[size_t(k)].push_back(outs[size_t(1 + n_carried + k)]);
+        if (it == 0 && program_loop)
+            rec->loop_end(co, std::vector<Val>(outs.begin() + 1, outs.begin() + 1 + n_carried),
+                          std::vector<Val>(outs.begin() + 1 + n_carried, outs.end()));
     }
+    if (program_loop) L.b.rec = nullptr;
     for (int i = 0; i < n_carried && size_t(i) < L.outs.size(); i++) L.outs[size_t(i)] = carried[size_t(i)];
     for (int k = 0; k < n_scan && size_t(n_carried + k) < L.outs.size(); k++) {
         if (L.node.outputs[size_t(n_carried + k)].empty()) continue;
         L.outs[size_t(n_carried + k)] = stack(L, scans[size_t(k)], 0);
     }
+    L.b.rec = rec;
     for (auto& o : L.outs) o.input_deps.clear();
 }
 

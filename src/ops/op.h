@@ -54,6 +54,11 @@ public:
     // then builds both branches, each followed by branch_end (k = 1: then, 0: else) with its outputs.
     virtual std::string branch_cond(const Val& v) = 0;
     virtual void branch_end(int k, const std::vector<Val>& outs) = 0;
+    // A Loop whose trip count or condition is not a constant of the program: loop_begin returns true, and the
+    // lowering records iteration 0 (with `counter` and `carried` swapped for the stand-ins loop_begin makes) up to
+    // loop_end, then builds the other iterations unrecorded. False: the loop is unrolled as usual.
+    virtual bool loop_begin(const Val* trip, const Val* cond, std::vector<Val>& carried, Val& counter) = 0;
+    virtual void loop_end(const Val& cond_out, const std::vector<Val>& carried_out, const std::vector<Val>& scans) = 0;
     // Around each node: its lowering ran on the host or built ggml tensors.
     virtual void node_begin(const Node& n, bool on_host) = 0;
     virtual void node_end(Lower& L, bool on_host) = 0;

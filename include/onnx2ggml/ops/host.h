@@ -64,6 +64,8 @@ struct HostSplitParams {
 // Part `index` of ONNX Split along `axis` with the given sizes.
 HostTensor host_split(const HostTensor& x, const Ints& sizes, const HostSplitParams& p);
 HostTensor host_tile(const HostTensor& x, const Ints& repeats);
+// Items joined along a new axis 0 (a Loop's scan output on the host).
+HostTensor host_stack(const std::vector<HostTensor>& items);
 
 // ---- indexing ----
 HostTensor host_gather(const HostTensor& x, const HostTensor& indices, int64_t axis);

@@ -57,6 +57,12 @@ struct ConcatParams {
 };
 // a and b joined along `axis` (Concat of n inputs is n - 1 calls).
 ggml_tensor* concat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const ConcatParams& p);
+struct StackParams {
+    int rank = 0;  // ONNX rank of each item (< 4)
+    void fields(FieldWriter& f) const { f("rank", rank); }
+};
+// Items joined along a new leading ONNX axis: a Loop's scan output, gathered by a loop in generated code.
+ggml_tensor* stack(Ctx& ctx, const std::vector<ggml_tensor*>& items, const StackParams& p);
 
 struct SplitParams {
     int axis = 0;          // ggml dim
