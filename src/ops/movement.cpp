@@ -22,7 +22,12 @@ static std::vector<int64_t> transpose_perm(Lower& L) {
 void lower_Transpose(Lower& L) {
     int r = L.rank(0);
     auto perm = transpose_perm(L);
-    if (r > 4) L.error("rank > 4 Transpose is not supported by ggml");
+    if (r > 4) {
+        Shape os;
+        for (int64_t a : perm) os.push_back(L.shape(0)[size_t(a)]);
+        ggml_tensor* y = O2G_CALL(L, o2g::transpose_nd, L.t(0), L.shape_sym(0), o2g::TransposeNdParams{perm});
+        return L.out_shape(0, y, L.dtype(0), os);
+    }
     ggml_tensor* y = O2G_CALL(L, o2g::transpose, L.t(0), o2g::TransposeParams{o2g::ggml_perm(perm)});
     L.out(0, y, L.dtype(0), r);
 }

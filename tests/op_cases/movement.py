@@ -15,6 +15,12 @@ case("Squeeze", R(2, 1, 3, 4, 5), I64(1), opset=13)
 case("Flatten", R(2, 3, 2, 2, 5), axis=3)
 case("Expand", R(3, 1), I64(2, 1, 1, 3, 4))
 case("Transpose", R(2, 3), perm=[0, 1])  # identity
+# Rank 5 and 6: regrouped into at most a few 4-dim ggml permutes.
+case("Transpose", R(2, 5, 3, 4, 6), perm=[2, 0, 3, 1, 4])  # attention's qkv split (B, L, 3, H, D)
+case("Transpose", R(2, 3, 2, 2, 4, 5), perm=[0, 1, 4, 2, 5, 3])  # PixelShuffle at opset 9 (N, C, r, r, H, W)
+case("Transpose", R(2, 3, 4, 5, 6, 7), perm=[5, 3, 1, 4, 2, 0])  # every dim moves
+case("Transpose", R(3, 1, 4, 1, 5), perm=[4, 3, 2, 1, 0])  # size-1 dims
+case("Transpose", R(2, 3, 4, 5, 6), perm=[0, 1, 2, 4, 3])  # adjacent dims stay together: one permute
 
 # Old opsets: attributes where later opsets take inputs, and the first opset of each input form.
 case("Pad", R(2, 3), pads=[1, 0, 0, 2], value=1.5, opset=2)

@@ -51,6 +51,14 @@ Ints ggml_perm(const Ints& onnx_perm);
 // o2g::transpose(ctx, x, {o2g::ggml_perm({0, 2, 1, 3})}).
 ggml_tensor* transpose(Ctx& ctx, ggml_tensor* x, const TransposeParams& p);
 
+struct TransposeNdParams {
+    Ints perm;  // ONNX perm: output axis i is input axis perm[i]
+    void fields(FieldWriter& f) const { f("perm", perm); }
+};
+// ONNX Transpose of any rank up to 6 (dims of size > 1) of a tensor of ONNX shape `shape` (rank > 4: folded, see
+// ReshapeParams). Dims that stay adjacent move together; the rest takes the fewest 4-dim ggml permutes.
+ggml_tensor* transpose_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const TransposeNdParams& p);
+
 struct ConcatParams {
     int axis = 0;  // ggml dim
     void fields(FieldWriter& f) const { f("axis", axis); }

@@ -1,0 +1,127 @@
+// Op library: tensor movement at ONNX rank 5 and 6 (see include/onnx2ggml/ops/movement.h). ggml holds 4 dims, so a
+// rank > 4 tensor lives folded (outer dims merged into ne[3]); these functions regroup it as each step needs.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lib/row_gather.h"
+
+namespace o2g {
+
+namespace {
+
+// Groups of a permutation's input dims that stay adjacent and in order (they move as one dim).
+int merged_rank(const std::vector<int>& q) {
+    int g = q.empty() ? 0 : 1;
+    for (size_t i = 1; i < q.size(); i++) g += q[i] != q[i - 1] + 1;
+    return g;
+}
+
+// Shortest sequence of permutations, each of merged rank <= 4 (one ggml permute), that composes to `goal`.
+// Adjacent swaps have merged rank <= 4 and generate every permutation, so a path always exists.
+std::vector<std::vector<int>> search_steps(const std::vector<int>& goal) {
+    size_t r = goal.size();
+    std::vector<int> start(r);
+    for (size_t i = 0; i < r; i++) start[i] = int(i);
+    std::map<std::vector<int>, std::vector<int>> parent;  // order -> order it was reached from
+    std::vector<std::vector<int>> frontier = {start};
+    parent[start] = start;
+    std::vector<std::vector<int>> moves;  // every permutation of rank r one permute can do
+    std::vector<int> q = start;
+    do
+        if (merged_rank(q) <= 4) moves.push_back(q);
+    while (std::next_permutation(q.begin(), q.end()));
+    while (!frontier.empty() && !parent.count(goal)) {
+        std::vector<std::vector<int>> next;
+        for (const auto& cur : frontier)
+            for (const auto& m : moves) {
+                std::vector<int> n(r);
+                for (size_t i = 0; i < r; i++) n[i] = cur[size_t(m[i])];
+                if (parent.emplace(n, cur).second) next.push_back(n);
+            }
+        frontier = std::move(next);
+    }
+    std::vector<std::vector<int>> orders = {goal};
+    while (orders.back() != start) orders.push_back(parent[orders.back()]);
+    std::reverse(orders.begin(), orders.end());
+    std::vector<std::vector<int>> steps;  // step k moves position i of order k-1 to position i of order k
+    for (size_t k = 1; k < orders.size(); k++) {
+        std::vector<int> pos(r), st(r);
+        for (size_t i = 0; i < r; i++) pos[size_t(orders[k - 1][i])] = int(i);
+        for (size_t i = 0; i < r; i++) st[i] = pos[size_t(orders[k][i])];
+        steps.push_back(st);
+    }
+    return steps;
+}
+
+// The search visits up to 720 orders: its results are kept, so a graph build pays for each permutation once.
+std::vector<std::vector<int>> permute_steps(const std::vector<int>& goal) {
+    static std::mutex mu;
+    static std::map<std::vector<int>, std::vector<std::vector<int>>> memo;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo.find(goal);
+    if (it == memo.end()) it = memo.emplace(goal, search_steps(goal)).first;
+    return it->second;
+}
+
+// One permute of a contiguous tensor of ONNX shape s by a perm of merged rank <= 4.
+ggml_tensor* permute_once(Ctx& ctx, ggml_tensor* x, const Ints& s, const std::vector<int>& q) {
+    // Merge the runs q keeps together; g[i]: the group of input dim i.
+    std::vector<int> start_of;  // input dim that starts each output group, in output order
+    for (size_t i = 0; i < q.size(); i++)
+        if (i == 0 || q[i] != q[i - 1] + 1) start_of.push_back(q[i]);
+    std::vector<int> in_groups = start_of;
+    std::sort(in_groups.begin(), in_groups.end());
+    int n = int(in_groups.size());
+    Ints gs(size_t(n), 1);  // merged input shape, ONNX order
+    for (int k = 0; k < n; k++) {
+        int end = k + 1 < n ? in_groups[size_t(k + 1)] : int(s.size());
+        for (int d = in_groups[size_t(k)]; d < end; d++) gs[size_t(k)] *= s[size_t(d)];
+    }
+    Ints perm;  // ONNX perm over the merged groups
+    for (int st : start_of) perm.push_back(std::find(in_groups.begin(), in_groups.end(), st) - in_groups.begin());
+    int64_t ne[4];
+    fold_ne(gs, ne);
+    x = reshape_ne(ctx, x, ne);
+    return transpose(ctx, x, {ggml_perm(perm)});
+}
+
+}  // namespace
+
+ggml_tensor* transpose_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const TransposeNdParams& p) {
+    size_t r = shape.size();
+    if (p.perm.size() != r || r > 8)
+        throw OpError("Transpose: perm " + ints_literal(p.perm) + " for rank " + std::to_string(r));
+    std::vector<int> q;
+    std::vector<bool> seen(r, false);
+    for (int64_t v : p.perm) {
+        if (v < 0 || v >= int64_t(r) || seen[size_t(v)])
+            throw OpError("Transpose: perm " + ints_literal(p.perm) + " is not a permutation");
+        seen[size_t(v)] = true;
+    }
+    // Size-1 dims do not move data: drop them, then merge dims that stay adjacent.
+    std::vector<int> keep;
+    for (size_t d = 0; d < r; d++)
+        if (shape[d] != 1) keep.push_back(int(d));
+    Ints s;
+    for (int d : keep) s.push_back(shape[size_t(d)]);
+    for (int64_t v : p.perm)
+        if (shape[size_t(v)] != 1) q.push_back(int(std::find(keep.begin(), keep.end(), int(v)) - keep.begin()));
+    Ints out_shape;
+    for (int64_t v : p.perm) out_shape.push_back(shape[size_t(v)]);
+    x = cont(ctx, x);
+    if (q.size() > 6) throw OpError("Transpose: " + std::to_string(q.size()) + " dims of size > 1 (at most 6)");
+    for (const auto& st : permute_steps(q)) {
+        x = permute_once(ctx, x, s, st);
+        Ints ns;
+        for (int i : st) ns.push_back(s[size_t(i)]);
+        s = ns;
+    }
+    int64_t ne[4];
+    fold_ne(out_shape, ne);
+    return reshape_ne(ctx, x, ne);
+}
+
+}  // namespace o2g
