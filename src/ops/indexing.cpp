@@ -78,7 +78,7 @@ void lower_Gather(Lower& L) {
     Shape os = gather_shape(s, is, axis);
     if (!L.in(1).host) {  // device indices (in range, non-negative), e.g. token ids into an embedding
         ggml_tensor* y = O2G_CALL(L, o2g::gather_rows, L.t(0), L.t(1), o2g::GatherParams{gdim(r, axis), r});
-        return L.out(0, y, L.dtype(0), int(os.size()));
+        return L.out_shape(0, y, L.dtype(0), os);
     }
     const Sym idx = L.sym(1), ishape = L.shape_sym(1);
     int64_t A = s[size_t(axis)];
@@ -86,7 +86,7 @@ void lower_Gather(Lower& L) {
         if (v < -A || v >= A) L.error("Gather index " + std::to_string(v) + " out of range");
     if (r <= 4) {
         ggml_tensor* y = O2G_CALL(L, o2g::gather, L.t(0), idx, ishape, o2g::GatherParams{gdim(r, axis), r});
-        return L.out(0, y, L.dtype(0), int(os.size()));
+        return L.out_shape(0, y, L.dtype(0), os);
     }
     // Rank > 4: gather on the input seen as [outer, A, inner], then reshape to the output.
     int64_t outer = 1, inner = 1;
@@ -96,7 +96,7 @@ void lower_Gather(Lower& L) {
     ggml_tensor* x = O2G_CALL(L, o2g::reshape, L.t(0), s3, o2g::ReshapeParams{r, false});
     ggml_tensor* y = O2G_CALL(L, o2g::gather, x, idx, ishape, o2g::GatherParams{1, 3});
     y = O2G_CALL(L, o2g::reshape, y, out, o2g::ReshapeParams{int(is.size()) + 2, false});
-    L.out(0, y, L.dtype(0), int(os.size()));
+    L.out_shape(0, y, L.dtype(0), os);
 }
 void host_Gather(Lower& L) { O2G_HOST(L, 0, o2g::host_gather, L.hv(0), L.hv(1), L.node.get_int("axis", 0)); }
 

@@ -1,4 +1,5 @@
 // Matrix products: MatMul (1-13), Gemm (1-13), Einsum (12).
+#include <algorithm>
 #include <cctype>
 #include <map>
 
@@ -82,11 +83,24 @@ void lower_Einsum(Lower& L) {
     std::string out;
     parse_einsum(L, ins, out);
     if (int(ins.size()) != L.n_in() || ins.size() > 2) L.error("Einsum with more than two operands is not supported");
+    if (ins.size() == 1 && ins[0].size() > 4 && out.size() == ins[0].size() && int(out.size()) == L.rank(0)) {
+        // A pure permutation of rank > 4 (SD3's unpatchify "nhwpqc->nchpwq") is a Transpose.
+        std::vector<int64_t> perm;
+        Shape os;
+        for (char c : out) {
+            auto a = ins[0].find(c);
+            if (a == std::string::npos || std::count(out.begin(), out.end(), c) != 1) L.error("Einsum output index not a permutation");
+            perm.push_back(int64_t(a));
+            os.push_back(L.shape(0)[a]);
+        }
+        ggml_tensor* y = O2G_CALL(L, o2g::transpose_nd, L.t(0), L.shape_sym(0), o2g::TransposeNdParams{perm});
+        return L.out_shape(0, y, L.dtype(0), os);
+    }
     std::map<char, int64_t> dim;
     for (int i = 0; i < L.n_in(); i++) {
         const std::string& t = ins[size_t(i)];
         if (int(t.size()) != L.rank(i)) L.error("equation does not match input rank");
-        if (t.size() > 4) L.error("Einsum operand of rank > 4 is not supported");
+        if (t.size() > 4) L.error("Einsum operand of rank > 4 is not supported (only a permutation of one operand)");
         for (size_t a = 0; a < t.size(); a++) {
             if (!std::isalpha(static_cast<unsigned char>(t[a]))) L.error("subscripts must be letters");
             for (size_t b = a + 1; b < t.size(); b++)

@@ -10,6 +10,7 @@ case("Gemm", R(20, 37), W(24, 37), W(24), transB=1)
 case("Gemm", R(6, 5), W(5, 4), W(6, 1), alpha=2.0, beta=0.5)
 case("Einsum", R(3, 4, 5), equation="ijk->ik", opset=12)
 case("Einsum", R(3, 4), equation="ij->", opset=12)
+case("Einsum", R(2, 3, 4, 2, 2, 5), equation="nhwpqc->nchpwq", opset=12)  # SD3 unpatchify: a rank-6 permutation
 case("Einsum", R(2, 3), R(3, 4), equation="ij,jk", opset=12)  # implicit output
 case("Einsum", R(2, 3, 5), R(2, 5, 4), equation="bij,bjk->bki", opset=12)
 case("Einsum", R(3, 4), R(4, 5), equation="ij,jk->ijk", opset=12)  # outer products, no contraction
