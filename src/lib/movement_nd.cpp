@@ -124,4 +124,44 @@ ggml_tensor* transpose_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Tra
     return reshape_ne(ctx, x, ne);
 }
 
+ggml_tensor* concat_nd(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const Ints& shape, const ConcatNdParams& p) {
+    int64_t r = int64_t(shape.size()), ax = p.axis;
+    if (ax < 0 || ax >= r) throw OpError("Concat: axis " + std::to_string(ax) + " for rank " + std::to_string(r));
+    // Both seen as [outer, their dim, inner], joined along the middle.
+    int64_t outer = prod(Ints(shape.begin(), shape.begin() + ax)), inner = prod(Ints(shape.begin() + ax + 1, shape.end()));
+    int64_t per = outer * inner, na = ggml_nelements(a), nb = ggml_nelements(b);
+    if (per <= 0 || na % per || nb % per)
+        throw OpError("Concat: inputs of " + std::to_string(na) + " and " + std::to_string(nb) +
+                      " elements do not fit shape " + ints_literal(shape) + " outside axis " + std::to_string(ax));
+    int64_t nea[4] = {inner, na / per, outer, 1}, neb[4] = {inner, nb / per, outer, 1};
+    ggml_tensor* y = ggml_concat(ctx, reshape_ne(ctx, a, nea), reshape_ne(ctx, b, neb), 1);
+    Ints os = shape;
+    os[size_t(ax)] = (na + nb) / per;
+    int64_t ne[4];
+    fold_ne(os, ne);
+    return reshape_ne(ctx, y, ne);
+}
+
+ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& steps,
+                      const SliceNdParams& p) {
+    size_t n = starts.size(), r = shape.size();
+    if (ends.size() != n || p.axes.size() != n || (!steps.empty() && steps.size() != n))
+        throw OpError("Slice: starts, ends, axes and steps differ in length");
+    Ints s = shape;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = p.axes[i];
+        if (a < 0 || a >= int64_t(r)) throw OpError("Slice: axis " + std::to_string(a) + " for rank " + std::to_string(r));
+        // The tensor seen as [outer, dim a, inner]: a rank-3 slice of its middle dim.
+        Ints s3 = {prod(Ints(s.begin(), s.begin() + a)), s[size_t(a)], prod(Ints(s.begin() + a + 1, s.end()))};
+        int64_t ne[4];
+        fold_ne(s3, ne);
+        x = reshape_ne(ctx, x, ne);
+        x = slice(ctx, x, {starts[i]}, {ends[i]}, steps.empty() ? Ints{} : Ints{steps[i]}, {{1}});
+        s[size_t(a)] = x->ne[1];
+    }
+    int64_t ne[4];
+    fold_ne(s, ne);
+    return reshape_ne(ctx, x, ne);
+}
+
 }  // namespace o2g

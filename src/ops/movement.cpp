@@ -36,16 +36,20 @@ void host_Transpose(Lower& L) { O2G_HOST(L, 0, o2g::host_transpose, L.hv(0), tra
 // ---- Concat ----
 void lower_Concat(Lower& L) {
     int r = L.rank(0);
-    if (r > 4) L.error("rank > 4 Concat is not supported on the device");
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     o2g::ConcatParams p{gdim(r, axis)};
     ggml_tensor* acc = nullptr;
+    Shape os = L.shape(0);
+    os[size_t(axis)] = 0;
     for (int i = 0; i < L.n_in(); i++) {
         if (!L.has(i) || shape_numel(L.shape(i)) == 0) continue;
-        acc = acc ? O2G_CALL(L, o2g::concat, acc, L.t(i), p) : L.t(i);
+        os[size_t(axis)] += L.shape(i)[size_t(axis)];
+        if (!acc) acc = L.t(i);
+        else if (r > 4) acc = O2G_CALL(L, o2g::concat_nd, acc, L.t(i), L.shape_sym(i), o2g::ConcatNdParams{axis});
+        else acc = O2G_CALL(L, o2g::concat, acc, L.t(i), p);
     }
     if (!acc) L.error("Concat of empty tensors is not supported on the device");
-    L.out(0, acc, L.dtype(0), r);
+    L.out_shape(0, acc, L.dtype(0), os);
 }
 void host_Concat(Lower& L) {
     std::vector<HostArg> xs;
@@ -142,8 +146,12 @@ static void slice_out(Lower& L, const SliceArgs& given) {
     std::vector<int64_t> first, step;
     Shape os = slice_shape(L, a, first, step);
     int r = L.rank(0);
-    if (r > 4) L.error("rank > 4 Slice is not supported on the device");
     if (shape_numel(os) == 0) return L.out_host(0, HostTensor::alloc(L.dtype(0), os));  // nothing to compute
+    if (r > 4) {
+        ggml_tensor* y = O2G_CALL(L, o2g::slice_nd, L.t(0), L.shape_sym(0), a.starts, a.ends, a.steps,
+                                  o2g::SliceNdParams{a.axes});
+        return L.out_shape(0, y, L.dtype(0), os);
+    }
     o2g::SliceParams p;
     for (auto ax : a.axes) p.axes.push_back(gdim(r, int(ax)));
     L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.steps, p), L.dtype(0), r);

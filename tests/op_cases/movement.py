@@ -21,6 +21,11 @@ case("Transpose", R(2, 3, 2, 2, 4, 5), perm=[0, 1, 4, 2, 5, 3])  # PixelShuffle 
 case("Transpose", R(2, 3, 4, 5, 6, 7), perm=[5, 3, 1, 4, 2, 0])  # every dim moves
 case("Transpose", R(3, 1, 4, 1, 5), perm=[4, 3, 2, 1, 0])  # size-1 dims
 case("Transpose", R(2, 3, 4, 5, 6), perm=[0, 1, 2, 4, 3])  # adjacent dims stay together: one permute
+case("Slice", R(2, 3, 4, 5, 6), I64(1, 0), I64(3, -1), I64(1, 4), opset=13)  # rank 5
+case("Concat", R(2, 3, 4, 5, 1), R(2, 3, 4, 5, 1), axis=-1)  # rank 5: Flux's rope stack
+case("Concat", R(2, 1, 3, 2, 2, 3), R(2, 2, 3, 2, 2, 3), R(2, 3, 3, 2, 2, 3), axis=1)  # rank 6, three inputs
+case("Slice", R(2, 3, 4, 5, 2, 2), I64(0, 1), I64(1, 2), I64(-2, -1), opset=13)  # rank 6, Flux's rope halves
+case("Slice", R(2, 3, 4, 5, 6), I64(3, 0), I64(0, 6), I64(3, 4), I64(-1, 2), opset=13)  # rank 5, steps
 
 # Old opsets: attributes where later opsets take inputs, and the first opset of each input form.
 case("Pad", R(2, 3), pads=[1, 0, 0, 2], value=1.5, opset=2)

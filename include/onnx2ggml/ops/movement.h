@@ -72,6 +72,14 @@ struct StackParams {
 // Items joined along a new leading ONNX axis: a Loop's scan output, gathered by a loop in generated code.
 ggml_tensor* stack(Ctx& ctx, const std::vector<ggml_tensor*>& items, const StackParams& p);
 
+struct ConcatNdParams {
+    int axis = 0;  // ONNX axis (non-negative)
+    void fields(FieldWriter& f) const { f("axis", axis); }
+};
+// a and b joined along `axis`, for any rank (rank > 4: folded); `shape` is either input's ONNX shape (only its
+// dims outside the axis are read).
+ggml_tensor* concat_nd(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const Ints& shape, const ConcatNdParams& p);
+
 struct SplitParams {
     int axis = 0;          // ggml dim
     int index = 0;         // which part this call returns
@@ -89,6 +97,13 @@ struct SliceParams {
 // be empty (OpError). Step 1 is a view made contiguous, other steps a row gather.
 ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& steps,
                    const SliceParams& p);
+struct SliceNdParams {
+    Ints axes;  // ONNX axes (non-negative), one per entry of starts/ends/steps
+    void fields(FieldWriter& f) const { f("axes", axes); }
+};
+// ONNX Slice of a tensor of ONNX shape `shape` of any rank (rank > 4: folded), one axis at a time.
+ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& steps,
+                      const SliceNdParams& p);
 // First index and element count that a Slice of (start, end, step) takes from a dim of size n.
 void slice_range(int64_t n, int64_t start, int64_t end, int64_t step, int64_t& first, int64_t& count);
 
