@@ -217,19 +217,19 @@ ggml_tensor* tile(Ctx& ctx, ggml_tensor* x, const Ints& repeats) {
     return ggml_repeat_4d(ctx, x, ne[0], ne[1], ne[2], ne[3]);
 }
 
-ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const PadParams& p) {
+ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const Ints& axes_in, const PadParams& p) {
     int r = p.rank;
     if (r > 4) throw OpError("Pad: rank " + std::to_string(r) + " (ggml holds 4 dims)");
-    Ints axes = p.axes;
+    Ints axes = axes_in;
     if (axes.empty())
-        for (int a = 0; a < r; a++) axes.push_back(r - 1 - a);
+        for (int a = 0; a < r; a++) axes.push_back(a);
     if (pads.size() != axes.size() * 2)
         throw OpError("Pad: " + std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) + " axes");
     int64_t b[4] = {0, 0, 0, 0}, e[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < axes.size(); i++) {
-        check_dim(int(axes[i]), "Pad");
-        b[axes[i]] = pads[i];
-        e[axes[i]] = pads[i + axes.size()];
+        const int g = ggml_axis(axes[i], r);
+        b[g] = pads[i];
+        e[g] = pads[i + axes.size()];
     }
     if (p.mode == PAD_CONSTANT) {
         // Crop negative pads first, then pad positive ones with zeros, shifted by the value.

@@ -92,12 +92,12 @@ enum PadMode { PAD_CONSTANT = 0, PAD_REFLECT = 1, PAD_EDGE = 2, PAD_WRAP = 3 };
 struct PadParams {
     int mode = PAD_CONSTANT;  // PadMode
     float value = 0;          // PAD_CONSTANT fill
-    int rank = 0;             // x's ONNX rank (<= 4)
-    Ints axes;                // ggml dims the pads refer to, in order; empty: every ONNX axis, outermost first
-    void fields(FieldWriter& f) const { f("mode", mode); f("value", value); f("rank", rank); f("axes", axes); }
+    int rank = 0;             // x's ONNX rank (<= 4), which `axes` count from
+    void fields(FieldWriter& f) const { f("mode", mode); f("value", value); f("rank", rank); }
 };
-// ONNX Pad: pads = [begin of each axis..., end of each axis...]; negative pads crop.
-ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const PadParams& p);
+// ONNX Pad: pads = [begin of each axis..., end of each axis...] for ONNX `axes` (negative ones count from the end;
+// empty: every axis); negative pads crop.
+ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const Ints& axes, const PadParams& p);
 
 struct CenterCropPadParams {
     int rank = 0;  // x's ONNX rank (<= 4)
