@@ -167,14 +167,17 @@ void slice_range(int64_t dim, int64_t st, int64_t en, int64_t step, int64_t& fir
     first = st;
 }
 
-ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& steps,
-                   const SliceParams& p) {
+ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& axes_in,
+                   const Ints& steps, const SliceParams& p) {
     size_t n = starts.size();
-    if (ends.size() != n || p.axes.size() != n || (!steps.empty() && steps.size() != n))
+    if (p.rank > 4) throw OpError("Slice: rank " + std::to_string(p.rank) + " (ggml holds 4 dims)");
+    Ints axes = axes_in;
+    if (axes.empty())
+        for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
+    if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
         throw OpError("Slice: starts, ends, axes and steps differ in length");
     for (size_t i = 0; i < n; i++) {
-        int g = int(p.axes[i]);
-        check_dim(g, "Slice");
+        const int g = ggml_axis(axes[i], p.rank);
         int64_t step = steps.empty() ? 1 : steps[i], first, count;
         slice_range(x->ne[g], starts[i], ends[i], step, first, count);
         if (count == 0) throw OpError("Slice: empty result, which ggml cannot hold");

@@ -89,52 +89,44 @@ void host_Split_13(Lower& L) { split_host(L, split_input(L), false); }
 void host_Split(Lower& L) { split_host(L, split_input(L), true); }
 
 // ---- Slice ----
-// Before opset 10 starts, ends and axes are attributes (no steps); from 10 they are inputs 1-4.
-struct SliceArgs { Sym starts, ends, steps; std::vector<int64_t> axes; };
+// Before opset 10 starts, ends and axes are attributes (no steps); from 10 they are inputs 1-4, which reach the op
+// library as given (compile keeps them data).
+struct SliceArgs { Sym starts, ends, axes, steps; };
 static SliceArgs slice_attrs(Lower& L) {
     SliceArgs a;
     a.starts.v = L.node.get_ints("starts");
     a.ends.v = L.node.get_ints("ends");
-    a.axes = L.node.get_ints("axes");
+    a.axes.v = L.node.get_ints("axes");
     return a;
 }
 static SliceArgs slice_inputs(Lower& L) {
     SliceArgs a;
     a.starts = L.sym(1);
     a.ends = L.sym(2);
-    if (L.has(3)) a.axes = L.sym(3).v;
+    if (L.has(3)) a.axes = L.sym(3);
     if (L.has(4)) a.steps = L.sym(4);
     return a;
 }
-// Default axes, lengths checked, axes normalized.
-static SliceArgs slice_check(Lower& L, SliceArgs a) {
-    if (a.axes.empty())
-        for (size_t i = 0; i < a.starts.v.size(); i++) a.axes.push_back(int64_t(i));
+// Output shape: default axes, lengths and steps checked.
+static Shape slice_shape(Lower& L, const SliceArgs& a) {
+    std::vector<int64_t> axes = a.axes.v;
+    if (axes.empty())
+        for (size_t i = 0; i < a.starts.v.size(); i++) axes.push_back(int64_t(i));
     size_t n = a.starts.v.size();
-    if (a.ends.v.size() != n || a.axes.size() != n || (!a.steps.v.empty() && a.steps.v.size() != n))
+    if (a.ends.v.size() != n || axes.size() != n || (!a.steps.v.empty() && a.steps.v.size() != n))
         L.error("starts, ends, axes and steps differ in length");
-    for (auto& ax : a.axes) ax = norm_axis(L, ax, L.rank(0));
-    return a;
-}
-// Output shape, and the first index and step along each axis.
-static Shape slice_shape(Lower& L, const SliceArgs& a, std::vector<int64_t>& first, std::vector<int64_t>& step) {
     Shape os = L.shape(0);
-    first.assign(os.size(), 0);
-    step.assign(os.size(), 1);
-    for (size_t i = 0; i < a.axes.size(); i++) {
-        size_t ax = size_t(a.axes[i]);
-        int64_t st = a.steps.v.empty() ? 1 : a.steps.v[i], count;
+    for (size_t i = 0; i < n; i++) {
+        size_t ax = size_t(norm_axis(L, axes[i], L.rank(0)));
+        int64_t st = a.steps.v.empty() ? 1 : a.steps.v[i], first, count;
         if (st == 0) L.error("slice step is 0");
-        o2g::slice_range(os[ax], a.starts.v[i], a.ends.v[i], st, first[ax], count);
+        o2g::slice_range(os[ax], a.starts.v[i], a.ends.v[i], st, first, count);
         os[ax] = count;
-        step[ax] = st;
     }
     return os;
 }
-static void slice_out(Lower& L, const SliceArgs& given) {
-    const SliceArgs a = slice_check(L, given);
-    std::vector<int64_t> first, step;
-    Shape os = slice_shape(L, a, first, step);
+static void slice_out(Lower& L, const SliceArgs& a) {
+    Shape os = slice_shape(L, a);
     int r = L.rank(0);
     if (r > 4) L.error("rank > 4 Slice is not supported on the device");
     if (shape_numel(os) == 0) {  // nothing for ggml to hold: made on the host, from the input's shape
@@ -142,17 +134,12 @@ static void slice_out(Lower& L, const SliceArgs& given) {
         for (int i = 1; i < L.n_in(); i++) data |= L.has(i) && !L.in(i).input_deps.empty();
         // Empty only at this input data: a compiled program could not follow other data, so compile refuses it.
         if (data) return L.out_host(0, HostTensor::alloc(L.dtype(0), os));
-        const Sym axes{a.axes, nullptr};
-        return O2G_HOST(L, 0, o2g::host_slice_empty, L.shape_sym(0), L.dtype(0), a.starts, a.ends, axes, a.steps);
+        return O2G_HOST(L, 0, o2g::host_slice_empty, L.shape_sym(0), L.dtype(0), a.starts, a.ends, a.axes, a.steps);
     }
-    o2g::SliceParams p;
-    for (auto ax : a.axes) p.axes.push_back(gdim(r, int(ax)));
-    L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.steps, p), L.dtype(0), r);
+    L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.axes, a.steps, o2g::SliceParams{r}), L.dtype(0), r);
 }
-static void slice_host(Lower& L, const SliceArgs& given) {
-    const SliceArgs a = slice_check(L, given);
-    const Sym axes{a.axes, nullptr};  // normalized from constants (the rank is static)
-    O2G_HOST(L, 0, o2g::host_slice, L.hv(0), a.starts, a.ends, axes, a.steps);
+static void slice_host(Lower& L, const SliceArgs& a) {
+    O2G_HOST(L, 0, o2g::host_slice, L.hv(0), a.starts, a.ends, a.axes, a.steps);
 }
 void lower_Slice_1(Lower& L) { slice_out(L, slice_attrs(L)); }
 void lower_Slice(Lower& L) { slice_out(L, slice_inputs(L)); }

@@ -68,12 +68,13 @@ struct SplitParams {
 ggml_tensor* split(Ctx& ctx, ggml_tensor* x, const Ints& split, const SplitParams& p);
 
 struct SliceParams {
-    Ints axes;  // ggml dims, one per entry of starts/ends/steps
-    void fields(FieldWriter& f) const { f("axes", axes); }
+    int rank = 0;  // x's ONNX rank (<= 4), which `axes` count from
+    void fields(FieldWriter& f) const { f("rank", rank); }
 };
-// ONNX Slice: starts/ends wrap when negative and clamp to the dim; steps empty means all 1. The result must not
-// be empty (OpError). Step 1 is a view made contiguous, other steps a row gather.
-ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& steps,
+// ONNX Slice: starts/ends wrap when negative and clamp to the dim; ONNX `axes` (negative ones count from the end)
+// empty means 0..n-1, steps empty means all 1. The result must not be empty (OpError). Step 1 is a view made
+// contiguous, other steps a row gather.
+ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& axes, const Ints& steps,
                    const SliceParams& p);
 // First index and element count that a Slice of (start, end, step) takes from a dim of size n.
 void slice_range(int64_t n, int64_t start, int64_t end, int64_t step, int64_t& first, int64_t& count);
