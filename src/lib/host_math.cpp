@@ -349,7 +349,7 @@ HostTensor host_reduce(const HostTensor& x, const Ints& axes_in, const HostReduc
     for (int64_t o = 0; o < on; o++) {
         double v = acc[size_t(o)];
         switch (k) {
-            case HOST_REDUCE_MEAN: v /= double(std::max<int64_t>(1, cnt[size_t(o)])); break;
+            case HOST_REDUCE_MEAN: v = cnt[size_t(o)] ? v / double(cnt[size_t(o)]) : NAN; break;  // numpy's empty mean
             case HOST_REDUCE_L2: v = std::sqrt(v); break;
             case HOST_REDUCE_LOG_SUM: v = std::log(v); break;
             case HOST_REDUCE_LOG_SUM_EXP: v = std::log(v) + mx[size_t(o)]; break;
@@ -361,6 +361,12 @@ HostTensor host_reduce(const HostTensor& x, const Ints& axes_in, const HostReduc
         else out.set_f64(o, v);
     }
     return out;
+}
+
+HostTensor host_reduce_empty(const Ints& shape, DType type, const Ints& axes, const HostReduceParams& p) {
+    if (shape_numel(shape) != 0)
+        throw OpError("reduction of " + onnx2ggml::shape_str(shape) + " without its data (only empty tensors)");
+    return host_reduce(HostTensor::alloc(type, shape), axes, p);
 }
 
 HostTensor host_arg(const HostTensor& x, const HostArgParams& p) {

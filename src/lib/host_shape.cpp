@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "lib/host_util.h"
+#include "lib/index_maps.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {
@@ -163,17 +164,21 @@ HostTensor host_concat(const std::vector<HostTensor>& xs, int64_t axis_in) {
     return out;
 }
 
-HostTensor host_slice(const HostTensor& x, const Ints& starts, const Ints& ends, const Ints& axes_in,
-                      const Ints& steps) {
-    int64_t r = int64_t(x.shape.size());
+namespace {
+
+// The output shape of ONNX Slice on a tensor of shape `in`, and the first index and step along each dim.
+Shape slice_plan(const Shape& in, const Ints& starts, const Ints& ends, const Ints& axes_in, const Ints& steps,
+                 Ints& first, Ints& step) {
+    int64_t r = int64_t(in.size());
     size_t n = starts.size();
     Ints axes = axes_in;
     if (axes.empty())
         for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
     if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
         throw OpError("starts, ends, axes and steps differ in length");
-    Shape os = x.shape;
-    std::vector<int64_t> first(os.size(), 0), step(os.size(), 1);
+    Shape os = in;
+    first.assign(os.size(), 0);
+    step.assign(os.size(), 1);
     for (size_t i = 0; i < n; i++) {
         size_t ax = size_t(norm(axes[i], r, "Slice axis"));
         int64_t st = steps.empty() ? 1 : steps[i], count;
@@ -182,7 +187,25 @@ HostTensor host_slice(const HostTensor& x, const Ints& starts, const Ints& ends,
         os[ax] = count;
         step[ax] = st;
     }
+    return os;
+}
+
+}  // namespace
+
+HostTensor host_slice(const HostTensor& x, const Ints& starts, const Ints& ends, const Ints& axes,
+                      const Ints& steps) {
+    Ints first, step;
+    Shape os = slice_plan(x.shape, starts, ends, axes, steps, first, step);
     return remap(x, os, [&](size_t d, int64_t c) { return first[d] + c * step[d]; });
+}
+
+HostTensor host_slice_empty(const Ints& shape, DType type, const Ints& starts, const Ints& ends, const Ints& axes,
+                            const Ints& steps) {
+    Ints first, step;
+    Shape os = slice_plan(shape, starts, ends, axes, steps, first, step);
+    if (shape_numel(os) != 0)
+        throw OpError("Slice of " + shape_str(shape) + " to " + shape_str(os) + " is not empty (it needs the data)");
+    return HostTensor::alloc(type, os);
 }
 
 HostTensor host_split(const HostTensor& x, const Ints& sizes_in, const HostSplitParams& p) {
@@ -226,6 +249,49 @@ HostTensor host_stack(const std::vector<HostTensor>& items) {
     std::vector<HostTensor> parts;
     for (const HostTensor& x : items) parts.push_back(host_unsqueeze(x, {0}));
     return host_concat(parts, 0);
+}
+
+HostTensor host_pad(const HostTensor& x, const Ints& pads, const Ints& axes_in, const HostTensor& value, int mode) {
+    size_t r = x.shape.size();
+    Ints axes = axes_in;
+    if (axes.empty())
+        for (size_t i = 0; i < r; i++) axes.push_back(int64_t(i));
+    size_t n = axes.size();
+    if (pads.size() != 2 * n) throw OpError(std::to_string(pads.size()) + " pads for " + std::to_string(n) + " axes");
+    if (mode < PAD_CONSTANT || mode > PAD_WRAP) throw OpError("unknown Pad mode " + std::to_string(mode));
+    Ints begin(r, 0), end(r, 0);
+    for (size_t i = 0; i < n; i++) {
+        size_t ax = size_t(norm(axes[i], int64_t(r), "Pad axis"));
+        begin[ax] = pads[i];
+        end[ax] = pads[i + n];
+    }
+    Shape os = x.shape;
+    for (size_t d = 0; d < r; d++) {
+        os[d] += begin[d] + end[d];
+        if (os[d] < 0) throw OpError("Pad of " + shape_str(x.shape) + ": pads crop more than a dim holds");
+        if (os[d] > 0 && x.shape[d] == 0 && mode != PAD_CONSTANT) throw OpError("cannot pad an empty dim in this mode");
+    }
+    const double fill = value.numel() ? value.f64(0) : 0.0;
+    HostTensor out = HostTensor::alloc(x.dtype, os);
+    auto ist = strides_of(x.shape);
+    Ints c(r, 0);
+    size_t es = dtype_size(x.dtype);
+    for (int64_t k = 0; k < out.numel(); k++) {
+        int64_t off = 0;
+        bool inside = true;
+        for (size_t d = 0; d < r; d++) {
+            int64_t src = pad_source(mode, c[d] - begin[d], x.shape[d]);
+            if (src < 0) inside = false;
+            else off += src * ist[d];
+        }
+        if (inside) std::memcpy(out.mut() + size_t(k) * es, x.data + size_t(off) * es, es);
+        else out.set_f64(k, fill);
+        for (int d = int(r) - 1; d >= 0; d--) {
+            if (++c[size_t(d)] < os[size_t(d)]) break;
+            c[size_t(d)] = 0;
+        }
+    }
+    return out;
 }
 
 HostTensor host_gather(const HostTensor& x, const HostTensor& indices, int64_t axis_in) {

@@ -178,14 +178,17 @@ void slice_range(int64_t dim, int64_t st, int64_t en, int64_t step, int64_t& fir
     first = st;
 }
 
-ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& steps,
-                   const SliceParams& p) {
+ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& axes_in,
+                   const Ints& steps, const SliceParams& p) {
     size_t n = starts.size();
-    if (ends.size() != n || p.axes.size() != n || (!steps.empty() && steps.size() != n))
+    if (p.rank > 4) throw OpError("Slice: rank " + std::to_string(p.rank) + " (ggml holds 4 dims)");
+    Ints axes = axes_in;
+    if (axes.empty())
+        for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
+    if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
         throw OpError("Slice: starts, ends, axes and steps differ in length");
     for (size_t i = 0; i < n; i++) {
-        int g = int(p.axes[i]);
-        check_dim(g, "Slice");
+        const int g = ggml_axis(axes[i], p.rank);
         int64_t step = steps.empty() ? 1 : steps[i], first, count;
         slice_range(x->ne[g], starts[i], ends[i], step, first, count);
         if (count == 0) throw OpError("Slice: empty result, which ggml cannot hold");
@@ -228,19 +231,19 @@ ggml_tensor* tile(Ctx& ctx, ggml_tensor* x, const Ints& repeats) {
     return ggml_repeat_4d(ctx, x, ne[0], ne[1], ne[2], ne[3]);
 }
 
-ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const PadParams& p) {
+ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const Ints& axes_in, const PadParams& p) {
     int r = p.rank;
     if (r > 4) throw OpError("Pad: rank " + std::to_string(r) + " (ggml holds 4 dims)");
-    Ints axes = p.axes;
+    Ints axes = axes_in;
     if (axes.empty())
-        for (int a = 0; a < r; a++) axes.push_back(r - 1 - a);
+        for (int a = 0; a < r; a++) axes.push_back(a);
     if (pads.size() != axes.size() * 2)
         throw OpError("Pad: " + std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) + " axes");
     int64_t b[4] = {0, 0, 0, 0}, e[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < axes.size(); i++) {
-        check_dim(int(axes[i]), "Pad");
-        b[axes[i]] = pads[i];
-        e[axes[i]] = pads[i + axes.size()];
+        const int g = ggml_axis(axes[i], r);
+        b[g] = pads[i];
+        e[g] = pads[i + axes.size()];
     }
     if (p.mode == PAD_CONSTANT) {
         // Crop negative pads first, then pad positive ones with zeros, shifted by the value.

@@ -142,21 +142,25 @@ ggml_tensor* concat_nd(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const Ints& sha
     return reshape_ne(ctx, y, ne);
 }
 
-ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& steps,
-                      const SliceNdParams& p) {
-    size_t n = starts.size(), r = shape.size();
-    if (ends.size() != n || p.axes.size() != n || (!steps.empty() && steps.size() != n))
+ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes_in,
+                      const Ints& steps) {
+    size_t n = starts.size();
+    int64_t r = int64_t(shape.size());
+    Ints axes = axes_in;
+    if (axes.empty())
+        for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
+    if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
         throw OpError("Slice: starts, ends, axes and steps differ in length");
     Ints s = shape;
     for (size_t i = 0; i < n; i++) {
-        int64_t a = p.axes[i];
-        if (a < 0 || a >= int64_t(r)) throw OpError("Slice: axis " + std::to_string(a) + " for rank " + std::to_string(r));
+        int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+        if (a < 0 || a >= r) throw OpError("Slice: axis " + std::to_string(axes[i]) + " for rank " + std::to_string(r));
         // The tensor seen as [outer, dim a, inner]: a rank-3 slice of its middle dim.
         Ints s3 = {prod(Ints(s.begin(), s.begin() + a)), s[size_t(a)], prod(Ints(s.begin() + a + 1, s.end()))};
         int64_t ne[4];
         fold_ne(s3, ne);
         x = reshape_ne(ctx, x, ne);
-        x = slice(ctx, x, {starts[i]}, {ends[i]}, steps.empty() ? Ints{} : Ints{steps[i]}, {{1}});
+        x = slice(ctx, x, {starts[i]}, {ends[i]}, {1}, steps.empty() ? Ints{} : Ints{steps[i]}, {3});
         s[size_t(a)] = x->ne[1];
     }
     int64_t ne[4];

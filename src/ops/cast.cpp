@@ -13,7 +13,10 @@ static DType cast_target(Lower& L) {
     return to;
 }
 
+void host_Cast(Lower& L);
 void lower_Cast(Lower& L) {
+    // An empty host value (CastLike of a constant, next to a device tensor) has nothing for ggml to hold.
+    if (L.in(0).host && shape_numel(L.shape(0)) == 0) return host_Cast(L);
     DType to = cast_target(L), from = L.dtype(0);
     bool to_int = dtype_is_integer(to), from_int = dtype_is_integer(from);
     // Integers are I32 on the device and every float or bool F32: only these changes move data.

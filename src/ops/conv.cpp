@@ -99,7 +99,11 @@ void lower_CausalConvWithState(Lower& L) {
     L.out(0, O2G_CALL(L, o2g::causal_conv_with_state, L.t(0), L.t(1), optional(L, 2), past ? L.t(3) : nullptr, p),
           dt, 3);
     if (!wanted(L, 1)) return;
-    if (K == 1) return L.out_host(1, HostTensor::alloc(dt, {L.shape(0)[0], L.shape(0)[1], 0}));
+    if (K == 1) {  // the state keeps the last k - 1 = 0 steps: empty, so made on the host
+        const HostTensor zero = HostTensor::from_f64(dt, {}, {0.0});
+        const Sym shape{{L.shape(0)[0], L.shape(0)[1], 0}, nullptr};
+        return O2G_HOST(L, 1, o2g::host_constant_of_shape, shape, HostArg{&zero, nullptr});
+    }
     L.out(1, O2G_CALL(L, o2g::causal_conv_state, L.t(0), L.t(1), past ? L.t(3) : nullptr), dt, 3);
 }
 

@@ -1,7 +1,6 @@
 // Data movement ops: Transpose (1-23), Concat (1-23), Split (1-18), Slice (1-13), Expand (8-13), Tile (6-13),
 // Pad (1-23), CenterCropPad (18), ReverseSequence (10), DepthToSpace / SpaceToDepth (1-13).
 #include <algorithm>
-#include <cstring>
 
 #include "lib/index_maps.h"
 #include "ops/host.h"
@@ -99,67 +98,59 @@ void host_Split_13(Lower& L) { split_host(L, split_input(L), false); }
 void host_Split(Lower& L) { split_host(L, split_input(L), true); }
 
 // ---- Slice ----
-// Before opset 10 starts, ends and axes are attributes (no steps); from 10 they are inputs 1-4.
-struct SliceArgs { Sym starts, ends, steps; std::vector<int64_t> axes; };
+// Before opset 10 starts, ends and axes are attributes (no steps); from 10 they are inputs 1-4, which reach the op
+// library as given (compile keeps them data).
+struct SliceArgs { Sym starts, ends, axes, steps; };
 static SliceArgs slice_attrs(Lower& L) {
     SliceArgs a;
     a.starts.v = L.node.get_ints("starts");
     a.ends.v = L.node.get_ints("ends");
-    a.axes = L.node.get_ints("axes");
+    a.axes.v = L.node.get_ints("axes");
     return a;
 }
 static SliceArgs slice_inputs(Lower& L) {
     SliceArgs a;
     a.starts = L.sym(1);
     a.ends = L.sym(2);
-    if (L.has(3)) a.axes = L.sym(3).v;
+    if (L.has(3)) a.axes = L.sym(3);
     if (L.has(4)) a.steps = L.sym(4);
     return a;
 }
-// Default axes, lengths checked, axes normalized.
-static SliceArgs slice_check(Lower& L, SliceArgs a) {
-    if (a.axes.empty())
-        for (size_t i = 0; i < a.starts.v.size(); i++) a.axes.push_back(int64_t(i));
+// Output shape: default axes, lengths and steps checked.
+static Shape slice_shape(Lower& L, const SliceArgs& a) {
+    std::vector<int64_t> axes = a.axes.v;
+    if (axes.empty())
+        for (size_t i = 0; i < a.starts.v.size(); i++) axes.push_back(int64_t(i));
     size_t n = a.starts.v.size();
-    if (a.ends.v.size() != n || a.axes.size() != n || (!a.steps.v.empty() && a.steps.v.size() != n))
+    if (a.ends.v.size() != n || axes.size() != n || (!a.steps.v.empty() && a.steps.v.size() != n))
         L.error("starts, ends, axes and steps differ in length");
-    for (auto& ax : a.axes) ax = norm_axis(L, ax, L.rank(0));
-    return a;
-}
-// Output shape, and the first index and step along each axis.
-static Shape slice_shape(Lower& L, const SliceArgs& a, std::vector<int64_t>& first, std::vector<int64_t>& step) {
     Shape os = L.shape(0);
-    first.assign(os.size(), 0);
-    step.assign(os.size(), 1);
-    for (size_t i = 0; i < a.axes.size(); i++) {
-        size_t ax = size_t(a.axes[i]);
-        int64_t st = a.steps.v.empty() ? 1 : a.steps.v[i], count;
+    for (size_t i = 0; i < n; i++) {
+        size_t ax = size_t(norm_axis(L, axes[i], L.rank(0)));
+        int64_t st = a.steps.v.empty() ? 1 : a.steps.v[i], first, count;
         if (st == 0) L.error("slice step is 0");
-        o2g::slice_range(os[ax], a.starts.v[i], a.ends.v[i], st, first[ax], count);
+        o2g::slice_range(os[ax], a.starts.v[i], a.ends.v[i], st, first, count);
         os[ax] = count;
-        step[ax] = st;
     }
     return os;
 }
-static void slice_out(Lower& L, const SliceArgs& given) {
-    const SliceArgs a = slice_check(L, given);
-    std::vector<int64_t> first, step;
-    Shape os = slice_shape(L, a, first, step);
+static void slice_out(Lower& L, const SliceArgs& a) {
+    Shape os = slice_shape(L, a);
     int r = L.rank(0);
-    if (shape_numel(os) == 0) return L.out_host(0, HostTensor::alloc(L.dtype(0), os));  // nothing to compute
-    if (r > 4) {
-        ggml_tensor* y = O2G_CALL(L, o2g::slice_nd, L.t(0), L.shape_sym(0), a.starts, a.ends, a.steps,
-                                  o2g::SliceNdParams{a.axes});
-        return L.out_shape(0, y, L.dtype(0), os);
+    if (shape_numel(os) == 0) {  // nothing for ggml to hold: made on the host, from the input's shape
+        bool data = false;
+        for (int i = 1; i < L.n_in(); i++) data |= L.has(i) && !L.in(i).input_deps.empty();
+        // Empty only at this input data: a compiled program could not follow other data, so compile refuses it.
+        if (data) return L.out_host(0, HostTensor::alloc(L.dtype(0), os));
+        return O2G_HOST(L, 0, o2g::host_slice_empty, L.shape_sym(0), L.dtype(0), a.starts, a.ends, a.axes, a.steps);
     }
-    o2g::SliceParams p;
-    for (auto ax : a.axes) p.axes.push_back(gdim(r, int(ax)));
-    L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.steps, p), L.dtype(0), r);
+    if (r > 4)
+        return L.out_shape(0, O2G_CALL(L, o2g::slice_nd, L.t(0), L.shape_sym(0), a.starts, a.ends, a.axes, a.steps),
+                           L.dtype(0), os);
+    L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.axes, a.steps, o2g::SliceParams{r}), L.dtype(0), r);
 }
-static void slice_host(Lower& L, const SliceArgs& given) {
-    const SliceArgs a = slice_check(L, given);
-    const Sym axes{a.axes, nullptr};  // normalized from constants (the rank is static)
-    O2G_HOST(L, 0, o2g::host_slice, L.hv(0), a.starts, a.ends, axes, a.steps);
+static void slice_host(Lower& L, const SliceArgs& a) {
+    O2G_HOST(L, 0, o2g::host_slice, L.hv(0), a.starts, a.ends, a.axes, a.steps);
 }
 void lower_Slice_1(Lower& L) { slice_out(L, slice_attrs(L)); }
 void lower_Slice(Lower& L) { slice_out(L, slice_inputs(L)); }
@@ -193,81 +184,44 @@ void host_Tile(Lower& L) { O2G_HOST(L, 0, o2g::host_tile, L.hv(0), L.sym(1)); }
 
 // ---- Pad ----
 // Pads and value are attributes before opset 11 ('paddings' in opset 1), inputs 1 and 2 from 11; input 3 (axes)
-// from 18 limits them to some axes.
-struct PadArgs { Sym pads; std::vector<int64_t> axes; o2g::PadParams p; double value = 0; bool axes_given = false; };
+// from 18 limits them to some axes. Pads, value and axes reach the op library as given, so compile keeps them data.
+struct PadArgs { Sym pads, axes; o2g::PadParams p; HostTensor value_attr; HostArg value; };
 static PadArgs pad_attrs(Lower& L, const char* pads) {
     PadArgs a;
     a.pads.v = L.node.get_ints(pads);
     a.p.value = L.node.get_float("value", 0.0f);
-    a.value = a.p.value;
+    a.value_attr = HostTensor::from_f64(DType::FLOAT, {}, {a.p.value});
     return a;
 }
 static PadArgs pad_inputs(Lower& L, bool axes_input) {
     PadArgs a;
     a.pads = L.sym(1);
-    if (L.has(2)) a.value = L.h(2).f64(0);
+    a.value_attr = HostTensor::alloc(DType::FLOAT, {0});  // no value: 0
     a.p.value = L.has(2) ? L.param_float(2, "value") : 0.0f;
-    a.axes_given = axes_input && L.has(3);
-    if (a.axes_given) a.axes = L.sym(3).v;
+    if (L.has(2)) a.value = L.hv(2);
+    if (axes_input && L.has(3)) a.axes = L.sym(3);
     return a;
 }
-// Mode, default axes, lengths checked, axes normalized.
+// Mode and rank.
 static PadArgs pad_check(Lower& L, PadArgs a) {
-    int r = L.rank(0);
     std::string mode = L.node.get_string("mode", "constant");
     if (mode == "constant") a.p.mode = o2g::PAD_CONSTANT;
     else if (mode == "reflect") a.p.mode = o2g::PAD_REFLECT;
     else if (mode == "edge") a.p.mode = o2g::PAD_EDGE;
     else if (mode == "wrap") a.p.mode = o2g::PAD_WRAP;
     else L.error("unknown mode '" + mode + "'");
-    if (!a.axes_given)
-        for (int i = 0; i < r; i++) a.axes.push_back(i);
-    if (a.pads.v.size() != a.axes.size() * 2)
-        L.error(std::to_string(a.pads.v.size()) + " pads for " + std::to_string(a.axes.size()) + " axes");
-    for (auto& ax : a.axes) ax = norm_axis(L, ax, r);
-    a.p.rank = r;
+    a.p.rank = L.rank(0);
     return a;
 }
 static void pad_out(Lower& L, const PadArgs& given) {
-    PadArgs a = pad_check(L, given);
-    int r = L.rank(0);
-    if (r > 4) L.error("rank > 4 Pad is not supported on the device");
-    if (a.axes_given)
-        for (auto ax : a.axes) a.p.axes.push_back(gdim(r, int(ax)));
-    const Sym& pads = a.pads;
-    L.out(0, O2G_CALL(L, o2g::pad, L.t(0), pads, a.p), L.dtype(0), r);
+    const PadArgs a = pad_check(L, given);
+    if (a.p.rank > 4) L.error("rank > 4 Pad is not supported on the device");
+    L.out(0, O2G_CALL(L, o2g::pad, L.t(0), a.pads, a.axes, a.p), L.dtype(0), a.p.rank);
 }
 static void pad_host(Lower& L, const PadArgs& given) {
     const PadArgs a = pad_check(L, given);
-    const HostTensor& x = L.h(0);
-    size_t r = x.shape.size(), n = a.axes.size();
-    std::vector<int64_t> begin(r, 0), end(r, 0);
-    for (size_t i = 0; i < n; i++) {
-        begin[size_t(a.axes[i])] = a.pads.v[i];
-        end[size_t(a.axes[i])] = a.pads.v[i + n];
-    }
-    Shape os = x.shape;
-    for (size_t d = 0; d < r; d++) os[d] += begin[d] + end[d];
-    HostTensor out = HostTensor::alloc(x.dtype, os);
-    auto ist = strides_of(x.shape);
-    std::vector<int64_t> c(r, 0);
-    size_t es = dtype_size(x.dtype);
-    for (int64_t k = 0; k < out.numel(); k++) {
-        int64_t off = 0;
-        bool inside = true;
-        for (size_t d = 0; d < r; d++) {
-            int64_t src = o2g::pad_source(a.p.mode, c[d] - begin[d], x.shape[d]);
-            if (src < 0) inside = false;
-            else off += src * ist[d];
-        }
-        if (inside) std::memcpy(out.mut() + size_t(k) * es, x.data + size_t(off) * es, es);
-        else out.set_f64(k, a.value);
-        for (int d = int(r) - 1; d >= 0; d--) {
-            if (++c[size_t(d)] < os[size_t(d)]) break;
-            c[size_t(d)] = 0;
-        }
-    }
-    L.out_host(0, std::move(out));
+    const HostArg value = a.value.h ? a.value : HostArg{&a.value_attr, nullptr};
+    O2G_HOST(L, 0, o2g::host_pad, L.hv(0), a.pads, a.axes, value, a.p.mode);
 }
 void lower_Pad_1(Lower& L) { pad_out(L, pad_attrs(L, "paddings")); }
 void lower_Pad_2(Lower& L) { pad_out(L, pad_attrs(L, "pads")); }

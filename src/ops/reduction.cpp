@@ -1,7 +1,6 @@
 // Reduction ONNX ops, opsets 1-23: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin,
 // Softmax, LogSoftmax, Hardmax.
 #include <algorithm>
-#include <cmath>
 
 #include "kernels/custom.h"
 #include "ops/host.h"
@@ -18,7 +17,8 @@ struct ReduceSpec { std::vector<bool> red; bool keep; bool noop; };
 // The axes: the attribute, or input 1 from opset 13 (ReduceSum) or 18 (the others); compile writes the input as
 // an expression when it can.
 Sym axes_attr(Lower& L) { return Sym{L.node.get_ints("axes"), nullptr}; }
-Sym axes_input(Lower& L) { return L.has(1) ? L.sym(1) : Sym{}; }
+// An axes input with no elements is known from its shape alone (noop_with_empty_axes decides on it).
+Sym axes_input(Lower& L) { return L.has(1) && shape_numel(L.shape(1)) != 0 ? L.sym(1) : Sym{}; }
 
 ReduceSpec reduce_spec(Lower& L, const std::vector<int64_t>& axes) {
     int r = L.rank(0);
@@ -98,6 +98,17 @@ void out_folded(Lower& L, ggml_tensor* y, DType dt, const Shape& os) {
     L.out_shape(0, y, dt, os);
 }
 
+o2g::HostReduceParams host_reduce_params(Lower& L) {
+    static const char* ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                                "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};  // HostReduce order
+    o2g::HostReduceParams p;
+    for (int k = 0; k < 10; k++)
+        if (L.node.op_type == ops[k]) p.kind = k;
+    p.keepdims = L.node.get_int("keepdims", 1) != 0;
+    p.noop_with_empty_axes = L.node.get_int("noop_with_empty_axes", 0) != 0;
+    return p;
+}
+
 }  // namespace
 
 static void reduce_out(Lower& L, const Sym& axes) {
@@ -107,19 +118,12 @@ static void reduce_out(Lower& L, const Sym& axes) {
         if (L.in(0).t && L.in(0).t->type == GGML_TYPE_F32) return L.out_shape(0, L.t(0), L.dtype(0), in);
         return L.pass(0, 0);
     }
+    // An empty input has no data for ggml to hold, and the result does not depend on any: the reduction's identity
+    // at each output, from the input's shape.
+    if (shape_numel(in) == 0)
+        return O2G_HOST(L, 0, o2g::host_reduce_empty, L.shape_sym(0), L.dtype(0), axes, host_reduce_params(L));
     ReduceK k = kind_of(L.node.op_type);
     Shape os = reduced_shape(in, s);
-    if (shape_numel(in) == 0) {  // the result does not depend on data: each output is the reduction's identity
-        double v = 0;
-        switch (k) {
-            case ReduceK::Prod: v = 1; break;
-            case ReduceK::Max: case ReduceK::LogSum: case ReduceK::LogSumExp: v = -INFINITY; break;
-            case ReduceK::Min: v = INFINITY; break;
-            case ReduceK::Mean: v = NAN; break;
-            default: break;
-        }
-        return L.out_host(0, HostTensor::from_f64(L.dtype(0), os, std::vector<double>(size_t(shape_numel(os)), v)));
-    }
     int r = int(in.size());
     const char* name;
     ReduceFn fn = reduce_fn(k, name);
@@ -146,14 +150,7 @@ static void reduce_out(Lower& L, const Sym& axes) {
 }
 
 static void reduce_host(Lower& L, const Sym& axes) {
-    static const char* ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-                                "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};  // HostReduce order
-    o2g::HostReduceParams p;
-    for (int k = 0; k < 10; k++)
-        if (L.node.op_type == ops[k]) p.kind = k;
-    p.keepdims = L.node.get_int("keepdims", 1) != 0;
-    p.noop_with_empty_axes = L.node.get_int("noop_with_empty_axes", 0) != 0;
-    O2G_HOST(L, 0, o2g::host_reduce, L.hv(0), axes, p);
+    O2G_HOST(L, 0, o2g::host_reduce, L.hv(0), axes, host_reduce_params(L));
 }
 void lower_Reduce_1(Lower& L) { reduce_out(L, axes_attr(L)); }
 void lower_Reduce(Lower& L) { reduce_out(L, axes_input(L)); }

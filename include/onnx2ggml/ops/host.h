@@ -54,6 +54,10 @@ HostTensor host_transpose(const HostTensor& x, const Ints& perm);  // empty perm
 HostTensor host_concat(const std::vector<HostTensor>& xs, int64_t axis);
 // ONNX Slice; empty axes: 0..n-1, empty steps: 1.
 HostTensor host_slice(const HostTensor& x, const Ints& starts, const Ints& ends, const Ints& axes, const Ints& steps);
+// The same Slice of a tensor known only by its shape and type (a device tensor), where the result is empty (ggml
+// cannot hold it); OpError if it is not.
+HostTensor host_slice_empty(const Ints& shape, DType type, const Ints& starts, const Ints& ends, const Ints& axes,
+                            const Ints& steps);
 HostTensor host_expand(const HostTensor& x, const Ints& shape);
 struct HostSplitParams {
     int64_t axis = 0;
@@ -66,6 +70,8 @@ HostTensor host_split(const HostTensor& x, const Ints& sizes, const HostSplitPar
 HostTensor host_tile(const HostTensor& x, const Ints& repeats);
 // Items joined along a new axis 0 (a Loop's scan output on the host).
 HostTensor host_stack(const std::vector<HostTensor>& items);
+// ONNX Pad (mode: PadMode) along `axes` (empty: every axis); value: one element, or empty for 0.
+HostTensor host_pad(const HostTensor& x, const Ints& pads, const Ints& axes, const HostTensor& value, int mode);
 
 // ---- indexing ----
 HostTensor host_gather(const HostTensor& x, const HostTensor& indices, int64_t axis);
@@ -92,6 +98,9 @@ struct HostReduceParams {
     void fields(FieldWriter& f) const { f("kind", kind); f("keepdims", keepdims); f("noop_with_empty_axes", noop_with_empty_axes); }
 };
 HostTensor host_reduce(const HostTensor& x, const Ints& axes, const HostReduceParams& p);
+// The same reduction of an empty tensor known only by its shape and type: the reduction's identity at each output
+// (0 for sums, 1 for products, -inf for max and log-sums, NaN for a float mean); OpError if shape is not empty.
+HostTensor host_reduce_empty(const Ints& shape, DType type, const Ints& axes, const HostReduceParams& p);
 struct HostArgParams {
     int64_t axis = 0;
     bool keepdims = true, select_last_index = false, is_max = true;

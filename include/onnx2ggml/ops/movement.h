@@ -90,20 +90,18 @@ struct SplitParams {
 ggml_tensor* split(Ctx& ctx, ggml_tensor* x, const Ints& split, const SplitParams& p);
 
 struct SliceParams {
-    Ints axes;  // ggml dims, one per entry of starts/ends/steps
-    void fields(FieldWriter& f) const { f("axes", axes); }
+    int rank = 0;  // x's ONNX rank (<= 4), which `axes` count from
+    void fields(FieldWriter& f) const { f("rank", rank); }
 };
-// ONNX Slice: starts/ends wrap when negative and clamp to the dim; steps empty means all 1. The result must not
-// be empty (OpError). Step 1 is a view made contiguous, other steps a row gather.
-ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& steps,
+// ONNX Slice: starts/ends wrap when negative and clamp to the dim; ONNX `axes` (negative ones count from the end)
+// empty means 0..n-1, steps empty means all 1. The result must not be empty (OpError). Step 1 is a view made
+// contiguous, other steps a row gather.
+ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& axes, const Ints& steps,
                    const SliceParams& p);
-struct SliceNdParams {
-    Ints axes;  // ONNX axes (non-negative), one per entry of starts/ends/steps
-    void fields(FieldWriter& f) const { f("axes", axes); }
-};
-// ONNX Slice of a tensor of ONNX shape `shape` of any rank (rank > 4: folded), one axis at a time.
-ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& steps,
-                      const SliceNdParams& p);
+// ONNX Slice of a tensor of ONNX shape `shape` of any rank (rank > 4: folded), one axis at a time; arguments as
+// for slice.
+ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes,
+                      const Ints& steps);
 // First index and element count that a Slice of (start, end, step) takes from a dim of size n.
 void slice_range(int64_t n, int64_t start, int64_t end, int64_t step, int64_t& first, int64_t& count);
 
@@ -121,12 +119,12 @@ enum PadMode { PAD_CONSTANT = 0, PAD_REFLECT = 1, PAD_EDGE = 2, PAD_WRAP = 3 };
 struct PadParams {
     int mode = PAD_CONSTANT;  // PadMode
     float value = 0;          // PAD_CONSTANT fill
-    int rank = 0;             // x's ONNX rank (<= 4)
-    Ints axes;                // ggml dims the pads refer to, in order; empty: every ONNX axis, outermost first
-    void fields(FieldWriter& f) const { f("mode", mode); f("value", value); f("rank", rank); f("axes", axes); }
+    int rank = 0;             // x's ONNX rank (<= 4), which `axes` count from
+    void fields(FieldWriter& f) const { f("mode", mode); f("value", value); f("rank", rank); }
 };
-// ONNX Pad: pads = [begin of each axis..., end of each axis...]; negative pads crop.
-ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const PadParams& p);
+// ONNX Pad: pads = [begin of each axis..., end of each axis...] for ONNX `axes` (negative ones count from the end;
+// empty: every axis); negative pads crop.
+ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const Ints& axes, const PadParams& p);
 
 struct CenterCropPadParams {
     int rank = 0;  // x's ONNX rank (<= 4)
