@@ -75,7 +75,8 @@ ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezePa
     std::vector<bool> drop(xs.size(), axes.empty());  // no axes: every dim of size 1
     for (int64_t a : axes) {
         int i = p.rank - 1 - ggml_axis(a, p.rank);
-        if (xs[size_t(i)] != 1) throw OpError("Squeeze: axis " + std::to_string(a) + " has size " + std::to_string(xs[size_t(i)]));
+        if (xs[size_t(i)] != 1)
+            throw OpError("Squeeze: axis " + std::to_string(a) + " has size " + std::to_string(xs[size_t(i)]));
         drop[size_t(i)] = true;
     }
     Ints s;
