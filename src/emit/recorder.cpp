@@ -363,6 +363,16 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     classify_host_outputs(L);
     bool device = !calls_.empty();
     for (auto& o : L.outs) device |= o.t != nullptr;
+    // Control flow is unrolled when the graph is built: a branch or trip count read from input data would be
+    // frozen into the program. That is the reason to give, before the generic one below.
+    if (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")
+        for (const auto& r : direct_reads_)
+            if (!passed_.count(r)) {
+                fail_node(std::string(n.op_type == "If" ? "its branch" : "its trip count or condition") +
+                          " depends on '" + r + "', which follows input shapes or data; control flow is unrolled when "
+                          "the graph is built, so the compiled code would hold for that one value only");
+                break;
+            }
     for (const auto& r : direct_reads_)
         if ((device || !host_stmts_.empty()) && !passed_.count(r)) {
             fail_node("reads '" + r + "' itself, a host value that depends on input shapes or data (it must reach "
@@ -401,10 +411,6 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
         else if (named != val_var.end()) out_vars[o] = named->second;  // made by a subgraph node, or passed on
         else fail_node("its lowering is not written as op-library calls yet");
     }
-    if (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")
-        for (const auto& r : direct_reads_)
-            if (!passed_.count(r))
-                fail_node("its branch or trip count depends on '" + r + "', which compiled programs do not unroll over yet");
     std::string code = nested_code_;
     if (!branch_cond_.empty() || loop_.on) code = control_code(n, out_vars);
     for (auto& h : host_stmts_) code += "    " + h + "\n";

@@ -70,33 +70,37 @@ ggml_tensor* flatten(Ctx& ctx, ggml_tensor* x, const FlattenParams& p) {
     return reshape_ne(ctx, x, ne);
 }
 
-ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const SqueezeParams& p) {
-    bool drop[4] = {false, false, false, false};
-    for (int64_t g : p.axes) {
-        check_dim(int(g), "Squeeze");
-        if (x->ne[g] != 1) throw OpError("Squeeze: ggml dim " + std::to_string(g) + " has size " + std::to_string(x->ne[g]));
-        drop[g] = true;
+ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezeParams& p) {
+    Ints xs = onnx_shape(x, p.rank, "Squeeze");
+    std::vector<bool> drop(xs.size(), axes.empty());  // no axes: every dim of size 1
+    for (int64_t a : axes) {
+        int i = p.rank - 1 - ggml_axis(a, p.rank);
+        if (xs[size_t(i)] != 1)
+            throw OpError("Squeeze: axis " + std::to_string(a) + " has size " + std::to_string(xs[size_t(i)]));
+        drop[size_t(i)] = true;
     }
-    int64_t ne[4] = {1, 1, 1, 1};
-    int k = 0;
-    for (int d = 0; d < 4; d++)
-        if (!drop[d]) ne[k++] = x->ne[d];
+    Ints s;
+    for (size_t i = 0; i < xs.size(); i++)
+        if (!drop[i] || xs[i] != 1) s.push_back(xs[i]);
+    int64_t ne[4];
+    fold_ne(s, ne);
     return reshape_ne(ctx, x, ne);
 }
 
-ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const UnsqueezeParams& p) {
-    int r = p.rank + int(p.axes.size());
-    if (r > 4) throw OpError("Unsqueeze: output rank " + std::to_string(r) + " (ggml holds 4 dims)");
-    bool ins[4] = {false, false, false, false};
-    for (int64_t g : p.axes) {
-        check_dim(int(g), "Unsqueeze");
-        if (ins[g]) throw OpError("Unsqueeze: repeated axis");
-        ins[g] = true;
+ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const UnsqueezeParams& p) {
+    Ints xs = onnx_shape(x, p.rank, "Unsqueeze");
+    int r = p.rank + int(axes.size());
+    std::vector<bool> ins(size_t(r), false);
+    for (int64_t a : axes) {
+        int i = r - 1 - ggml_axis(a, r);
+        if (ins[size_t(i)]) throw OpError("Unsqueeze: repeated axis " + std::to_string(a));
+        ins[size_t(i)] = true;
     }
-    int64_t ne[4] = {1, 1, 1, 1};
-    int k = 0;
-    for (int d = 0; d < 4; d++)
-        if (!ins[d]) ne[d] = x->ne[k++];
+    Ints s;
+    size_t j = 0;
+    for (int i = 0; i < r; i++) s.push_back(ins[size_t(i)] ? 1 : xs[j++]);
+    int64_t ne[4];
+    fold_ne(s, ne);
     return reshape_ne(ctx, x, ne);
 }
 

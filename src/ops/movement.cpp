@@ -245,10 +245,11 @@ void lower_CenterCropPad(Lower& L) {
         p.axes.push_back(gdim(r, int(a)));
     }
     o2g::RowMap m = o2g::center_crop_pad_rows(L.shape(0), sh.v, axes);
-    if (m.rows.empty()) return L.pass(0, 0);
     if (shape_numel(m.os) == 0) L.error("the output would be empty, which ggml cannot hold");
-    if (L.b.host_mode) return L.out_host(0, host_take_rows(L.h(0), m.inner, m.rows, m.os));
+    if (L.b.host_mode)
+        return m.rows.empty() ? L.pass(0, 0) : L.out_host(0, host_take_rows(L.h(0), m.inner, m.rows, m.os));
     if (r > 4) L.error("rank > 4 CenterCropPad is not supported on the device");
+    // Always the op-library call (x itself when nothing moves), so compiled code does not depend on `shape`.
     L.out_shape(0, O2G_CALL(L, o2g::center_crop_pad, L.t(0), sh, p), L.dtype(0), m.os);
 }
 

@@ -56,7 +56,7 @@ void resize_all_axes(Lower& L, const std::vector<float>& scales) {
 }  // namespace
 
 // ---- Resize, Upsample ----
-// Scales and roi must be known when the graph is built (constants); sizes may follow the input shape.
+// Scales and roi must be known when the graph is built; compile passes them on as params fields, sizes as Ints.
 // Upsample-7: the scales attribute.
 void lower_Upsample_7(Lower& L) { resize_all_axes(L, L.node.get_floats("scales")); }
 // Upsample-9 and Resize-10: the scales input.
@@ -73,16 +73,14 @@ void lower_Resize(Lower& L) {
     if (axes.empty())
         for (int i = 0; i < r; i++) axes.push_back(i);
     for (auto a : axes) p.dims.push_back(gdim(r, norm_axis(L, a, r)));
-    const bool has_scales = L.has(2) && L.h(2).numel() > 0;
+    const bool has_scales = L.has(2) && shape_numel(L.shape(2)) > 0;
     const bool has_sizes = L.has(3) && L.in(3).shape.size() == 1 && L.in(3).shape[0] > 0;
     Sym sizes;
     if (has_sizes) sizes = L.sym(3);
     else if (has_scales) p.scales = L.param_floats(2, "scales");
     else L.error("Resize needs scales or sizes");
-    if (p.coord == 6 && L.has(1)) {
-        std::vector<double> roi = L.h(1).to_f64();
-        if (roi.size() == 2 * axes.size()) p.roi.assign(roi.begin(), roi.end());
-    }
+    if (p.coord == 6 && L.has(1) && shape_numel(L.shape(1)) == int64_t(2 * axes.size()))
+        p.roi = L.param_floats(1, "roi");
     if (!has_sizes) p.aspect = 0;
     resize_out(L, p, sizes);
 }

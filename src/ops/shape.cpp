@@ -88,12 +88,9 @@ static void squeeze_out(Lower& L, const Sym& axes_in) {
         drop[size_t(ax)] = true;
     }
     Shape s;
-    o2g::SqueezeParams p{r, {}};
-    for (int i = 0; i < r; i++) {
+    for (int i = 0; i < r; i++)
         if (!drop[size_t(i)]) s.push_back(in[size_t(i)]);
-        else p.axes.push_back(gdim(r, i));
-    }
-    reshape_like(L, s, [&] { return O2G_CALL(L, o2g::squeeze, L.t(0), p); });
+    reshape_like(L, s, [&] { return O2G_CALL(L, o2g::squeeze, L.t(0), axes_in, o2g::SqueezeParams{r}); });
 }
 
 void lower_Squeeze_1(Lower& L) { squeeze_out(L, axes_attr(L)); }
@@ -111,14 +108,12 @@ static void unsqueeze_out(Lower& L, const Sym& axes_in) {
         ins[size_t(ax)] = true;
     }
     Shape s;
-    o2g::UnsqueezeParams p{int(in.size()), {}};
     size_t j = 0;
-    for (int i = 0; i < r; i++) {
-        s.push_back(ins[size_t(i)] ? 1 : in[j++]);
-        if (ins[size_t(i)]) p.axes.push_back(gdim(r, i));
-    }
-    std::sort(p.axes.begin(), p.axes.end());
-    reshape_like(L, s, [&] { return O2G_CALL(L, o2g::unsqueeze, L.t(0), p); });
+    for (int i = 0; i < r; i++) s.push_back(ins[size_t(i)] ? 1 : in[j++]);
+    ggml_tensor* y = L.rank(0) > 4  // folded input dims: reshape to the literal shape
+                         ? O2G_CALL(L, o2g::reshape, L.t(0), Sym{s, nullptr}, o2g::ReshapeParams{L.rank(0), false})
+                         : O2G_CALL(L, o2g::unsqueeze, L.t(0), axes_in, o2g::UnsqueezeParams{L.rank(0)});
+    L.out_shape(0, y, L.dtype(0), s);
 }
 
 void lower_Unsqueeze_1(Lower& L) { unsqueeze_out(L, axes_attr(L)); }

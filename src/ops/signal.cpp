@@ -47,9 +47,10 @@ static void dft(Lower& L, int64_t axis) {
 void lower_DFT_17(Lower& L) { dft(L, L.node.get_int("axis", 1)); }
 void lower_DFT(Lower& L) {
     if (!L.has(2)) return dft(L, -2);
-    auto a = L.ints(2);
-    if (a.size() != 1) L.error("axis must be a scalar");
-    dft(L, a[0]);
+    if (shape_numel(L.shape(2)) != 1) L.error("axis must be a scalar");
+    // Rank <= 4: the axis reaches o2g::dft as data (params field). Rank > 4 folds dims around it, so it is read here.
+    if (L.rank(0) > 4) return dft(L, L.ints(2)[0]);
+    dft(L, L.rank(0) - 1 - L.param_axis(2, "axis", L.rank(0)));
 }
 
 // ---- STFT (17) ----
@@ -78,7 +79,7 @@ void lower_MelWeightMatrix(Lower& L) {
     DType dt = DType(L.node.get_int("output_datatype", 1));
     if (!dtype_is_float(dt)) L.error("only float output_datatype is supported");
     const Sym bins = L.sym(0), dft = L.sym(1), rate = L.sym(2);
-    o2g::MelWeightMatrixParams p{float(L.h(3).f64(0)), float(L.h(4).f64(0))};
+    o2g::MelWeightMatrixParams p{L.param_float(3, "lower_edge_hertz"), L.param_float(4, "upper_edge_hertz")};
     L.out(0, O2G_CALL(L, o2g::mel_weight_matrix, bins, dft, rate, p), dt, 2);
 }
 

@@ -27,17 +27,18 @@ ggml_tensor* flatten(Ctx& ctx, ggml_tensor* x, const FlattenParams& p);
 
 struct SqueezeParams {
     int rank = 0;  // x's ONNX rank (<= 4)
-    Ints axes;     // ggml dims of x to drop (each of size 1)
-    void fields(FieldWriter& f) const { f("rank", rank); f("axes", axes); }
+    void fields(FieldWriter& f) const { f("rank", rank); }
 };
-ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const SqueezeParams& p);
+// x without its ONNX `axes` (negative: from the end), each of size 1; empty axes: every size-1 dim.
+ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezeParams& p);
 
 struct UnsqueezeParams {
-    int rank = 0;  // x's ONNX rank; rank + axes.size() <= 4
-    Ints axes;     // ggml dims of the output that are new size-1 dims
-    void fields(FieldWriter& f) const { f("rank", rank); f("axes", axes); }
+    int rank = 0;  // x's ONNX rank (<= 4)
+    void fields(FieldWriter& f) const { f("rank", rank); }
 };
-ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const UnsqueezeParams& p);
+// x with new size-1 dims at ONNX `axes` of the output (negative: from the end of the output's rank); an output
+// rank > 4 folds its outer dims into ne[3].
+ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const UnsqueezeParams& p);
 
 // ---- layout changes ----
 
