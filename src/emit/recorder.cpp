@@ -363,14 +363,14 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     classify_host_outputs(L);
     bool device = !calls_.empty();
     for (auto& o : L.outs) device |= o.t != nullptr;
-    // Control flow is unrolled when the graph is built: a branch or trip count read from input data would be
-    // frozen into the program. That is the reason to give, before the generic one below.
+    // Control flow on input data or shapes that did not become a C++ if or for (a Scan, a loop that ran no
+    // iteration at the probe): its unrolled code would hold for one value only. That is the reason to give.
     if (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")
         for (const auto& r : direct_reads_)
             if (!passed_.count(r)) {
                 fail_node(std::string(n.op_type == "If" ? "its branch" : "its trip count or condition") +
-                          " depends on '" + r + "', which follows input shapes or data; control flow is unrolled when "
-                          "the graph is built, so the compiled code would hold for that one value only");
+                          " depends on '" + r + "', which follows input shapes or data, and compile could not write "
+                          "it as C++ control flow, so the unrolled code would hold for that one value only");
                 break;
             }
     for (const auto& r : direct_reads_)
