@@ -141,7 +141,7 @@ ggml_tensor* stack(Ctx& ctx, const std::vector<ggml_tensor*>& items, const Stack
     if (p.rank >= 4) throw OpError("Stack: items of rank " + std::to_string(p.rank) + " (ggml holds 4 dims)");
     ggml_tensor* y = nullptr;
     for (ggml_tensor* x : items) {
-        ggml_tensor* u = unsqueeze(ctx, x, {p.rank, {p.rank}});
+        ggml_tensor* u = unsqueeze(ctx, x, {0}, {p.rank});
         y = y ? concat(ctx, y, u, {p.rank}) : u;
     }
     return y;
