@@ -143,8 +143,10 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
     run["error"] = None if rc == 0 else f"exit {rc}: " + " | ".join(log.strip().splitlines()[-3:])[-400:]
     result["runs"]["onnx2ggml"] = run
 
-    # onnxruntime
-    if not args.no_ort:
+    # onnxruntime, unless the manifest says why it cannot run this part
+    if not args.no_ort and "ort" in entry:
+        result["ort_skipped"] = entry["ort"].get("skip", "")
+    if not args.no_ort and "ort" not in entry:
         out_dir = os.path.join(case_dir, "ort")
         cmd = [sys.executable, os.path.abspath(__file__), "--ort-child", model, out_dir, str(args.threads)]
         cmd += [f"{n}={p}" for n, p in inputs]
@@ -209,6 +211,8 @@ def main(argv=None):
             for ci, case in enumerate(entry["cases"]):
                 res = run_case(args, manifest, manifest_dir, entry, ci, case, work)
                 results.append(res)
+                if "ort_skipped" in res:
+                    print(f"  skip {entry['name']} [{res['shapes']}] onnxruntime: {res['ort_skipped']}")
                 for runtime, run in res["runs"].items():
                     ok_run = run["error"] is None
                     if not ok_run:

@@ -69,9 +69,23 @@ static int split_parts(Lower& L, const Sym& split, bool num_outputs) {
 }
 static void split_out(Lower& L, const Sym& sizes, bool num_outputs) {
     int r = L.rank(0);
-    if (r > 4) L.error("rank > 4 Split is not supported on the device");
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     const int parts = split_parts(L, sizes, num_outputs);
+    if (r > 4) {  // each part a Slice of the folded tensor
+        std::vector<int64_t> split = sizes.v;
+        int64_t A = L.shape(0)[size_t(axis)], chunk = (A + parts - 1) / parts, off = 0;
+        if (split.empty())
+            for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
+        for (size_t i = 0; i < split.size() && i < L.outs.size(); i++) {
+            Shape os = L.shape(0);
+            os[size_t(axis)] = split[i];
+            const Sym first{{off}, nullptr}, end{{off + split[i]}, nullptr}, ax{{axis}, nullptr};
+            ggml_tensor* y = O2G_CALL(L, o2g::slice_nd, L.t(0), L.shape_sym(0), first, end, ax, Sym{});
+            L.out_shape(int(i), y, L.dtype(0), os);
+            off += split[i];
+        }
+        return;
+    }
     for (int i = 0; i < parts && i < int(L.outs.size()); i++) {
         o2g::SplitParams p{gdim(r, axis), i, parts};
         L.out(i, O2G_CALL(L, o2g::split, L.t(0), sizes, p), L.dtype(0), r);

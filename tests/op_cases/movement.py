@@ -23,6 +23,8 @@ case("Transpose", R(3, 1, 4, 1, 5), perm=[4, 3, 2, 1, 0])  # size-1 dims
 case("Transpose", R(2, 3, 4, 5, 6), perm=[0, 1, 2, 4, 3])  # adjacent dims stay together: one permute
 case("Slice", R(2, 3, 4, 5, 6), I64(1, 0), I64(3, -1), I64(1, 4), opset=13)  # rank 5
 case("Concat", R(2, 3, 4, 5, 1), R(2, 3, 4, 5, 1), axis=-1)  # rank 5: Flux's rope stack
+case("Split", R(2, 3, 4, 5, 2), axis=-1, outputs=2, opset=13)  # rank 5: a rotary embedding's unbind
+case("Split", R(2, 3, 6, 2, 2, 3), I64(1, 5), axis=2, outputs=2, opset=13)  # rank 6, uneven
 case("Concat", R(2, 1, 3, 2, 2, 3), R(2, 2, 3, 2, 2, 3), R(2, 3, 3, 2, 2, 3), axis=1)  # rank 6, three inputs
 case("Slice", R(2, 3, 4, 5, 2, 2), I64(0, 1), I64(1, 2), I64(-2, -1), opset=13)  # rank 6, Flux's rope halves
 case("Slice", R(2, 3, 4, 5, 6), I64(3, 0), I64(0, 6), I64(3, 4), I64(-1, 2), opset=13)  # rank 5, steps
