@@ -85,6 +85,8 @@ class Case:
     domain: str = ""
     id: str = ""
     xfail: str = ""  # known limitation: must fail cleanly; does not fail the run
+    # An equivalent model for the reference to run, for op versions neither onnxruntime nor onnx.reference has.
+    ref_model: object = None
 
     def describe(self) -> str:
         ins = ", ".join("-" if i is None else i.describe() for i in self.inputs)
@@ -104,7 +106,7 @@ def _attr_text(value) -> str:
 CASES: list[Case] = []
 
 
-def case(op, *inputs, opset=DEFAULT_OPSET, tol=None, outputs=1, xfail="", **attrs) -> None:
-    CASES.append(Case(op, list(inputs), attrs, opset, tol, outputs, xfail=xfail))
+def case(op, *inputs, opset=DEFAULT_OPSET, tol=None, outputs=1, xfail="", ref_model=None, **attrs) -> None:
+    CASES.append(Case(op, list(inputs), attrs, opset, tol, outputs, xfail=xfail, ref_model=ref_model))
 
 

@@ -543,7 +543,7 @@ def _run_case(c: Case, prefix: list[str], timeout: float) -> tuple[str, bool, st
         inputs = make_inputs(c)
         model = build_model(c, inputs)
         feeds = {name: arr for name, arr, const in inputs if arr is not None and not const}
-        want, ref_name = reference(model, feeds)
+        want, ref_name = reference(c.ref_model(model) if c.ref_model else model, feeds)
     except Exception as exc:  # the case itself is wrong, or no reference has it
         return c.id, False, f"reference failed: {one_line(str(exc), 300)}"
     with tempfile.TemporaryDirectory(prefix="o2g_op_") as tmp:

@@ -63,6 +63,17 @@ void lower_PRelu(Lower& L) {
     L.out_shape(0, O2G_CALL(L, o2g::prelu, L.t(0), L.t(1)), L.dtype(0), out);
 }
 
+// Before opset 7 a 1-D slope as long as the channel dim applies per channel (axis 1), as in Caffe.
+void lower_PRelu_1(Lower& L) {
+    const Shape& xs = L.shape(0);
+    int64_t C = L.rank(1) == 1 ? L.shape(1)[0] : 0;
+    if (L.rank(0) < 3 || C <= 1 || C != xs[1]) return lower_PRelu(L);
+    Shape s(xs.size() - 1, 1);
+    s[0] = C;
+    ggml_tensor* slope = O2G_CALL(L, o2g::reshape, L.t(1), Sym{s, nullptr}, o2g::ReshapeParams{1, false});
+    L.out_shape(0, O2G_CALL(L, o2g::prelu, L.t(0), slope), L.dtype(0), xs);
+}
+
 // Gelu (20) and onnx2ggml.Gelu (the erf form, from fuse_gelu).
 void lower_Gelu(Lower& L) {
     std::string a = L.node.get_string("approximate", "none");
@@ -111,7 +122,8 @@ const std::vector<OpDef>& activation_ops() {
         {.op = "HardSwish", .since = 14, .ggml = lower_HardSwish, .math = true},
         {.op = "HardSigmoid", .since = 1, .ggml = lower_HardSigmoid, .math = true},
         {.op = "LeakyRelu", .since = 1, .ggml = lower_LeakyRelu, .math = true},
-        {.op = "PRelu", .since = 1, .ggml = lower_PRelu, .math = true},
+        {.op = "PRelu", .since = 1, .ggml = lower_PRelu_1, .math = true},
+        {.op = "PRelu", .since = 7, .ggml = lower_PRelu, .math = true},
         {.op = "Elu", .since = 1, .ggml = lower_Elu, .math = true},
         {.op = "Selu", .since = 1, .ggml = lower_Selu, .math = true},
         {.op = "Celu", .since = 12, .ggml = lower_Celu, .math = true},

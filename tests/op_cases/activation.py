@@ -1,5 +1,7 @@
 """Activation cases."""
 
+from onnx import helper, numpy_helper
+
 from op_case import R, W, case
 
 x = R(3, 4, 5, lo=-4, hi=4)
@@ -18,6 +20,21 @@ case("Mish", R(3, 4, 5, lo=-6, hi=6), opset=18)
 case("PRelu", R(2, 3, 4, 4), W(3, 1, 1), opset=16)  # per channel
 case("PRelu", R(2, 3, 4), W(4), opset=16)
 case("PRelu", R(3, 5), R(1), opset=16)  # one slope, as a graph input
+
+
+def prelu_6_as_7(model):
+    """Opset-6 PRelu's per-channel slope [C], written as opset 7's broadcast [C, 1, 1] (no reference runs opset 6)."""
+    m = type(model)()
+    m.CopyFrom(model)
+    for init in m.graph.initializer:
+        arr = numpy_helper.to_array(init)
+        init.CopyFrom(numpy_helper.from_array(arr.reshape(arr.shape + (1,) * 2), init.name))
+    del m.opset_import[:]
+    m.opset_import.append(helper.make_opsetid("", 7))
+    return m
+
+
+case("PRelu", R(2, 3, 4, 4), W(3), opset=6, ref_model=prelu_6_as_7)  # old exports: one slope per channel
 case("Shrink", x, opset=9)
 case("Shrink", x, lambd=1.5, bias=0.3, opset=9)
 case("Swish", x, opset=24)
