@@ -137,12 +137,30 @@ static void reduce_out(Lower& L, const Sym& axes) {
     // axes of the rank-4 folded tensor (a literal, so compile must see the axes read).
     if (axes.src) (void)L.ints(1);
     Sym folded;  // empty: all
-    if (!std::all_of(s.red.begin(), s.red.end(), [](bool b) { return b; }))
-        for (int a = r - 1; a >= 0; a--) {
-            if (!s.red[size_t(a)]) continue;
-            if (gdim(r, a) > 2) L.error("reduction over folded dims (rank > 4)");
-            folded.v.push_back(3 - gdim(r, a));
-        }
+    bool all = std::all_of(s.red.begin(), s.red.end(), [](bool b) { return b; }), inner = true;
+    for (int a = 0; a < r; a++) inner &= !s.red[size_t(a)] || gdim(r, a) <= 2;
+    if (!all && !inner) {
+        // Reduced axes among the folded ones: move them last, then reduce [kept, reduced] along its last axis.
+        std::vector<int64_t> perm;
+        Shape moved;
+        int64_t kept = 1, red = 1;
+        for (int pass = 0; pass < 2; pass++)
+            for (int a = 0; a < r; a++)
+                if (s.red[size_t(a)] == (pass == 1)) {
+                    perm.push_back(a);
+                    (pass ? red : kept) *= in[size_t(a)];
+                }
+        ggml_tensor* x = O2G_CALL(L, o2g::transpose_nd, L.t(0), L.shape_sym(0), o2g::TransposeNdParams{perm});
+        x = O2G_CALL(L, o2g::reshape, x, Sym{{kept, red}, nullptr}, o2g::ReshapeParams{r, false});
+        p.rank = 2;
+        p.keepdims = false;
+        const Sym last{{1}, nullptr};
+        ggml_tensor* y = L.call(name, fn, x, last, p);
+        return out_folded(L, y, L.dtype(0), os);
+    }
+    if (!all)
+        for (int a = r - 1; a >= 0; a--)
+            if (s.red[size_t(a)]) folded.v.push_back(3 - gdim(r, a));
     p.rank = 4;
     p.keepdims = true;
     const Sym& fx = folded;

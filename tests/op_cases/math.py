@@ -52,3 +52,8 @@ for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
     case(op, R(5, dtype="uint8", lo=0, hi=255), R(5, dtype="uint8", lo=0, hi=255), opset=18)
 case("BitwiseNot", R(3, 4, dtype="int32", lo=-100, hi=100), opset=18)
 case("BitwiseNot", R(6, dtype="uint8", lo=0, hi=255), opset=18)
+
+# Rank 5 and 6, broadcast as Flux's rotary embedding does ([1, 1, L, D/2, 2, 2] * [B, H, L, D/2, 1, 2]).
+case("Mul", R(1, 1, 4, 3, 2, 2), R(2, 3, 4, 3, 1, 2))
+case("Add", R(2, 3, 4, 5, 6), R(5, 6))
+case("Sub", R(2, 3, 4, 5, 6), R(1, 3, 1, 1, 1))

@@ -46,3 +46,9 @@ case("ArgMax", r5, axis=-2, keepdims=0, opset=13)
 case("ReduceMean", R(3, 4, 5), axes=[-1], opset=13)
 case("ReduceProd", R(3, 4, dtype="int64", lo=1, hi=3), axes=[1], opset=13)  # host data
 case("ReduceL2", R(3, 4, 5), opset=11)  # all axes
+
+# Rank 5 (DiT blocks: a mean over the last dim of a rank-5 tensor).
+case("ReduceMean", R(2, 3, 4, 5, 6), I64(-1), keepdims=1, opset=18)
+case("ReduceSum", R(2, 3, 4, 5, 6), I64(1), keepdims=0, opset=13)
+case("ReduceMax", R(2, 3, 4, 5, 6), I64(0, 3), keepdims=1, opset=18)  # folded and inner axes together
+case("ReduceLogSum", R(2, 3, 4, 5, 2, 3, lo=0.5, hi=2), I64(1, 4), keepdims=0, opset=18)  # rank 6
