@@ -117,15 +117,17 @@ void lower_GatherElements(Lower& L) {
     L.out(0, y, L.dtype(0), int(is.size()));
 }
 
-// ---- GatherND (also host) ----
+// ---- GatherND ----
 void lower_GatherND(Lower& L) {
     const Shape& is = L.shape(1);
     const Sym idx = L.sym(1), ishape = L.shape_sym(1);
     int64_t b = L.node.get_int("batch_dims", 0);
     o2g::RowMap m = o2g::gather_nd_rows(L.shape(0), idx.v, is, b);
-    if (L.b.host_mode) return L.out_host(0, host_take_rows(L.h(0), m.inner, m.rows, m.os));
     ggml_tensor* y = O2G_CALL(L, o2g::gather_nd, L.t(0), idx, ishape, o2g::GatherNDParams{L.rank(0), b});
     L.out(0, y, L.dtype(0), int(m.os.size()));
+}
+void host_GatherND(Lower& L) {
+    O2G_HOST(L, 0, o2g::host_gather_nd, L.hv(0), L.hv(1), L.node.get_int("batch_dims", 0));
 }
 
 // ---- ScatterND, ScatterElements / Scatter (also host) ----
@@ -248,7 +250,7 @@ void lower_Col2Im(Lower& L) {
 
 const std::vector<OpDef>& indexing_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "GatherND", .since = 11, .ggml = lower_GatherND, .host = lower_GatherND, .host_inputs = {1}},
+        {.op = "GatherND", .since = 11, .ggml = lower_GatherND, .host = host_GatherND, .host_inputs = {1}},
         {.op = "ScatterND", .since = 11, .ggml = lower_ScatterND, .host = lower_ScatterND, .host_inputs = {1}},
         {.op = "ScatterElements", .since = 11, .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},
         {.op = "Scatter", .since = 9, .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},

@@ -110,6 +110,40 @@ struct HostArgParams {
 };
 HostTensor host_arg(const HostTensor& x, const HostArgParams& p);  // ArgMax / ArgMin, INT64 indices
 
+// ---- selection ----
+// Ops whose output sizes depend on the values; a multi-output op takes the output it returns as a params field.
+struct HostTopKParams {
+    int64_t axis = -1;
+    bool largest = true;
+    bool indices = false;  // return the INT64 indices instead of the values
+    void fields(FieldWriter& f) const { f("axis", axis); f("largest", largest); f("indices", indices); }
+};
+// ONNX TopK with k (one value) along axis; ties keep the lower index first.
+HostTensor host_topk(const HostTensor& x, const Ints& k, const HostTopKParams& p);
+// ONNX OneHot: values (two elements: off, on) along a new dim of size depth (one value) at axis; a negative
+// index counts from depth.
+HostTensor host_one_hot(const HostTensor& indices, const HostTensor& depth, const HostTensor& values, int64_t axis);
+// ONNX NonZero: INT64 (rank, n) coordinates of the nonzero elements, row-major order.
+HostTensor host_nonzero(const HostTensor& x);
+enum HostUniqueOutput { HOST_UNIQUE_Y, HOST_UNIQUE_INDICES, HOST_UNIQUE_INVERSE, HOST_UNIQUE_COUNTS };
+struct HostUniqueParams {
+    bool has_axis = false;  // false: x flattened
+    int64_t axis = 0;
+    bool sorted = true;  // false: in order of first occurrence
+    int output = HOST_UNIQUE_Y;  // HostUniqueOutput: which ONNX output this call returns
+    void fields(FieldWriter& f) const { f("has_axis", has_axis); f("axis", axis); f("sorted", sorted); f("output", output); }
+};
+HostTensor host_unique(const HostTensor& x, const HostUniqueParams& p);  // ONNX Unique
+struct HostNmsParams {
+    bool center_point_box = false;  // boxes as (x_center, y_center, w, h) instead of corners
+    void fields(FieldWriter& f) const { f("center_point_box", center_point_box); }
+};
+// ONNX NonMaxSuppression: INT64 (n, 3) rows of (batch, class, box). The limits are empty (the default) or one value.
+HostTensor host_non_max_suppression(const HostTensor& boxes, const HostTensor& scores, const HostTensor& max_per_class,
+                                    const HostTensor& iou_threshold, const HostTensor& score_threshold,
+                                    const HostNmsParams& p);
+HostTensor host_gather_nd(const HostTensor& x, const HostTensor& indices, int64_t batch_dims);  // ONNX GatherND
+
 // ---- between host and device ----
 // A host value as a constant device tensor of `type` (uploaded after allocation).
 ggml_tensor* host_constant(Ctx& ctx, const HostTensor& h, ggml_type type);
