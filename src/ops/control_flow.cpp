@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "ops/op.h"
+#include "ops/synth.h"
 #include "runtime/builder.h"
 
 namespace onnx2ggml {
@@ -40,6 +41,26 @@ std::vector<Val> run_body(Lower& L, const Graph& g, const std::vector<Val>& args
     return outs;
 }
 
+// Stacks values along a new axis (Unsqueeze + Concat).
+Val stack(Lower& L, const std::vector<Val>& items, int64_t axis) {
+    if (items.empty()) L.error("cannot stack zero iterations");
+    std::vector<std::string> parts;
+    std::string axes = L.b.add_const(HostTensor::from_i64(DType::INT64, {1}, {axis}), "axes");
+    Attribute ax;
+    ax.name = "axes";
+    ax.type = AttrType::INTS;
+    ax.ints = {axis};
+    for (size_t i = 0; i < items.size(); i++) {
+        std::string in = bind(L, items[i], "item");
+        Val u = synth(L, "Unsqueeze", {in, axes}, {ax});
+        parts.push_back(bind(L, u, "unsq"));
+    }
+    if (parts.size() == 1) return L.b.vals[parts[0]];
+    return synth(L, "Concat", parts, {int_attr("axis", axis)});
+}
+
+}  // namespace
+
 // Runs a synthesized single node and returns its first output.
 Val synth(Lower& L, const std::string& op, const std::vector<std::string>& inputs, std::vector<Attribute> attrs) {
     Node n;
@@ -67,26 +88,6 @@ std::string bind(Lower& L, Val v, const std::string& hint) {
     L.b.vals[name] = std::move(v);
     return name;
 }
-
-// Stacks values along a new axis (Unsqueeze + Concat).
-Val stack(Lower& L, const std::vector<Val>& items, int64_t axis) {
-    if (items.empty()) L.error("cannot stack zero iterations");
-    std::vector<std::string> parts;
-    std::string axes = L.b.add_const(HostTensor::from_i64(DType::INT64, {1}, {axis}), "axes");
-    Attribute ax;
-    ax.name = "axes";
-    ax.type = AttrType::INTS;
-    ax.ints = {axis};
-    for (size_t i = 0; i < items.size(); i++) {
-        std::string in = bind(L, items[i], "item");
-        Val u = synth(L, "Unsqueeze", {in, axes}, {ax});
-        parts.push_back(bind(L, u, "unsq"));
-    }
-    if (parts.size() == 1) return L.b.vals[parts[0]];
-    return synth(L, "Concat", parts, {int_attr("axis", axis)});
-}
-
-}  // namespace
 
 void lower_If(Lower& L) {
     bool cond = L.h(0).i64(0) != 0;

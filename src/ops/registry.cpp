@@ -26,6 +26,7 @@ const std::vector<OpDef>& recurrent_ops();
 const std::vector<OpDef>& reduction_ops();
 const std::vector<OpDef>& resize_ops();
 const std::vector<OpDef>& selection_ops();
+const std::vector<OpDef>& sequence_ops();
 const std::vector<OpDef>& shape_ops();
 const std::vector<OpDef>& signal_ops();
 
@@ -58,6 +59,7 @@ const std::vector<const std::vector<OpDef>*>& tables() {
         &reduction_ops(),
         &resize_ops(),
         &selection_ops(),
+        &sequence_ops(),
         &shape_ops(),
         &signal_ops(),
     };

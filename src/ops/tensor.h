@@ -22,6 +22,7 @@ struct Val {
     bool is_weight = false;                 // initializer: uploaded once and cached
     std::string name;
     std::set<int> input_deps;               // graph inputs whose data this host value depends on
+    std::shared_ptr<std::vector<Val>> seq;  // a sequence (SplitToSequence ...): its items; dtype is theirs
     bool present() const { return dtype != DType::UNDEFINED; }
     int rank() const { return int(shape.size()); }
 };
