@@ -63,6 +63,7 @@ public:
     std::vector<DType> out_dtypes;                       // graph outputs as the program returns them
     std::vector<int> out_ranks;
     std::vector<std::string> failures;                   // "node (op): reason"
+    bool shape_literals = false;                         // a rank > 4 shape was written as numbers
     std::vector<GgufEntry> weights;
     std::map<std::string, std::string> val_var;          // ONNX value -> C++ expression of its tensor
 
