@@ -12,17 +12,11 @@ namespace o2g {
 
 using onnx2ggml::dtype_is_float;
 using onnx2ggml::dtype_size;
+using onnx2ggml::host_axis;
 using onnx2ggml::host_gather_flat;
 using onnx2ggml::strides_of;
 
 namespace {
-
-int64_t norm(int64_t axis, int64_t rank, const char* what) {
-    int64_t a = axis < 0 ? axis + rank : axis;
-    if (a < 0 || a >= rank)
-        throw OpError(std::string(what) + " " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
-    return a;
-}
 
 // Sizes before and after `axis`: the tensor seen as [outer, shape[axis], inner].
 void outer_inner(const Shape& s, int64_t axis, int64_t& outer, int64_t& inner) {
@@ -34,7 +28,7 @@ void outer_inner(const Shape& s, int64_t axis, int64_t& outer, int64_t& inner) {
 }  // namespace
 
 HostTensor host_topk(const HostTensor& x, const Ints& k, const HostTopKParams& p) {
-    int64_t axis = norm(p.axis, int64_t(x.shape.size()), "TopK axis");
+    int64_t axis = host_axis(p.axis, int64_t(x.shape.size()), "TopK axis");
     if (k.size() != 1) throw OpError("TopK: K must hold one value");
     int64_t K = k[0], A = x.shape[size_t(axis)];
     if (K < 0 || K > A) throw OpError("TopK: K = " + std::to_string(K) + " out of range");
@@ -75,7 +69,7 @@ HostTensor host_one_hot(const HostTensor& indices, const HostTensor& depth_in, c
     if (depth < 0) throw OpError("OneHot: negative depth " + std::to_string(depth));
     if (values.numel() != 2) throw OpError("OneHot: values must hold two elements");
     int64_t r = int64_t(indices.shape.size()) + 1;
-    int64_t axis = norm(axis_in, r, "OneHot axis");
+    int64_t axis = host_axis(axis_in, r, "OneHot axis");
     Shape os = indices.shape;
     os.insert(os.begin() + axis, depth);
     // The index dims split at axis: [outer, inner] around the new depth dim.
@@ -113,7 +107,7 @@ HostTensor host_nonzero(const HostTensor& x) {
 
 HostTensor host_unique(const HostTensor& x, const HostUniqueParams& p) {
     const Shape& xs = x.shape;
-    int64_t axis = p.has_axis ? norm(p.axis, int64_t(xs.size()), "Unique axis") : 0;
+    int64_t axis = p.has_axis ? host_axis(p.axis, int64_t(xs.size()), "Unique axis") : 0;
     // Slices along the axis (or single elements), each compared as a sequence of values.
     int64_t outer = 1, A = x.numel(), inner = 1;
     if (p.has_axis) {

@@ -10,19 +10,13 @@ namespace o2g {
 
 using onnx2ggml::broadcast_index;
 using onnx2ggml::dtype_size;
+using onnx2ggml::host_axis;
 using onnx2ggml::host_gather_flat;
 using onnx2ggml::shape_numel;
 using onnx2ggml::shape_str;
 using onnx2ggml::strides_of;
 
 namespace {
-
-int64_t norm(int64_t axis, int64_t rank, const char* what) {
-    int64_t a = axis < 0 ? axis + rank : axis;
-    if (a < 0 || a >= rank)
-        throw OpError(std::string(what) + " " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
-    return a;
-}
 
 // Element k of the output (shape os) is element src(dim, coordinate) of x, coordinates combined by x's strides.
 template <typename F>
@@ -86,7 +80,7 @@ HostTensor host_squeeze(const HostTensor& x, const Ints& axes) {
     if (axes.empty())
         for (size_t i = 0; i < in.size(); i++) drop[i] = in[i] == 1;
     for (int64_t a : axes) {
-        int64_t ax = norm(a, int64_t(in.size()), "Squeeze axis");
+        int64_t ax = host_axis(a, int64_t(in.size()), "Squeeze axis");
         if (in[size_t(ax)] != 1) throw OpError("Squeeze: dim " + std::to_string(ax) + " is not 1");
         drop[size_t(ax)] = true;
     }
@@ -100,7 +94,7 @@ HostTensor host_unsqueeze(const HostTensor& x, const Ints& axes) {
     int64_t r = int64_t(x.shape.size() + axes.size());
     std::vector<bool> ins(size_t(r), false);
     for (int64_t a : axes) {
-        int64_t ax = norm(a, r, "Unsqueeze axis");
+        int64_t ax = host_axis(a, r, "Unsqueeze axis");
         if (ins[size_t(ax)]) throw OpError("Unsqueeze: repeated axis " + std::to_string(a));
         ins[size_t(ax)] = true;
     }
@@ -117,7 +111,7 @@ HostTensor host_transpose(const HostTensor& x, const Ints& perm_in) {
         for (int64_t i = r - 1; i >= 0; i--) perm.push_back(i);
     if (int64_t(perm.size()) != r)
         throw OpError("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
-    for (auto& p : perm) p = norm(p, r, "perm entry");
+    for (auto& p : perm) p = host_axis(p, r, "perm entry");
     Shape os;
     for (auto p : perm) os.push_back(x.shape[size_t(p)]);
     auto ist = strides_of(x.shape);
@@ -137,7 +131,7 @@ HostTensor host_transpose(const HostTensor& x, const Ints& perm_in) {
 HostTensor host_concat(const std::vector<HostTensor>& xs, int64_t axis_in) {
     if (xs.empty()) throw OpError("Concat needs an input");
     int64_t r = int64_t(xs[0].shape.size());
-    int64_t axis = norm(axis_in, r, "Concat axis");
+    int64_t axis = host_axis(axis_in, r, "Concat axis");
     Shape os = xs[0].shape;
     os[size_t(axis)] = 0;
     for (const HostTensor& x : xs) {
@@ -180,7 +174,7 @@ Shape slice_plan(const Shape& in, const Ints& starts, const Ints& ends, const In
     first.assign(os.size(), 0);
     step.assign(os.size(), 1);
     for (size_t i = 0; i < n; i++) {
-        size_t ax = size_t(norm(axes[i], r, "Slice axis"));
+        size_t ax = size_t(host_axis(axes[i], r, "Slice axis"));
         int64_t st = steps.empty() ? 1 : steps[i], count;
         if (st == 0) throw OpError("slice step is 0");
         slice_range(os[ax], starts[i], ends[i], st, first[ax], count);
@@ -210,7 +204,7 @@ HostTensor host_slice_empty(const Ints& shape, DType type, const Ints& starts, c
 
 HostTensor host_split(const HostTensor& x, const Ints& sizes_in, const HostSplitParams& p) {
     int64_t r = int64_t(x.shape.size());
-    int64_t axis = norm(p.axis, r, "Split axis"), A = x.shape[size_t(axis)];
+    int64_t axis = host_axis(p.axis, r, "Split axis"), A = x.shape[size_t(axis)];
     Ints sizes = sizes_in;
     if (sizes.empty()) {
         if (p.parts < 1) throw OpError("Split into " + std::to_string(p.parts) + " parts");
@@ -261,7 +255,7 @@ HostTensor host_pad(const HostTensor& x, const Ints& pads, const Ints& axes_in, 
     if (mode < PAD_CONSTANT || mode > PAD_WRAP) throw OpError("unknown Pad mode " + std::to_string(mode));
     Ints begin(r, 0), end(r, 0);
     for (size_t i = 0; i < n; i++) {
-        size_t ax = size_t(norm(axes[i], int64_t(r), "Pad axis"));
+        size_t ax = size_t(host_axis(axes[i], int64_t(r), "Pad axis"));
         begin[ax] = pads[i];
         end[ax] = pads[i + n];
     }
@@ -297,7 +291,7 @@ HostTensor host_pad(const HostTensor& x, const Ints& pads, const Ints& axes_in, 
 HostTensor host_gather(const HostTensor& x, const HostTensor& indices, int64_t axis_in) {
     const Shape& s = x.shape;
     int64_t r = int64_t(s.size());
-    int64_t axis = norm(axis_in, r, "Gather axis");
+    int64_t axis = host_axis(axis_in, r, "Gather axis");
     Shape os(s.begin(), s.begin() + axis);
     os.insert(os.end(), indices.shape.begin(), indices.shape.end());
     os.insert(os.end(), s.begin() + axis + 1, s.end());
@@ -333,7 +327,7 @@ HostTensor host_trilu(const HostTensor& x, const Ints& ks, const HostTriluParams
 HostTensor host_cum(const HostTensor& x, const Ints& axes, const HostCumParams& p) {
     int64_t r = int64_t(x.shape.size());
     if (axes.size() != 1) throw OpError("axis must hold one value");
-    int64_t axis = norm(axes[0], r, "axis");
+    int64_t axis = host_axis(axes[0], r, "axis");
     int64_t outer = 1, inner = 1, A = x.shape[size_t(axis)];
     for (int64_t i = 0; i < axis; i++) outer *= x.shape[size_t(i)];
     for (int64_t i = axis + 1; i < r; i++) inner *= x.shape[size_t(i)];

@@ -7,6 +7,14 @@
 
 namespace onnx2ggml {
 
+int64_t host_axis(int64_t axis, int64_t rank, const char* what) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank)
+        throw o2g::OpError(std::string(what) + " " + std::to_string(axis) + " out of range for rank " +
+                           std::to_string(rank));
+    return a;
+}
+
 std::vector<int64_t> strides_of(const Shape& s) {
     std::vector<int64_t> st(s.size(), 1);
     for (int i = int(s.size()) - 2; i >= 0; i--) st[size_t(i)] = st[size_t(i) + 1] * s[size_t(i) + 1];

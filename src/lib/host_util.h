@@ -6,6 +6,8 @@
 
 namespace onnx2ggml {
 
+// An ONNX axis of a rank-`rank` tensor made non-negative; OpError naming `what` when out of range.
+int64_t host_axis(int64_t axis, int64_t rank, const char* what);
 // Row-major strides.
 std::vector<int64_t> strides_of(const Shape& s);
 // A tensor of shape `out` whose element k is element map[k] (a flat index) of `src`.
