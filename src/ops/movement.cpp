@@ -67,15 +67,21 @@ static int split_parts(Lower& L, const Sym& split, bool num_outputs) {
     const int outs = int(L.node.outputs.size());
     return num_outputs && L.node.has("num_outputs") ? int(L.node.get_int("num_outputs", outs)) : outs;
 }
+// The sizes given, or `parts` equal chunks of the axis (the last one shorter), as ONNX Split takes them.
+static std::vector<int64_t> split_sizes(Lower& L, const Sym& given, int parts, int axis) {
+    std::vector<int64_t> split = given.v;
+    int64_t A = L.shape(0)[size_t(axis)], chunk = (A + parts - 1) / parts;
+    if (split.empty())
+        for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
+    return split;
+}
 static void split_out(Lower& L, const Sym& sizes, bool num_outputs) {
     int r = L.rank(0);
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     const int parts = split_parts(L, sizes, num_outputs);
     if (r > 4) {  // each part a Slice of the folded tensor
-        std::vector<int64_t> split = sizes.v;
-        int64_t A = L.shape(0)[size_t(axis)], chunk = (A + parts - 1) / parts, off = 0;
-        if (split.empty())
-            for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
+        std::vector<int64_t> split = split_sizes(L, sizes, parts, axis);
+        int64_t off = 0;
         for (size_t i = 0; i < split.size() && i < L.outs.size(); i++) {
             Shape os = L.shape(0);
             os[size_t(axis)] = split[i];
@@ -94,12 +100,7 @@ static void split_out(Lower& L, const Sym& sizes, bool num_outputs) {
 static void split_host(Lower& L, const Sym& given, bool num_outputs) {
     int r = L.rank(0);
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
-    std::vector<int64_t> split = given.v;
-    if (split.empty()) {
-        const int parts = split_parts(L, given, num_outputs);
-        int64_t A = L.shape(0)[size_t(axis)], chunk = (A + parts - 1) / parts;
-        for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
-    }
+    std::vector<int64_t> split = split_sizes(L, given, split_parts(L, given, num_outputs), axis);
     for (size_t i = 0; i < split.size() && i < L.outs.size(); i++)
         O2G_HOST(L, int(i), o2g::host_split, L.hv(0), given,
                  o2g::HostSplitParams{axis, int(i), given.v.empty() ? int(split.size()) : int(given.v.size())});
