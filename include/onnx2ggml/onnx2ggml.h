@@ -21,6 +21,20 @@ struct SessionOptions {
     // Storage of constant MatMul/Gemm weights: "f32" (exact), or "f16", "bf16", "q8_0" (faster, less exact;
     // ggml then also rounds the activations they multiply). Convolutions stay f32.
     std::string weights = "f32";
+    // What the backend may round: "exact" keeps f32 everywhere (on Vulkan: no f16 inside matrix shaders; the same
+    // 1e-4 bars as the CPU), "fast" lets it use f16 where it is faster. The CPU computes in f32 either way.
+    std::string precision = "exact";
+    // Use ggml-op compositions instead of our CPU kernels even on the CPU: the path other backends take, so it can
+    // be tested here.
+    bool portable = false;
+};
+
+// Where the scheduler put a graph's nodes: per backend, its nodes, the nodes that compute (views and reshapes
+// aside), and the bytes copied into it from other backends per run.
+struct BackendShare {
+    std::string backend;
+    int nodes = 0, compute_nodes = 0;
+    double copy_mb = 0;
 };
 
 // One timed ggml node; `value` is the ONNX value it computes (intermediates carry ".k").
@@ -43,6 +57,8 @@ struct RunStats {
     double unshared_mb = 0;        // the same intermediates if none shared memory
     double weights_mb = 0;         // weights on the device (f32 weights on the CPU are mapped from the file)
     double gflop = 0;              // dense conv/matmul/attention work per run (direct-convolution count)
+    int splits = 0;                          // graph pieces the scheduler runs one after another
+    std::vector<BackendShare> backends;      // main device first
 };
 
 class Session {

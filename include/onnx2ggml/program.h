@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ggml-backend.h"
+#include "onnx2ggml/onnx2ggml.h"
 #include "onnx2ggml/ops.h"
 #include "onnx2ggml/tensor.h"
 
@@ -22,14 +23,24 @@ struct Backends {
     ggml_backend_t accel = nullptr;  // a CPU accelerator (BLAS) used before the CPU, if any
     ggml_backend_t cpu = nullptr;    // the CPU, when `main` is another device
     std::string description;         // "CPU (AMD EPYC ...)" as printed
+    std::string precision = "exact";  // SessionOptions::precision
     int threads = 0;
     bool is_cpu() const;
     std::vector<ggml_backend_t> in_priority_order() const;
     ~Backends();
 };
 // Opens a ggml device by name ("" picks the first GPU, else the CPU) and prints which one unless quiet.
-// Never falls back silently: an unknown name is an error listing the devices there are.
-std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet);
+// Never falls back silently: an unknown name is an error listing the devices there are. precision: exact|fast.
+std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet,
+                                        const std::string& precision = "exact");
+// Before allocation: graph inputs and uploaded constants live on the device, not in CPU memory.
+void place_inputs_on_main(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b);
+// After allocation: nodes and copied bytes per backend, and the number of splits.
+std::vector<onnx2ggml::BackendShare> placement(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b,
+                                                int& splits);
+// Off the CPU, a warning naming the ggml ops the scheduler sent back to the CPU (never a silent fallback).
+void warn_fallback(const std::vector<onnx2ggml::BackendShare>& shares, ggml_backend_sched_t sched,
+                   ggml_cgraph* graph, const Backends& b);
 
 // Weights and constants from an onnx2ggml GGUF file, on the device, looked up by ONNX name.
 class WeightFile : public WeightStore {
@@ -62,7 +73,7 @@ using BuildFn = void (*)(Ctx& ctx, const void* weights, ggml_tensor* const* inpu
 class Program {
 public:
     Program(const char* name, std::vector<IoInfo> inputs, std::vector<IoInfo> outputs, const std::string& weights_path,
-            const std::string& device, int threads);
+            const std::string& device, int threads, const std::string& precision = "exact");
     ~Program();
     WeightFile& weights() { return *weights_; }
     const std::vector<IoInfo>& inputs() const { return inputs_; }

@@ -30,7 +30,7 @@ ggml_tensor* pow_scalar(Ctx& ctx, ggml_tensor* x, float e) {
     if (e == 1.0f) return x;
     if (e == 2.0f) return ggml_sqr(ctx, x);
     if (e == 0.5f) return ggml_sqrt(ctx, x);
-    return custom_unary(ctx, x, UnaryK::PowScalar, e);
+    return custom_unary(ctx, x, UnaryK::PowScalar, e);  // portable_pow_scalar off the CPU
 }
 
 ggml_tensor* mod(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const ModParams& p) {

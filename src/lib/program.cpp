@@ -24,87 +24,6 @@ namespace o2g {
 using onnx2ggml::fail;
 using onnx2ggml::HostTensor;
 
-// ---- devices ----
-
-static void set_threads(ggml_backend_t backend, int n) {
-    ggml_backend_dev_t dev = ggml_backend_get_device(backend);
-    if (!dev) return;
-    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
-    auto fn = (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
-    if (fn) fn(backend, n);
-}
-
-static void on_ggml_abort(const char* msg) {
-    fprintf(stderr, "onnx2ggml: error: internal ggml failure: %s\n", msg ? msg : "");
-    fflush(stderr);
-    _exit(3);
-}
-
-bool Backends::is_cpu() const {
-    return ggml_backend_dev_type(ggml_backend_get_device(main)) == GGML_BACKEND_DEVICE_TYPE_CPU;
-}
-
-std::vector<ggml_backend_t> Backends::in_priority_order() const {
-    std::vector<ggml_backend_t> r;
-    if (accel) r.push_back(accel);
-    r.push_back(main);
-    if (cpu) r.push_back(cpu);
-    return r;
-}
-
-Backends::~Backends() {
-    if (cpu) ggml_backend_free(cpu);
-    if (accel) ggml_backend_free(accel);
-    if (main) ggml_backend_free(main);
-}
-
-std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet) {
-    static bool loaded = false;
-    if (!loaded) {
-        ggml_set_abort_callback(on_ggml_abort);
-        ggml_backend_load_all();
-        loaded = true;
-    }
-    ggml_backend_dev_t dev = nullptr;
-    std::string names;
-    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
-        ggml_backend_dev_t d = ggml_backend_dev_get(i);
-        names += std::string(names.empty() ? "" : ", ") + ggml_backend_dev_name(d);
-        if (!device.empty()) {
-            if (strcasecmp(ggml_backend_dev_name(d), device.c_str()) == 0) dev = d;
-        } else if (!dev && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU) {
-            dev = d;
-        }
-    }
-    if (!dev && !device.empty()) fail("device '", device, "' not found; available: ", names);
-    if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    if (!dev) fail("no ggml device available");
-    auto b = std::make_unique<Backends>();
-    b->main = ggml_backend_dev_init(dev, nullptr);
-    if (!b->main) fail("could not start device '", ggml_backend_dev_name(dev), "'");
-    b->description = std::string(ggml_backend_dev_name(dev)) + " (" + ggml_backend_dev_description(dev) + ")";
-    b->threads = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
-        set_threads(b->main, b->threads);
-        if (getenv("ONNX2GGML_NO_BLAS") == nullptr)
-            for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
-                ggml_backend_dev_t d = ggml_backend_dev_get(i);
-                if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_ACCEL) continue;
-                if (ggml_backend_t a = ggml_backend_dev_init(d, nullptr)) {
-                    set_threads(a, b->threads);
-                    b->accel = a;
-                    b->description += " + " + std::string(ggml_backend_dev_name(d));
-                    break;
-                }
-            }
-    } else {
-        b->cpu = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
-        if (b->cpu) set_threads(b->cpu, b->threads);
-    }
-    if (!quiet) fprintf(stderr, "onnx2ggml: device %s, %d threads\n", b->description.c_str(), b->threads);
-    return b;
-}
-
 // ---- weights ----
 
 struct WeightFile::Impl {
@@ -229,9 +148,10 @@ struct Program::Graph {
 };
 
 Program::Program(const char* name, std::vector<IoInfo> inputs, std::vector<IoInfo> outputs,
-                 const std::string& weights_path, const std::string& device, int threads)
+                 const std::string& weights_path, const std::string& device, int threads,
+                 const std::string& precision)
     : name_(name), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
-    backends_ = open_backends(device, threads, false);
+    backends_ = open_backends(device, threads, false, precision);
     weights_ = std::make_unique<WeightFile>(weights_path, backends_->main, backends_->is_cpu() && !backends_->accel);
 }
 
@@ -339,8 +259,11 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
             auto bk = backends_->in_priority_order();
             g->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(g->graph)),
                                               false, true);
+            place_inputs_on_main(g->sched, g->graph, *backends_);
             if (!ggml_backend_sched_alloc_graph(g->sched, g->graph))
                 fail(name_, ": could not allocate the graph's device memory");
+            int splits = 0;
+            warn_fallback(placement(g->sched, g->graph, *backends_, splits), g->sched, g->graph, *backends_);
         }
         slot = std::move(g);
         build_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -32,6 +32,8 @@ struct CachedGraph {
     std::vector<std::string> output_names;
     std::map<int, std::vector<uint8_t>> keyed_data;  // input index -> data the graph was built for
     ggml_backend_sched_t sched = nullptr;  // one per graph: its allocation is kept for reruns
+    std::vector<BackendShare> shares;      // where the scheduler put the nodes
+    int splits = 0;
     bool allocated = false;
     double compute_mb = 0, unshared_mb = 0;  // graph memory as allocated, and what it would be without reuse
     ~CachedGraph() {
@@ -51,7 +53,7 @@ public:
         quiet_ = opts.quiet;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
         weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
-        weights_.native_cpu = weights_.zero_copy && accel_ == nullptr;
+        weights_.native_cpu = weights_.zero_copy && accel_ == nullptr && !opts.portable;
         const std::map<std::string, ggml_type> kinds = {
             {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0}};
         auto kind = kinds.find(opts.weights);
@@ -71,8 +73,6 @@ private:
     void init_device(const SessionOptions& opts);
     std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key);
     std::unique_ptr<CachedGraph> build(const std::vector<const Tensor*>& ins);
-    // On a GPU, says which ggml ops the scheduler moved to the CPU (never a silent fallback).
-    void warn_cpu_fallback(CachedGraph& c);
 
     std::shared_ptr<Model> model_;
     GraphPlan plan_;
@@ -102,7 +102,7 @@ private:
 };
 
 void SessionImpl::init_device(const SessionOptions& opts) {
-    backends_ = o2g::open_backends(opts.device, opts.threads, opts.quiet);
+    backends_ = o2g::open_backends(opts.device, opts.threads, opts.quiet, opts.precision);
     backend_ = backends_->main;
     cpu_ = backends_->cpu;
     accel_ = backends_->accel;
@@ -195,24 +195,6 @@ std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>
     return c;
 }
 
-void SessionImpl::warn_cpu_fallback(CachedGraph& c) {
-    if (!cpu_ || quiet_) return;
-    std::map<std::string, int> ops;
-    int n = 0;
-    for (int i = 0; i < ggml_graph_n_nodes(c.graph); i++) {
-        ggml_tensor* t = ggml_graph_node(c.graph, i);
-        if (ggml_backend_sched_get_tensor_backend(c.sched, t) == cpu_) {
-            ops[ggml_op_desc(t)]++;
-            n++;
-        }
-    }
-    if (n == 0) return;
-    std::string list;
-    for (auto& [op, k] : ops) list += " " + op + " x" + std::to_string(k);
-    fprintf(stderr, "onnx2ggml: warning: %d of %d ggml nodes run on the CPU, not %s:%s\n", n, ggml_graph_n_nodes(c.graph),
-            device_.c_str(), list.c_str());
-}
-
 std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs) {
     std::string key;
     auto ins = check_inputs(inputs, key);
@@ -246,7 +228,9 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
             bk.push_back(backend_);
             if (cpu_) bk.push_back(cpu_);
             c->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c->graph)), false, true);
+            o2g::place_inputs_on_main(c->sched, c->graph, *backends_);
             O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), "could not allocate the graph's device memory");
+            c->shares = o2g::placement(c->sched, c->graph, *backends_, c->splits);
             c->allocated = true;
             std::set<ggml_backend_buffer_t> bufs;
             for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) bufs.insert(ggml_graph_node(c->graph, i)->buffer);
@@ -257,7 +241,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
                 ggml_tensor* t = ggml_graph_node(c->graph, i);
                 if (!t->view_src) c->unshared_mb += double(ggml_nbytes(t)) / 1048576.0;
             }
-            warn_cpu_fallback(*c);
+            if (!quiet_) o2g::warn_fallback(c->shares, c->sched, c->graph, *backends_);
         }
         for (auto& [t, idx] : b.input_tensors) {
             if (!t->buffer) continue;  // input not used by the device graph
@@ -286,6 +270,8 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     stats_.compute_buffer_mb = c->compute_mb;
     stats_.unshared_mb = c->unshared_mb;
     stats_.weights_mb = weights_.megabytes();
+    stats_.splits = c->splits;
+    stats_.backends = c->shares;
 
     std::vector<Tensor> outs;
     for (size_t i = 0; i < c->output_names.size(); i++) {

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -30,8 +31,9 @@ const char* kUsage =
     "usage:\n"
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
     "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
+    "                [--precision exact|fast] [--portable]\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
-    "                [--profile] [--weights f32|f16|bf16|q8_0]\n"
+    "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
     "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n";
@@ -166,10 +168,32 @@ void add_input(std::vector<std::pair<std::string, std::string>>& inputs, const s
     else inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
 }
 
+// Options run and bench share. Defaults come from ONNX2GGML_DEVICE, ONNX2GGML_PRECISION and ONNX2GGML_PORTABLE, so
+// a whole test suite can be pointed at another device unchanged.
+SessionOptions default_options() {
+    SessionOptions o;
+    if (const char* d = getenv("ONNX2GGML_DEVICE")) o.device = d;
+    if (const char* p = getenv("ONNX2GGML_PRECISION")) o.precision = p;
+    if (const char* p = getenv("ONNX2GGML_PORTABLE")) o.portable = std::string(p) == "1";
+    return o;
+}
+
+template <typename Next>
+bool session_option(const std::string& a, Next next, SessionOptions& opts) {
+    if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
+    else if (a == "--device") opts.device = next();
+    else if (a == "--profile") opts.profile = true;
+    else if (a == "--weights") opts.weights = next();
+    else if (a == "--precision") opts.precision = next();
+    else if (a == "--portable") opts.portable = true;
+    else return false;
+    return true;
+}
+
 int cmd_bench(const std::vector<std::string>& args) {
     std::string model;
     std::vector<std::pair<std::string, std::string>> inputs;
-    SessionOptions opts;
+    SessionOptions opts = default_options();
     int runs = 10, warmup = 2;
     for (size_t i = 0; i < args.size(); i++) {
         const std::string& a = args[i];
@@ -177,12 +201,10 @@ int cmd_bench(const std::vector<std::string>& args) {
             if (i + 1 >= args.size()) throw Error("option " + a + " needs a value\n" + kUsage);
             return args[++i];
         };
-        if (a == "--input" || a == "-i") add_input(inputs, next()); else if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
+        if (a == "--input" || a == "-i") add_input(inputs, next());
+        else if (session_option(a, next, opts)) {}
         else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
         else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
-        else if (a == "--device") opts.device = next();
-        else if (a == "--profile") opts.profile = true;
-        else if (a == "--weights") opts.weights = next();
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
@@ -252,19 +274,17 @@ int cmd_compile(const std::vector<std::string>& args) {
 int cmd_run(const std::vector<std::string>& args) {
     std::string model, out_dir, stats_path;
     std::vector<std::pair<std::string, std::string>> inputs;
-    SessionOptions opts;
+    SessionOptions opts = default_options();
     for (size_t i = 0; i < args.size(); i++) {
         const std::string& a = args[i];
         auto next = [&]() -> std::string {
             if (i + 1 >= args.size()) throw Error("option " + a + " needs a value\n" + kUsage);
             return args[++i];
         };
-        if (a == "--input" || a == "-i") add_input(inputs, next()); else if (a == "--output-dir" || a == "-o") out_dir = next();
-        else if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
-        else if (a == "--device") opts.device = next();
+        if (a == "--input" || a == "-i") add_input(inputs, next());
+        else if (a == "--output-dir" || a == "-o") out_dir = next();
+        else if (session_option(a, next, opts)) {}
         else if (a == "--stats") stats_path = next();
-        else if (a == "--profile") opts.profile = true;
-        else if (a == "--weights") opts.weights = next();
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
@@ -300,6 +320,13 @@ int cmd_run(const std::vector<std::string>& args) {
         const char* sep = "";
         for (auto& [op, n] : s.ggml_ops) {
             f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers
+            sep = ", ";
+        }
+        f << "}, \"splits\": " << s.splits << ", \"backends\": {";
+        sep = "";
+        for (auto& b : s.backends) {  // ggml backend names are plain identifiers
+            f << sep << "\"" << b.backend << "\": {\"nodes\": " << b.nodes << ", \"compute_nodes\": " << b.compute_nodes
+              << ", \"copy_mb\": " << b.copy_mb << "}";
             sep = ", ";
         }
         f << "}}\n";

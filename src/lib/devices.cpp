@@ -1,0 +1,189 @@
+// Devices: which ggml backend runs a graph, what it may round, and where the scheduler put each node.
+#include <strings.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <thread>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "ggml-cpu.h"
+#include "onnx2ggml/program.h"
+
+namespace o2g {
+
+using onnx2ggml::fail;
+
+static void set_threads(ggml_backend_t backend, int n) {
+    ggml_backend_dev_t dev = ggml_backend_get_device(backend);
+    if (!dev) return;
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    auto fn = (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
+    if (fn) fn(backend, n);
+}
+
+static void on_ggml_abort(const char* msg) {
+    fprintf(stderr, "onnx2ggml: error: internal ggml failure: %s\n", msg ? msg : "");
+    fflush(stderr);
+    _exit(3);
+}
+
+bool Backends::is_cpu() const {
+    return ggml_backend_dev_type(ggml_backend_get_device(main)) == GGML_BACKEND_DEVICE_TYPE_CPU;
+}
+
+std::vector<ggml_backend_t> Backends::in_priority_order() const {
+    std::vector<ggml_backend_t> r;
+    if (accel) r.push_back(accel);
+    r.push_back(main);
+    if (cpu) r.push_back(cpu);
+    return r;
+}
+
+Backends::~Backends() {
+    if (cpu) ggml_backend_free(cpu);
+    if (accel) ggml_backend_free(accel);
+    if (main) ggml_backend_free(main);
+}
+
+// Vulkan reads GGML_VK_DISABLE_F16 once, when it creates a device; so a process has one Vulkan precision.
+static void set_vulkan_precision(ggml_backend_dev_t dev, const std::string& precision) {
+    static std::string chosen;
+    if (strncasecmp(ggml_backend_dev_name(dev), "Vulkan", 6) != 0) return;
+    if (!chosen.empty() && chosen != precision)
+        fail("precision '", precision, "' on ", ggml_backend_dev_name(dev), ": this process already opened Vulkan with '",
+             chosen, "', and ggml's Vulkan backend fixes it per process");
+    chosen = precision;
+    if (precision == "exact") setenv("GGML_VK_DISABLE_F16", "1", 1);
+}
+
+std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet,
+                                        const std::string& precision) {
+    if (precision != "exact" && precision != "fast") fail("precision must be exact or fast, not '", precision, "'");
+    static bool loaded = false;
+    if (!loaded) {
+        ggml_set_abort_callback(on_ggml_abort);
+        ggml_backend_load_all();
+        loaded = true;
+    }
+    ggml_backend_dev_t dev = nullptr;
+    std::string names;
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        names += std::string(names.empty() ? "" : ", ") + ggml_backend_dev_name(d);
+        if (!device.empty()) {
+            if (strcasecmp(ggml_backend_dev_name(d), device.c_str()) == 0) dev = d;
+        } else if (!dev && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU) {
+            dev = d;
+        }
+    }
+    if (!dev && !device.empty()) fail("device '", device, "' not found; available: ", names);
+    if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (!dev) fail("no ggml device available");
+    auto b = std::make_unique<Backends>();
+    set_vulkan_precision(dev, precision);
+    b->precision = precision;
+    b->main = ggml_backend_dev_init(dev, nullptr);
+    if (!b->main) fail("could not start device '", ggml_backend_dev_name(dev), "'");
+    b->description = std::string(ggml_backend_dev_name(dev)) + " (" + ggml_backend_dev_description(dev) + ")";
+    b->threads = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+        set_threads(b->main, b->threads);
+        if (getenv("ONNX2GGML_NO_BLAS") == nullptr)
+            for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+                ggml_backend_dev_t d = ggml_backend_dev_get(i);
+                if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_ACCEL) continue;
+                if (ggml_backend_t a = ggml_backend_dev_init(d, nullptr)) {
+                    set_threads(a, b->threads);
+                    b->accel = a;
+                    b->description += " + " + std::string(ggml_backend_dev_name(d));
+                    break;
+                }
+            }
+    } else {
+        b->cpu = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
+        if (b->cpu) set_threads(b->cpu, b->threads);
+    }
+    if (!quiet)
+        fprintf(stderr, "onnx2ggml: device %s, %d threads, precision %s\n", b->description.c_str(), b->threads,
+                precision.c_str());
+    return b;
+}
+
+
+static bool is_view_op(const ggml_tensor* t) {
+    switch (t->op) {
+        case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE:
+            return true;
+        default:
+            return false;
+    }
+}
+
+void place_inputs_on_main(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b) {
+    // The scheduler would keep graph inputs and uploaded constants in CPU memory, and the views of them on the
+    // CPU; on the device they are copied there once per run instead, and no node runs on the CPU.
+    if (b.is_cpu()) return;
+    std::set<ggml_tensor*> seen;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
+        ggml_tensor* n = ggml_graph_node(graph, i);
+        for (int s = 0; s < GGML_MAX_SRC; s++) {
+            ggml_tensor* x = n->src[s];
+            if (x && !x->buffer && !x->view_src && x->op == GGML_OP_NONE && seen.insert(x).second)
+                ggml_backend_sched_set_tensor_backend(sched, x, b.main);
+        }
+    }
+}
+
+std::vector<onnx2ggml::BackendShare> placement(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b,
+                                                int& splits) {
+    std::vector<onnx2ggml::BackendShare> shares;
+    std::map<ggml_backend_t, size_t> at;
+    for (ggml_backend_t be : {b.main, b.accel, b.cpu}) {
+        if (!be || at.count(be)) continue;
+        at[be] = shares.size();
+        shares.push_back({ggml_backend_name(be)});
+    }
+    std::set<std::pair<const ggml_tensor*, ggml_backend_t>> copied;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
+        ggml_tensor* n = ggml_graph_node(graph, i);
+        ggml_backend_t be = ggml_backend_sched_get_tensor_backend(sched, n);
+        if (!be || !at.count(be)) continue;
+        auto& s = shares[at[be]];
+        s.nodes++;
+        if (!is_view_op(n)) s.compute_nodes++;
+        for (int k = 0; k < GGML_MAX_SRC; k++) {  // inputs that live on another backend are copied in
+            const ggml_tensor* x = n->src[k];
+            if (!x || is_view_op(n)) continue;
+            while (x->view_src) x = x->view_src;
+            ggml_backend_t from = ggml_backend_sched_get_tensor_backend(sched, const_cast<ggml_tensor*>(x));
+            if (from && from != be && copied.insert({x, be}).second) s.copy_mb += double(ggml_nbytes(x)) / 1048576.0;
+        }
+    }
+    splits = ggml_backend_sched_get_n_splits(sched);
+    return shares;
+}
+
+void warn_fallback(const std::vector<onnx2ggml::BackendShare>& shares, ggml_backend_sched_t sched,
+                   ggml_cgraph* graph, const Backends& b) {
+    if (!b.cpu) return;
+    std::map<std::string, int> ops;
+    int n = 0;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
+        ggml_tensor* t = ggml_graph_node(graph, i);
+        if (ggml_backend_sched_get_tensor_backend(sched, t) != b.cpu || is_view_op(t)) continue;
+        ops[ggml_op_desc(t)]++;
+        n++;
+    }
+    if (n == 0) return;
+    std::string list;
+    for (auto& [op, k] : ops) list += " " + op + " x" + std::to_string(k);
+    double mb = 0;
+    for (auto& s : shares) mb += s.copy_mb;
+    fprintf(stderr, "onnx2ggml: warning: %d of %d ggml nodes compute on the CPU, not %s (%.1f MB copied per run):%s\n",
+            n, ggml_graph_n_nodes(graph), b.description.c_str(), mb, list.c_str());
+}
+
+}  // namespace o2g

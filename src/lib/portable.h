@@ -1,0 +1,13 @@
+// ggml-op compositions standing in for our CPU kernels off the CPU (see portable.cpp). nullptr: none exists, and
+// the caller keeps the CPU kernel.
+#pragma once
+#include "kernels/custom.h"
+
+namespace o2g {
+
+ggml_tensor* portable_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0, float p1);
+ggml_tensor* portable_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k);
+ggml_tensor* portable_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b);
+ggml_tensor* portable_pow_scalar(Ctx& ctx, ggml_tensor* x, float e);
+
+}  // namespace o2g
