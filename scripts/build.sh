@@ -3,8 +3,17 @@
 # scripts/setup.sh installs, then installs the op library into build/install (what generated programs use).
 # Extra arguments go to CMake. To build ggml from source with other backends instead:
 #   scripts/build.sh -DGGML_SOURCE_DIR=$PWD/.deps/ggml -DGGML_CUDA=ON
+# scripts/build.sh --vulkan builds build-vulkan/ against the Vulkan ggml of `scripts/setup.sh --with-vulkan`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/ggml-install" "$@" >/dev/null
-cmake --build build -j"$(nproc)"
-cmake --install build --prefix "$PWD/build/install" >/dev/null
+B=build GGML="$PWD/.deps/ggml-install" EXTRA=()
+if [ "${1:-}" = "--vulkan" ]; then
+  shift
+  B=build-vulkan GGML="$PWD/.deps/ggml-vulkan-install"
+  EXTRA=(-DVulkan_INCLUDE_DIR="$PWD/.deps/vulkan/usr/include"
+         -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')")
+  GGML="$GGML;$PWD/.deps/vulkan/usr"
+fi
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$GGML" "${EXTRA[@]}" "$@" >/dev/null
+cmake --build "$B" -j"$(nproc)"
+cmake --install "$B" --prefix "$PWD/$B/install" >/dev/null

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Idempotent set-up: system tools, ggml sources from a pinned PyPI sdist, and the Python test venv.
-# Usage: scripts/setup.sh [--with-torch]   (torch, diffusers, transformers: only to re-export model fixtures)
+# Usage: scripts/setup.sh [--with-torch] [--with-vulkan]
+#   --with-torch   torch, diffusers, transformers: only to re-export model fixtures
+#   --with-vulkan  Mesa's software Vulkan device (lavapipe), glslc, Vulkan headers, and ggml built with Vulkan
 set -euo pipefail
 cd "$(dirname "$0")/.."
+WITH_TORCH=0 WITH_VULKAN=0
+for a in "$@"; do
+  case "$a" in
+    --with-torch) WITH_TORCH=1 ;;
+    --with-vulkan) WITH_VULKAN=1 ;;
+    *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
+  esac
+done
 
 GGML_PYPI_PKG=llama-cpp-python
 GGML_PYPI_VER=0.3.36          # vendors ggml 0.25.3
@@ -53,7 +63,37 @@ fi
 if ! .venv/bin/python -c "import onnx, onnxruntime, numpy; assert onnx.__version__=='1.22.0'" 2>/dev/null; then
   .venv/bin/pip install -q $PY_PKGS
 fi
-if [ "${1:-}" = "--with-torch" ]; then
+if [ $WITH_TORCH = 1 ]; then
   .venv/bin/python -c "import torch, torchvision, diffusers, transformers" 2>/dev/null || .venv/bin/pip install -q $TORCH_PKGS
+fi
+# Vulkan on this machine: lavapipe, the loader and glslc from the system's Debian release. Its Vulkan headers
+# (bookworm: 1.3.239) are too old for ggml's Vulkan backend, so the headers (and SPIRV-Headers) come from Debian
+# trixie's packages, fetched through a private apt configuration and unpacked into .deps/vulkan: the system's apt
+# sources and /usr/include stay as they are.
+VK_SUITE=trixie
+if [ $WITH_VULKAN = 1 ]; then
+  if ! { [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] && command -v glslc >/dev/null && ldconfig -p | grep -q libvulkan.so.1; }; then
+    [ "$(id -u)" = 0 ] || { echo "run: sudo apt-get install -y mesa-vulkan-drivers libvulkan1 glslc" >&2; exit 1; }
+    apt-get update -q && apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 glslc
+  fi
+  if [ ! -f .deps/vulkan/usr/include/vulkan/vulkan.hpp ] || [ ! -d .deps/vulkan/usr/share/cmake/SPIRV-Headers ]; then
+    apt_dir="$PWD/.deps/dl/apt-$VK_SUITE"
+    mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $VK_SUITE main" > "$apt_dir/sources.list"
+    apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+              -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o APT::Sandbox::User=root)
+    apt-get "${apt_opts[@]}" update -q >/dev/null
+    (cd "$apt_dir" && apt-get "${apt_opts[@]}" download libvulkan-dev spirv-headers >/dev/null)
+    rm -rf .deps/vulkan && mkdir -p .deps/vulkan
+    for deb in "$apt_dir"/libvulkan-dev_*.deb "$apt_dir"/spirv-headers_*.deb; do dpkg -x "$deb" .deps/vulkan; done
+  fi
+  if [ ! -f .deps/ggml-vulkan-install/lib/cmake/ggml/ggml-config.cmake ]; then
+    cmake -S .deps/ggml -B .deps/ggml-vulkan-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON \
+      -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_VULKAN=ON \
+      -DVulkan_INCLUDE_DIR="$PWD/.deps/vulkan/usr/include" -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')" \
+      -DCMAKE_PREFIX_PATH="$PWD/.deps/vulkan/usr" >/dev/null
+    cmake --build .deps/ggml-vulkan-build -j"$(nproc)" >/dev/null
+    cmake --install .deps/ggml-vulkan-build --prefix "$PWD/.deps/ggml-vulkan-install" >/dev/null
+  fi
 fi
 echo "setup: ok (ggml from $(cat .deps/ggml/SOURCE))"

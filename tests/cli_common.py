@@ -169,3 +169,14 @@ def one_line(text: str, limit: int = 160) -> str:
     """Collapse whitespace so a message fits in a table cell or log line."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def off_device(stats: dict, device: str) -> str | None:
+    """None when every ggml node that computes ran on `device` (views and reshapes aside), per `--stats`; else why
+    not. This is how tests on a GPU backend see a fallback to the CPU."""
+    shares = stats.get("backends", {})
+    if device not in shares:
+        return f"ran on {', '.join(shares) or 'no backend'}, not {device}"
+    other = [f"{s['compute_nodes']} ggml nodes computed on {b} ({s['copy_mb']:.2f} MB copied in)"
+             for b, s in shares.items() if b != device and s["compute_nodes"]]
+    return "; ".join(other) + f", not on {device}" if other else None

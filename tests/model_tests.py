@@ -31,6 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from cli_common import off_device  # noqa: E402
 import metrics  # noqa: E402
 import model_data  # noqa: E402
 
@@ -99,6 +100,9 @@ def run_case(args, entry, model_path, case, ci, work):
         np.save(p, arr)
         cmd += ["--input", f"{name}={p}"]
     cmd += ["--output-dir", out_dir]
+    stats = os.path.join(case_dir, "stats.json")
+    if args.device:
+        cmd += ["--device", args.device, "--stats", stats]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
 
@@ -120,6 +124,11 @@ def run_case(args, entry, model_path, case, ci, work):
         tail = " | ".join(log.strip().splitlines()[-3:])[-300:]
         rows.append((entry["name"], shape_s, "-", None, None, tol, False, f"exit {rc}: {tail}", t_ref, t_cli))
         return rows
+    if args.device:  # every float op on the device: no CPU fallback
+        with open(stats) as f:
+            why = off_device(json.load(f), args.device)
+        if why:
+            rows.append((entry["name"], shape_s, "-", None, None, tol, False, why, t_ref, t_cli))
     for name, r in ref.items():
         path = os.path.join(out_dir, sanitize(name) + ".npy")
         if not os.path.exists(path):
@@ -152,6 +161,8 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=os.path.join(REPO, "build", "model_data"),
                     help="where external data is regenerated (ignored folder)")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--device", default=None,
+                    help="run on this ggml device (e.g. Vulkan0) and fail any model with ggml nodes computed elsewhere")
     ap.add_argument("--tol", type=float, default=None, help="override every model's rel tolerance")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir with inputs/outputs")

@@ -35,6 +35,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from cli_common import off_device  # noqa: E402
 import metrics  # noqa: E402
 import sd15_data  # noqa: E402
 
@@ -131,6 +132,8 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
     stats = os.path.join(case_dir, "stats.json")
     cmd = [args.cli, "run", model] + [a for n, p in inputs for a in ("--input", f"{n}={p}")]
     cmd += ["--output-dir", out_dir, "--threads", str(args.threads), "--stats", stats]
+    if args.device:
+        cmd += ["--device", args.device]
     rc, log, wall, peak = run_child(cmd, args.timeout, args.rss)
     run = {"wall_s": wall, "rss_mib": peak, "rc": rc}
     if rc == 0 and os.path.exists(stats):
@@ -141,6 +144,8 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
         run["stats"] = st
     run["outputs"] = check_outputs(entry, manifest_dir, ci, out_dir) if rc == 0 else []
     run["error"] = None if rc == 0 else f"exit {rc}: " + " | ".join(log.strip().splitlines()[-3:])[-400:]
+    if rc == 0 and args.device:  # every float op on the device: no CPU fallback
+        run["error"] = off_device(run.get("stats", {}), args.device)
     result["runs"]["onnx2ggml"] = run
 
     # onnxruntime, unless the manifest says why it cannot run this part
@@ -174,6 +179,8 @@ def main(argv=None):
     ap.add_argument("--manifest", default=os.path.join(HERE, "models", "sd15_small", "manifest.json"))
     ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default=None,
+                    help="run on this ggml device (e.g. Vulkan0) and fail any part with ggml nodes computed elsewhere")
     ap.add_argument("--filter", default=None, help="regex on part name")
     ap.add_argument("--tol", type=float, default=None, help="override the manifest's rel tolerance")
     ap.add_argument("--no-ort", action="store_true", help="skip onnxruntime")

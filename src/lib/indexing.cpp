@@ -56,7 +56,6 @@ ggml_tensor* offsets_tensor(Ctx& ctx, const Ints& offs) {
 }
 
 ggml_tensor* scatter(Ctx& ctx, ggml_tensor* x, ggml_tensor* updates, const Ints& offs, int red, const char* op) {
-    if (!ctx.cpu) throw OpError(std::string(op) + " runs as a CPU kernel only");
     if (red < SCATTER_NONE || red > SCATTER_MIN) throw OpError(std::string(op) + ": unknown reduction");
     ggml_tensor* d = cont(ctx, x);
     ggml_tensor* u = cont(ctx, updates);
@@ -199,7 +198,6 @@ void topk_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
 }  // namespace
 
 ggml_tensor* topk(Ctx& ctx, ggml_tensor* x, const Ints& k, const TopKParams& p) {
-    if (!ctx.cpu) throw OpError("TopK runs as a CPU kernel only");
     if (k.size() != 1) throw OpError("TopK: K must hold one value");
     if (p.axis < 0 || p.axis >= std::max(p.rank, 1) || p.rank > 4) throw OpError("TopK: axis out of range");
     int64_t K = k[0];
@@ -285,7 +283,6 @@ void place_kernel(ggml_tensor* dst, int ith, int, void* ud) {
 }
 
 ggml_tensor* place(Ctx& ctx, ggml_tensor* x, const Ints& os, const Ints& offs, bool add, const char* op) {
-    if (!ctx.cpu) throw OpError(std::string(op) + " runs as a CPU kernel only");
     int64_t ne[4];
     fold_ne(os, ne);
     if (prod(os) == 0) throw OpError(std::string(op) + ": empty output; ggml cannot hold it");
@@ -299,7 +296,6 @@ ggml_tensor* place(Ctx& ctx, ggml_tensor* x, const Ints& os, const Ints& offs, b
 }  // namespace
 
 ggml_tensor* cumprod(Ctx& ctx, ggml_tensor* x, const CumParams& p) {
-    if (!ctx.cpu) throw OpError("CumProd runs as a CPU kernel only");
     if (p.axis < 0 || p.axis > 3) throw OpError("CumProd: axis out of range");
     CumK k{1, x->ne[p.axis], 1, p.exclusive, p.reverse};
     for (int d = 0; d < p.axis; d++) k.inner *= x->ne[d];
