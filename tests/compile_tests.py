@@ -117,7 +117,7 @@ DRIVER = r'''// Test driver: runs one of the generated programs linked into it, 
 @INCLUDES@
 struct Entry {
     const char* name;
-    void* (*load)(const char*, const char*, int);
+    void* (*load)(const char*, const char*, int, const char*);
     bool (*run)(void*, const std::map<std::string, onnx2ggml::Tensor>&, std::vector<onnx2ggml::Tensor>&);
     void (*free)(void*);
     std::vector<std::string> (*inputs)();
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     for (const Entry& x : kEntries) if (strcmp(x.name, argv[1]) == 0) e = &x;
     if (!e) { fprintf(stderr, "no program %s\n", argv[1]); return 2; }
     std::string weights = argv[2], out_dir = argv[3];
-    void* m = e->load(weights.c_str(), "", 2);
+    void* m = e->load(weights.c_str(), "", 2, "exact");
     if (!m) return 1;
     std::map<std::string, onnx2ggml::Tensor> feeds;
     try {
@@ -161,18 +161,23 @@ int main(int argc, char** argv) {
 '''
 
 
-def build_project(work, programs, repo, jobs):
+def build_project(work, programs, repo, jobs, vulkan=False):
     """programs: [(name, dir)]. One CMake project: unity-built batches of generated sources and one driver."""
     top = os.path.join(work, "project")
     os.makedirs(top, exist_ok=True)
     includes = "\n".join(f'#include "{d}/{n}.h"' for n, d in programs)
     entries = "\n".join(
-        f'    {{"{n}", (void* (*)(const char*, const char*, int)){n}_load, '
+        f'    {{"{n}", (void* (*)(const char*, const char*, int, const char*)){n}_load, '
         f'(bool (*)(void*, const std::map<std::string, onnx2ggml::Tensor>&, std::vector<onnx2ggml::Tensor>&)){n}_run, '
         f'(void (*)(void*)){n}_free, {n}_input_names, {n}_output_names, {n}_input_dtype}},' for n, d in programs)
     with open(os.path.join(top, "driver.cpp"), "w") as f:
         f.write(DRIVER.replace("@INCLUDES@", includes).replace("@ENTRIES@", entries))
     prefix = f"{repo}/build/install;{repo}/.deps/ggml-install"
+    extra = []
+    if vulkan:  # the op library and ggml built with Vulkan (scripts/setup.sh --with-vulkan, scripts/build.sh --vulkan)
+        prefix = f"{repo}/build-vulkan/install;{repo}/.deps/ggml-vulkan-install;{repo}/.deps/vulkan/usr"
+        lib = sh(["sh", "-c", "ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}'"]).stdout.strip()
+        extra = [f"-DVulkan_INCLUDE_DIR={repo}/.deps/vulkan/usr/include", f"-DVulkan_LIBRARY={lib}"]
     lines = ["cmake_minimum_required(VERSION 3.18)", "project(compile_tests C CXX)", "set(CMAKE_CXX_STANDARD 20)",
              "find_package(onnx2ggml CONFIG REQUIRED)",
              # The generated sources only describe graphs: -O0 keeps a build of many of them quick.
@@ -188,7 +193,7 @@ def build_project(work, programs, repo, jobs):
     with open(os.path.join(top, "CMakeLists.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     b = os.path.join(top, "build")
-    r = sh(["cmake", "-S", top, "-B", b, f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release"])
+    r = sh(["cmake", "-S", top, "-B", b, f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release"] + extra)
     if r.returncode != 0:
         raise RuntimeError("configure failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
     t0 = time.time()
@@ -275,10 +280,17 @@ def main():
     ap.add_argument("--no-models", action="store_true")
     ap.add_argument("--write-allowlist", action="store_true", help="rewrite tests/compile_allowlist.txt")
     ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--vulkan", metavar="MODEL_REGEX",
+                    help="only the models matching this regex, compiled and built against build-vulkan, run on "
+                         "Vulkan0 (lavapipe) and compared with `run` on Vulkan0")
     a = ap.parse_args()
     repo = os.path.abspath(a.repo)
-    cli = os.path.join(repo, "build/onnx2ggml")
-    work = os.path.join(repo, "build/compile_tests")
+    build_dir = "build-vulkan" if a.vulkan else "build"
+    if a.vulkan:
+        os.environ["GGML_VK_VISIBLE_DEVICES"] = "0"  # ggml skips CPU-type Vulkan devices such as lavapipe otherwise
+        a.filter, a.models = "^$", True
+    cli = os.path.join(repo, build_dir, "onnx2ggml")
+    work = os.path.join(repo, build_dir, "compile_tests")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     if os.path.exists(MARKER):
@@ -329,6 +341,8 @@ def main():
 
     # 2 and 3: models and the hostile-names model join the same build
     models = [] if (a.no_models or (a.filter and not a.models)) else model_cases(work)
+    if a.vulkan:
+        models = [m for m in models if re.search(a.vulkan, m[0])]
     for stem, path, feeds in models:
         d = os.path.join(work, stem)
         res = compile_model(cli, path, d, stem)
@@ -347,18 +361,22 @@ def main():
     hostile = os.path.join(work, "hostile.onnx")
     hx, hy = hostile_model(hostile)
     hd = os.path.join(work, "hostile")
-    res = compile_model(cli, hostile, hd, "hostile")
-    if res is None:
+    res = None if a.vulkan else compile_model(cli, hostile, hd, "hostile")
+    if a.vulkan:
+        pass
+    elif res is None:
         programs.append(("hostile", hd))
     else:
         failures.append(f"hostile: not compiled: {res[1]}")
-    driver = build_project(work, programs, repo, a.j) if programs else None
+    driver = build_project(work, programs, repo, a.j, vulkan=bool(a.vulkan)) if programs else None
 
     def run_both(name, d, model, args, work_dir):
         outc, outr = os.path.join(work_dir, "out_c"), os.path.join(work_dir, "out_r")
         rc = sh([driver, name, os.path.join(d, name + ".gguf"), outc] + [x for p in args for x in p])
         rr = sh([cli, "run", model, "--output-dir", outr, "--threads", "2"] +
                 [x for n, p in args for x in ("--input", f"{n}={p}")])
+        if a.vulkan and not all("device Vulkan0" in r.stderr for r in (rc, rr)):
+            return "did not run on Vulkan0: " + (rc.stderr + rr.stderr).strip()[-300:]
         return (f"compiled program failed: {rc.stderr.strip()[-300:]}" if rc.returncode else
                 f"run failed: {rr.stderr.strip()[-300:]}" if rr.returncode else same_outputs(outc, outr))
 

@@ -417,11 +417,11 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
                 std::to_string(r.out_ranks[i]) + "},";
     }
     src << "struct " << name << "_model {\n    std::unique_ptr<o2g::Program> program;\n    " << name << "_graph::Weights w;\n};\n\n"
-        << name << "_model* " << name << "_load(const char* weights_path, const char* device, int threads) {\n"
+        << name << "_model* " << name << "_load(const char* weights_path, const char* device, int threads,\n        const char* precision) {\n"
         << "    try {\n        auto m = std::make_unique<" << name << "_model>();\n"
         << "        m->program = std::make_unique<o2g::Program>(\n            " << c_string(name)
         << ", std::vector<o2g::IoInfo>" << ins << "},\n        std::vector<o2g::IoInfo>" << outs << "},\n"
-        << "        weights_path, device ? device : \"\", threads);\n"
+        << "        weights_path, device ? device : \"\", threads, precision ? precision : \"exact\");\n"
         << "        m->w = " << name << "_graph::load_weights(m->program->weights());\n        return m.release();\n"
         << "    } catch (const std::exception& e) {\n        fprintf(stderr, \"" << name
         << ": error: %s\\n\", e.what());\n        return nullptr;\n    }\n}\n\n"
