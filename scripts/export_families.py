@@ -3,11 +3,15 @@
 
 Parts: the diffusion transformers (SD3's MMDiT, Flux), an SDXL-style UNet (`added_cond_kwargs`: text_embeds and
 time_ids, linear projections, deeper transformer stacks), ControlNet (its residuals are outputs), the TAESD decoder
-(`AutoencoderTiny`) and CLIP-G (`CLIPTextModelWithProjection`). Writes DIR/<part>.onnx, DIR/ref/<part>.<case>.<output>.npy
-and DIR/manifest.json in the format tests/sd15_tests.py reads, so the same harness checks them against PyTorch and
-onnxruntime:
+(`AutoencoderTiny`), CLIP-G (`CLIPTextModelWithProjection`), the SD 2.x UNet (linear projections, heads per block)
+and its OpenCLIP-H-style text encoder (GELU; last and penultimate hidden states), the T5 v1.1 encoder (relative
+attention buckets, gated GELU), SDXL's VAE (`AutoencoderKL` encoder and decoder) and an ESRGAN / Real-ESRGAN RRDBNet
+upscaler (x4, and x2 with pixel-unshuffled input; the module is written here). Writes DIR/<part>.onnx,
+DIR/ref/<part>.<case>.<output>.npy and DIR/manifest.json in the format tests/sd15_tests.py reads, so the same harness
+checks them against PyTorch and onnxruntime:
   .venv/bin/python scripts/export_families.py --small --out-dir tests/models/families_small
   .venv/bin/python tests/sd15_tests.py --manifest tests/models/families_small/manifest.json
+--parts re-exports some parts and keeps the other entries of an existing manifest.
 
 Weights are random (seeded; ControlNet's zero-initialized output convs get random weights too, so that its outputs
 say something); --small uses reduced widths and depths (the committed fixtures). Every part goes through the
@@ -57,7 +61,56 @@ SMALL.update({
                    max_position_embeddings=77, projection_dim=16, hidden_act="gelu", bos_token_id=98,
                    eos_token_id=99),
 })
+SDXL_VAE_SMALL = dict(in_channels=3, out_channels=3, latent_channels=4, down_block_types=("DownEncoderBlock2D",) * 4,
+                      up_block_types=("UpDecoderBlock2D",) * 4, block_out_channels=(8, 16, 16, 16), layers_per_block=2,
+                      norm_num_groups=4, sample_size=64, scaling_factor=0.13025, force_upcast=True)
+SMALL.update({
+    # SD 2.x: linear projections, heads per block (SD2's attention_head_dim [5, 10, 20, 20] counts heads of 64; here
+    # 2, 3, 4 heads of 8), OpenCLIP-H context (1024 -> 48); upcast_attention as SD 2.1. v-prediction is the
+    # scheduler's prediction_type: the same graph.
+    "sd2_unet": dict(sample_size=16, in_channels=4, out_channels=4, layers_per_block=1, block_out_channels=(16, 24, 32),
+                     down_block_types=("CrossAttnDownBlock2D", "CrossAttnDownBlock2D", "DownBlock2D"),
+                     up_block_types=("UpBlock2D", "CrossAttnUpBlock2D", "CrossAttnUpBlock2D"),
+                     cross_attention_dim=48, attention_head_dim=(2, 3, 4), use_linear_projection=True,
+                     upcast_attention=True, norm_num_groups=8),
+    # OpenCLIP-H text tower as SD 2.x ships it: plain (erf) GELU, hidden 1024 -> 48, 16 heads of 64 -> 3 of 16
+    "sd2_text_encoder": dict(vocab_size=100, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
+                             num_attention_heads=3, max_position_embeddings=77, hidden_act="gelu", bos_token_id=98,
+                             eos_token_id=99),
+    # T5 v1.1 / flan-T5 encoder (SD3's and Flux's second text encoder): relative attention buckets, gated-GELU FF
+    "t5_encoder": dict(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                       relative_attention_num_buckets=32, relative_attention_max_distance=128,
+                       feed_forward_proj="gated-gelu", dropout_rate=0.0, layer_norm_epsilon=1e-6,
+                       tie_word_embeddings=False),
+    # SDXL's VAE: SD's AutoencoderKL block layout (4 blocks, 2 layers each, 8x), its own scaling factor and upcast
+    "sdxl_vae_encoder": SDXL_VAE_SMALL,
+    "sdxl_vae_decoder": SDXL_VAE_SMALL,
+    # Real-ESRGAN's RRDBNet (x4plus: 64 features, 32 growth, 23 blocks); x2 unshuffles its input by 2 first
+    "esrgan_x4": dict(num_in_ch=3, num_out_ch=3, scale=4, num_feat=8, num_grow_ch=4, num_block=2),
+    "esrgan_x2": dict(num_in_ch=3, num_out_ch=3, scale=2, num_feat=8, num_grow_ch=4, num_block=1),
+})
 FULL = {k: {} for k in SMALL}  # diffusers' / transformers' defaults (not run here: see docs/models.md)
+FULL.update({
+    "sd2_unet": dict(sample_size=96, block_out_channels=(320, 640, 1280, 1280), cross_attention_dim=1024,
+                     attention_head_dim=(5, 10, 20, 20), use_linear_projection=True, upcast_attention=True),
+    "sd2_text_encoder": dict(vocab_size=49408, hidden_size=1024, intermediate_size=4096, num_hidden_layers=23,
+                             num_attention_heads=16, max_position_embeddings=77, hidden_act="gelu",
+                             bos_token_id=49406, eos_token_id=49407),
+    "t5_encoder": dict(vocab_size=32128, d_model=4096, d_kv=64, d_ff=10240, num_layers=24, num_heads=64,
+                       feed_forward_proj="gated-gelu", tie_word_embeddings=False),
+    "sdxl_vae_encoder": dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4,
+                             block_out_channels=(128, 256, 512, 512), layers_per_block=2, sample_size=1024,
+                             scaling_factor=0.13025, force_upcast=True),
+    "esrgan_x4": dict(num_in_ch=3, num_out_ch=3, scale=4, num_feat=64, num_grow_ch=32, num_block=23),
+    "esrgan_x2": dict(num_in_ch=3, num_out_ch=3, scale=2, num_feat=64, num_grow_ch=32, num_block=23),
+})
+FULL["sdxl_vae_decoder"] = FULL["sdxl_vae_encoder"]
+NOTES = {
+    "sd2_unet": "SD 2.x (768-v) is v-prediction: that is the scheduler's prediction_type, not part of this graph",
+    "sd2_text_encoder": "penultimate_hidden_state is hidden_states[-2] (the clip-skip-2 input, before the final "
+                        "LayerNorm); diffusers' SD 2.x checkpoints drop the last of OpenCLIP-H's 24 layers instead",
+    "t5_encoder": "no attention mask, as SD3 and Flux run it",
+}
 
 
 def part_io(part, cfg):
@@ -92,6 +145,31 @@ def part_io(part, cfg):
                              "bos": cfg["bos_token_id"], "eos": cfg["eos_token_id"]}],
                     outputs=["text_embeds"], dynamic={"input_ids": [0]},
                     cases=[{"input_ids": [1, 77]}, {"input_ids": [2, 77]}])
+    if part == "sd2_unet":
+        ctx = cfg.get("cross_attention_dim", 1024)
+        return dict(inputs=[f32("sample"), t, f32("encoder_hidden_states")], outputs=["out_sample"],
+                    dynamic={"sample": [0, 2, 3], "timestep": [0], "encoder_hidden_states": [0, 1]},
+                    cases=[{"sample": [1, 4, 16, 16], "timestep": [1], "encoder_hidden_states": [1, 77, ctx]},
+                           {"sample": [2, 4, 24, 16], "timestep": [2], "encoder_hidden_states": [2, 9, ctx]}])
+    if part in ("sd2_text_encoder", "t5_encoder"):
+        v = cfg.get("vocab_size", 32128)
+        tokens = {"name": "input_ids", "dtype": "int64", "distribution": "tokens", "bos": v - 2, "eos": v - 1}
+        if part == "sd2_text_encoder":
+            return dict(inputs=[tokens], outputs=["last_hidden_state", "penultimate_hidden_state"],
+                        dynamic={"input_ids": [0]}, cases=[{"input_ids": [1, 77]}, {"input_ids": [2, 77]}])
+        return dict(inputs=[tokens], outputs=["last_hidden_state"], dynamic={"input_ids": [0, 1]},
+                    cases=[{"input_ids": [1, 77]}, {"input_ids": [2, 19]}])
+    if part == "sdxl_vae_encoder":
+        return dict(inputs=[{"name": "sample", "dtype": "float32", "distribution": "uniform", "range": [-1.0, 1.0]}],
+                    outputs=["latent_mean", "latent_logvar"], dynamic={"sample": [0, 2, 3]},
+                    cases=[{"sample": [1, 3, 64, 64]}, {"sample": [2, 3, 48, 80]}])
+    if part == "sdxl_vae_decoder":
+        return dict(inputs=[f32("latent")], outputs=["sample"], dynamic={"latent": [0, 2, 3]},
+                    cases=[{"latent": [1, 4, 8, 8]}, {"latent": [2, 4, 8, 12]}])
+    if part in ("esrgan_x4", "esrgan_x2"):
+        return dict(inputs=[{"name": "image", "dtype": "float32", "distribution": "uniform", "range": [0.0, 1.0]}],
+                    outputs=["upscaled"], dynamic={"image": [0, 2, 3]},
+                    cases=[{"image": [1, 3, 8, 8]}, {"image": [2, 3, 12, 10]}])
     if part == "sd3_transformer":
         c, j, p = cfg.get("in_channels", 16), cfg.get("joint_attention_dim", 4096), cfg.get("pooled_projection_dim", 2048)
         return dict(
@@ -183,7 +261,9 @@ class ControlNet(nn.Module):
         return tuple(down) + (mid,)
 
 
-class TaesdDecoder(nn.Module):
+class VaeDecoder(nn.Module):
+    """`decode` of AutoencoderTiny (TAESD) or AutoencoderKL."""
+
     def __init__(self, model):
         super().__init__()
         self.model = model
@@ -201,8 +281,105 @@ class ClipG(nn.Module):
         return self.model(input_ids).text_embeds
 
 
+class UNet(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, sample, timestep, encoder_hidden_states):
+        return self.model(sample, timestep, encoder_hidden_states, return_dict=False)[0]
+
+
+class SD2TextEncoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        out = self.model(input_ids, output_hidden_states=True)
+        return out.last_hidden_state, out.hidden_states[-2]
+
+
+class T5Encoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids).last_hidden_state
+
+
+class VaeEncoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, sample):
+        dist = self.model.encode(sample).latent_dist
+        return dist.mean, dist.logvar
+
+
+class ResidualDenseBlock(nn.Module):
+    """Five 3x3 convs, each fed the block input and every earlier output (growth `grow` channels each); LeakyReLU
+    after the first four; the last maps back to `feat` channels, scaled by 0.2 onto the input."""
+
+    def __init__(self, feat, grow):
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv2d(feat + k * grow, grow if k < 4 else feat, 3, padding=1)
+                                   for k in range(5))
+        self.act = nn.LeakyReLU(0.2)
+
+    def forward(self, x):
+        feats = [x]
+        for k, conv in enumerate(self.convs):
+            y = conv(torch.cat(feats, 1))
+            if k < 4:
+                feats.append(self.act(y))
+        return x + 0.2 * y
+
+
+class RRDB(nn.Module):
+    """Residual-in-residual dense block: three dense blocks in a chain, scaled by 0.2 onto the input."""
+
+    def __init__(self, feat, grow):
+        super().__init__()
+        self.blocks = nn.Sequential(*(ResidualDenseBlock(feat, grow) for _ in range(3)))
+
+    def forward(self, x):
+        return x + 0.2 * self.blocks(x)
+
+
+class RRDBNet(nn.Module):
+    """ESRGAN / Real-ESRGAN generator: first conv, a trunk of RRDBs with a conv and a long skip, then two rounds of
+    nearest 2x upsampling + conv + LeakyReLU, and two output convs. Scale 2 (1) pixel-unshuffles the input by 2 (4)
+    first, so the 4x upsampler gives the wanted scale."""
+
+    def __init__(self, num_in_ch=3, num_out_ch=3, scale=4, num_feat=64, num_grow_ch=32, num_block=23):
+        super().__init__()
+        self.unshuffle = {4: 1, 2: 2, 1: 4}[scale]
+        self.conv_first = nn.Conv2d(num_in_ch * self.unshuffle ** 2, num_feat, 3, padding=1)
+        self.body = nn.Sequential(*(RRDB(num_feat, num_grow_ch) for _ in range(num_block)))
+        self.conv_body = nn.Conv2d(num_feat, num_feat, 3, padding=1)
+        self.conv_up1 = nn.Conv2d(num_feat, num_feat, 3, padding=1)
+        self.conv_up2 = nn.Conv2d(num_feat, num_feat, 3, padding=1)
+        self.conv_hr = nn.Conv2d(num_feat, num_feat, 3, padding=1)
+        self.conv_last = nn.Conv2d(num_feat, num_out_ch, 3, padding=1)
+        self.act = nn.LeakyReLU(0.2)
+
+    def forward(self, image):
+        x = nn.functional.pixel_unshuffle(image, self.unshuffle) if self.unshuffle > 1 else image
+        feat = self.conv_first(x)
+        feat = feat + self.conv_body(self.body(feat))
+        for conv in (self.conv_up1, self.conv_up2):
+            feat = self.act(conv(nn.functional.interpolate(feat, scale_factor=2, mode="nearest")))
+        return self.conv_last(self.act(self.conv_hr(feat)))
+
+
 WRAPPERS = {"sd3_transformer": lambda m: SD3(m), "flux_transformer": lambda m: Flux(m), "sdxl_unet": SDXLUNet,
-            "controlnet": ControlNet, "taesd_decoder": TaesdDecoder, "clip_g": ClipG}
+            "controlnet": ControlNet, "taesd_decoder": VaeDecoder, "clip_g": ClipG,
+            "sd2_unet": UNet, "sd2_text_encoder": SD2TextEncoder, "t5_encoder": T5Encoder,
+            "sdxl_vae_encoder": VaeEncoder, "sdxl_vae_decoder": VaeDecoder, "esrgan_x4": lambda m: m,
+            "esrgan_x2": lambda m: m}
 
 
 def build(part, cfg, seed):
@@ -211,9 +388,18 @@ def build(part, cfg, seed):
     if part == "clip_g":
         from transformers import CLIPTextConfig, CLIPTextModelWithProjection
         return CLIPTextModelWithProjection(CLIPTextConfig(**cfg)).eval()
+    if part == "sd2_text_encoder":
+        from transformers import CLIPTextConfig, CLIPTextModel
+        return CLIPTextModel(CLIPTextConfig(**cfg)).eval()
+    if part == "t5_encoder":
+        from transformers import T5Config, T5EncoderModel
+        return T5EncoderModel(T5Config(**cfg)).eval()
+    if part.startswith("esrgan"):
+        return RRDBNet(**cfg).eval()
     cls = {"sd3_transformer": diffusers.SD3Transformer2DModel, "flux_transformer": diffusers.FluxTransformer2DModel,
            "sdxl_unet": diffusers.UNet2DConditionModel, "controlnet": diffusers.ControlNetModel,
-           "taesd_decoder": diffusers.AutoencoderTiny}[part]
+           "taesd_decoder": diffusers.AutoencoderTiny, "sd2_unet": diffusers.UNet2DConditionModel,
+           "sdxl_vae_encoder": diffusers.AutoencoderKL, "sdxl_vae_decoder": diffusers.AutoencoderKL}[part]
     model = cls(**cfg).eval()
     if part == "controlnet":  # zero-initialized output convs would make every output 0
         with torch.no_grad():
@@ -223,11 +409,22 @@ def build(part, cfg, seed):
     return model
 
 
+def strip_node_metadata(graph):
+    """torch.export writes each node's stack trace (local paths, line numbers) and FX node: drop them, so that the
+    file depends on the model only (and is 2.7x smaller for Flux)."""
+    for n in graph.node:
+        del n.metadata_props[:]
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                strip_node_metadata(g)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="reduced widths/depths (the committed test fixtures)")
     ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--parts", default=",".join(SMALL))
+    ap.add_argument("--parts", default=",".join(SMALL),
+                    help="comma list; parts not named keep their entries in an existing DIR/manifest.json")
     ap.add_argument("--opset", type=int, default=17)
     args = ap.parse_args()
     os.makedirs(os.path.join(args.out_dir, "ref"), exist_ok=True)
@@ -236,6 +433,11 @@ def main():
                            "ref/*.npy: PyTorch eager outputs; inputs regenerated by tests/sd15_data.py.",
                 "prefix": prefix, "weights": "random (seeded)",
                 "versions": {"torch": torch.__version__.split("+")[0], "onnx": onnx.__version__}, "parts": []}
+    manifest_path = os.path.join(args.out_dir, "manifest.json")
+    kept = {}
+    if os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            kept = {e["name"]: e for e in json.load(f)["parts"]}
     for part in args.parts.split(","):
         cfg = dict((SMALL if args.small else FULL)[part])
         io_spec = part_io(part, cfg)
@@ -263,6 +465,7 @@ def main():
                 torch.onnx.export(wrapper, targs, buf, dynamo=False, opset_version=args.opset, input_names=names,
                                   output_names=io_spec["outputs"], dynamic_axes=dyn, do_constant_folding=True)
                 proto = onnx.load_from_string(buf.getvalue())
+        strip_node_metadata(proto.graph)
         proto.producer_name, proto.doc_string = f"onnx2ggml-export_families (torch {torch.__version__.split('+')[0]})", ""
         onnx.save(proto, path)
         refs = []
@@ -283,16 +486,20 @@ def main():
                 print(f"{part} case {ci}: onnxruntime vs PyTorch rel {err:.2e}")
             except Exception as e:  # noqa: BLE001
                 print(f"{part} case {ci}: onnxruntime cannot run it: {str(e)[:120]}")
+        opset = next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))  # Flux: 18 at least
         entry = {"name": part, "file": part + ".onnx", "inputs": io_spec["inputs"], "outputs": io_spec["outputs"],
-                 "cases": io_spec["cases"], "refs": refs, "opset": args.opset, "exporter": "torchscript",
+                 "cases": io_spec["cases"], "refs": refs, "opset": opset, "exporter": "torchscript",
                  "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
                  "params": sum(p.numel() for p in model.parameters()), "tolerance": {"rel": 1e-4},
                  "ops": sorted({n.op_type for n in proto.graph.node})}
+        if part in NOTES:
+            entry["note"] = NOTES[part]
         if dynamo:
             entry["exporter"] = "dynamo"
             entry["ort"] = {"skip": "onnxruntime has no float64 Cos, which Flux's rotary embedding exports"}
-        manifest["parts"].append(entry)
-    with open(os.path.join(args.out_dir, "manifest.json"), "w") as f:
+        kept[part] = entry
+    manifest["parts"] = [kept.pop(p) for p in SMALL if p in kept] + list(kept.values())
+    with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=1)
     print("wrote", args.out_dir)
 

@@ -107,6 +107,7 @@ ggml_tensor* gather_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* indices, const G
     }
     ggml_tensor* x2 = ggml_reshape_2d(ctx, cont(ctx, x), inner, x->ne[g]);
     ggml_tensor* idx = ggml_reshape_1d(ctx, cont(ctx, indices), ggml_nelements(indices));
+    if (idx->type != GGML_TYPE_I32) idx = ggml_cast(ctx, idx, GGML_TYPE_I32);  // integer math on the device is F32
     return reshape_ne(ctx, ggml_get_rows(ctx, x2, idx), ne);
 }
 

@@ -15,7 +15,8 @@ struct GatherParams {
 // ONNX Gather with host indices of ONNX shape indices_shape: the indices' dims replace dim `axis`. For x of
 // rank > 4 the result keeps x's layout with `axis` resized to the index count (reshape it afterwards).
 ggml_tensor* gather(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& indices_shape, const GatherParams& p);
-// ONNX Gather on the outermost axis with device indices (I32, in range, non-negative): embedding lookups.
+// ONNX Gather on the outermost axis with device indices (in range, non-negative): embedding lookups. Indices are
+// I32, or F32 holding integers (integer data that went through device math, e.g. T5's relative-position buckets).
 ggml_tensor* gather_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* indices, const GatherParams& p);
 
 struct GatherElementsParams {
