@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: loader fuzzing, malformed inputs (under AddressSanitizer),
 # op tests and model tests against onnxruntime, the official ONNX node tests against the allow-list,
-# and `onnx2ggml compile` (generated programs built and compared bit for bit with `onnx2ggml run`).
+# and `onnx2ggml compile` (generated programs built and compared bit for bit with `onnx2ggml run`); then the same
+# suites on a real non-CPU backend, Vulkan on Mesa's lavapipe, and on the CPU through the portable path
+# (docs/backends.md). ONNX2GGML_NO_VULKAN=1 skips the Vulkan job.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -25,6 +27,25 @@ run $PY tests/pass_tests.py
 run $PY tests/txt2img_test.py
 run $PY tests/node_tests.py -j 2 --check
 run $PY tests/compile_tests.py
+
+# The ggml-op paths other backends take, on the CPU (custom CPU kernels off where a path exists).
+run env ONNX2GGML_PORTABLE=1 $PY tests/op_tests.py -j 2 -q
+run env ONNX2GGML_PORTABLE=1 $PY tests/model_tests.py --threads 2
+run env ONNX2GGML_PORTABLE=1 $PY tests/node_tests.py -j 2 -q --check
+
+# Vulkan on lavapipe, exact precision: the bars of the CPU, and no ggml node computed off the device for the models.
+if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
+  scripts/setup.sh --with-vulkan
+  scripts/build.sh --vulkan >/dev/null
+  export GGML_VK_VISIBLE_DEVICES=0  # ggml skips CPU-type Vulkan devices otherwise
+  VK=build-vulkan/onnx2ggml
+  # Models first: their pipelines fill Mesa's shader cache, which the many small op and node tests then reuse.
+  run $PY tests/sd15_tests.py --cli $VK --device Vulkan0 --threads 2 --no-ort
+  run $PY tests/model_tests.py --cli $VK --device Vulkan0 --threads 2
+  run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/op_tests.py --cli $VK -j 2 -q --timeout 300
+  run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/node_tests.py --cli $VK -j 2 -q --timeout 300 --check
+  run $PY tests/compile_tests.py --vulkan '^sd15_vae_decoder$'
+fi
 echo
 if [ $status -eq 0 ]; then echo "all tests passed"; else echo "some tests FAILED"; fi
 exit $status
