@@ -191,11 +191,18 @@ ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& end
         for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
     if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
         throw OpError("Slice: starts, ends, axes and steps differ in length");
+    // Empty at these bounds: a tensor with a 0 in ne, never computed (an output of it is returned empty).
+    int64_t ne[4] = {x->ne[0], x->ne[1], x->ne[2], x->ne[3]};
+    for (size_t i = 0; i < n; i++) {
+        const int g = ggml_axis(axes[i], p.rank);
+        int64_t first;
+        slice_range(x->ne[g], starts[i], ends[i], steps.empty() ? 1 : steps[i], first, ne[g]);
+    }
+    if (ne[0] * ne[1] * ne[2] * ne[3] == 0) return ggml_new_tensor(ctx, x->type, 4, ne);
     for (size_t i = 0; i < n; i++) {
         const int g = ggml_axis(axes[i], p.rank);
         int64_t step = steps.empty() ? 1 : steps[i], first, count;
         slice_range(x->ne[g], starts[i], ends[i], step, first, count);
-        if (count == 0) throw OpError("Slice: empty result, which ggml cannot hold");
         if (step == 1) {
             x = view_dim(ctx, x, g, first, count);
         } else {
