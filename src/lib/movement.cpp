@@ -87,9 +87,8 @@ ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezePa
     return reshape_ne(ctx, x, ne);
 }
 
-ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const UnsqueezeParams& p) {
-    Ints xs = onnx_shape(x, p.rank, "Unsqueeze");
-    int r = p.rank + int(axes.size());
+Ints unsqueeze_shape(const Ints& shape, const Ints& axes) {
+    int r = int(shape.size() + axes.size());
     std::vector<bool> ins(size_t(r), false);
     for (int64_t a : axes) {
         int i = r - 1 - ggml_axis(a, r);
@@ -98,9 +97,13 @@ ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const Unsquee
     }
     Ints s;
     size_t j = 0;
-    for (int i = 0; i < r; i++) s.push_back(ins[size_t(i)] ? 1 : xs[j++]);
+    for (int i = 0; i < r; i++) s.push_back(ins[size_t(i)] ? 1 : shape[j++]);
+    return s;
+}
+
+ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const UnsqueezeParams& p) {
     int64_t ne[4];
-    fold_ne(s, ne);
+    fold_ne(unsqueeze_shape(onnx_shape(x, p.rank, "Unsqueeze"), axes), ne);
     return reshape_ne(ctx, x, ne);
 }
 

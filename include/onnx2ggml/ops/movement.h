@@ -39,6 +39,8 @@ struct UnsqueezeParams {
 // x with new size-1 dims at ONNX `axes` of the output (negative: from the end of the output's rank); an output
 // rank > 4 folds its outer dims into ne[3].
 ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const UnsqueezeParams& p);
+// The ONNX shape of that result for an input of ONNX shape `shape` (what ne cannot tell at rank > 4).
+Ints unsqueeze_shape(const Ints& shape, const Ints& axes);
 
 // ---- layout changes ----
 
