@@ -343,6 +343,8 @@ void ProgramRecorder::alias(const std::string& to, const Val& from) {
 
 void ProgramRecorder::node_begin(const Node& n, bool on_host) {
     if (node_) {  // a subgraph node inside a control-flow node: its code goes into the enclosing node's block
+        for (auto& p : pre_) nested_code_ += "    " + p + "\n";  // what the enclosing node made so far comes first
+        pre_.clear();
         auto sv = std::make_shared<Saved>(Saved{node_, node_on_host_, std::move(calls_), std::move(local_),
                                                 std::move(pre_), std::move(direct_reads_), std::move(host_stmts_),
                                                 std::move(passed_), std::move(node_fail_), std::move(nested_code_),
