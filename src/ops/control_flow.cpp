@@ -60,9 +60,9 @@ Val stack(Lower& L, const std::vector<Val>& items, int64_t axis) {
 }
 
 // Carried values on the host that the body returns on the device (a float Add of a host start and a host step) go
-// to the device before the first iteration, so that every iteration sees each one the same way: one body, which
-// compile writes as one C++ loop body. Iteration 0 is built once, unrecorded, to find them; the values it bound
-// are put back.
+// to the device before the first iteration where there is a second, so that every iteration sees each one the same
+// way: one body, which compile writes as one C++ loop body. Iteration 0 is built once, unrecorded, to find them;
+// the values it bound are put back.
 void carried_to_device(Lower& L, const Graph& body, std::vector<Val>& carried) {
     bool any_host = false;
     for (const Val& v : carried) any_host |= v.host != nullptr;
@@ -87,6 +87,7 @@ void carried_to_device(Lower& L, const Graph& body, std::vector<Val>& carried) {
         else it++->second = old->second;
     }
     b.stats = stats;
+    if (outs.empty() || !outs[0].host || outs[0].host->i64(0) == 0) return;  // no second iteration
     for (size_t i = 0; i < carried.size() && 1 + i < outs.size(); i++)
         if (carried[i].host && !outs[1 + i].host) {
             carried[i].t = L.t(2 + int(i));
@@ -155,7 +156,7 @@ void lower_Loop(Lower& L) {
     for (int i = 0; i < n_carried; i++) carried.push_back(L.in(2 + i));
     int n_scan = int(body.outputs.size()) - 1 - n_carried;
     std::vector<std::vector<Val>> scans(size_t(std::max(n_scan, 0)));
-    if (trip > 0 && cond) carried_to_device(L, body, carried);
+    if (trip > 1 && cond) carried_to_device(L, body, carried);
     // Under compile, a trip count or condition that follows input data or shapes becomes a C++ for: iteration 0 is
     // recorded as its body, and the rest of this probe's iterations are built unrecorded.
     Recorder* rec = L.b.rec;
