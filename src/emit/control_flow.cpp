@@ -69,6 +69,8 @@ bool ProgramRecorder::loop_begin(const Val* trip, const Val* cond, std::vector<V
     lp.iter = ident(base + "_iter");
     lp.cond = ident(base + "_cond");
     lp.trip = trip ? ident(base + "_trip") : "";
+    for (auto& p : pre_) lp.head += "    " + p + "\n";  // carried values the lowering put on the device
+    pre_.clear();
     if (trip) lp.head += "    const int64_t " + lp.trip + " = " + t + ";\n";
     lp.head += "    bool " + lp.cond + " = " + (c.empty() ? "1" : c) + " != 0;\n";
     // The counter is the loop variable; carried values become stand-ins (a view, a copy) that only the body's code

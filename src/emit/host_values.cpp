@@ -204,7 +204,8 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
     }
     for (size_t o = 0; o < L.outs.size(); o++) {
         Val& out = L.outs[o];
-        if (!out.present() || out.t || o >= L.node.outputs.size() || L.node.outputs[o].empty()) continue;
+        // Device-only outputs have nothing to classify; one that is both (an input passed on) keeps its host kind.
+        if (!out.present() || !out.host || o >= L.node.outputs.size() || L.node.outputs[o].empty()) continue;
         const std::string& name = L.node.outputs[o];
         HostExpr r;
         if (def && def->shape_only) {

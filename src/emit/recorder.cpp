@@ -88,7 +88,9 @@ std::string ProgramRecorder::ints_text(const Sym& s) {
         if (h == host_.end() ? unnamed_kind(*s.src) == HostExpr::Const
                              : (h->second.kind == HostExpr::Const || h->second.kind == HostExpr::Sym))
             return "o2g::Ints" + o2g::ints_literal(s.v);
-        if (h != host_.end() && h->second.kind == HostExpr::Var) return var_text(h->second) + ".shape";
+        if (h != host_.end() && h->second.kind == HostExpr::Var && s.src->host) return var_text(h->second) + ".shape";
+        auto sv = s.src->t ? shape_var_.find(s.src->t) : shape_var_.end();
+        if (sv != shape_var_.end()) return sv->second;
         auto t = val_var.find(s.src->name);
         if (t != val_var.end() && s.v.size() <= 4 && s.src->t) {
             std::string r = "o2g::Ints{";
@@ -281,6 +283,14 @@ void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
               (it != host_.end() && !it->second.why.empty() ? it->second.why : "that value depends on input data"));
 }
 
+void ProgramRecorder::shape_call(const ggml_tensor* t, const std::string& text) {
+    // Only at the top level of the build function, where later nodes and the outputs can see the variable.
+    if (!saved_.empty() || !node_) return;
+    std::string id = ident((node_->outputs.empty() ? std::string("t") : node_->outputs[0]) + "_shape");
+    pre_.push_back("const o2g::Ints " + id + " = " + text + ";");
+    shape_var_[t] = id;
+}
+
 void ProgramRecorder::use(const Val& v, ggml_tensor* t) {
     auto by_tensor = tensor_var_.find(t);  // exact even where unrolled subgraphs reuse a value name
     if (by_tensor != tensor_var_.end()) {
@@ -333,6 +343,8 @@ void ProgramRecorder::alias(const std::string& to, const Val& from) {
 
 void ProgramRecorder::node_begin(const Node& n, bool on_host) {
     if (node_) {  // a subgraph node inside a control-flow node: its code goes into the enclosing node's block
+        for (auto& p : pre_) nested_code_ += "    " + p + "\n";  // what the enclosing node made so far comes first
+        pre_.clear();
         auto sv = std::make_shared<Saved>(Saved{node_, node_on_host_, std::move(calls_), std::move(local_),
                                                 std::move(pre_), std::move(direct_reads_), std::move(host_stmts_),
                                                 std::move(passed_), std::move(node_fail_), std::move(nested_code_),
@@ -511,10 +523,15 @@ void ProgramRecorder::finish() {
             bool declared = vi.has_shape && vi.dims.size() == v->second.shape.size();
             for (size_t a = 0; declared && a < vi.dims.size(); a++)
                 declared = vi.dims[a].known() && vi.dims[a].value == v->second.shape[a];
+            auto sv = shape_var_.find(v->second.t);
+            if (!declared && sv != shape_var_.end()) {  // the shape the build computed
+                epilogue.push_back("hout[" + slot + "].shape = " + sv->second + ";");
+                continue;
+            }
             if (!declared) {
                 failures.push_back("graph output '" + name + "': rank " + std::to_string(out_ranks.back()) +
-                                   " without a fixed shape in the model; compiled programs return device outputs of "
-                                   "rank > 4 only at the shape the model declares");
+                                   " with a shape that the model does not fix and no op-library shape function "
+                                   "computes (ggml folds dims past 4), so compile cannot write it down");
                 continue;
             }
             epilogue.push_back("hout[" + slot + "].shape = o2g::Ints" + o2g::ints_literal(v->second.shape) + ";");

@@ -41,6 +41,7 @@ public:
     std::string host_text(const HostArg& a) override;
     void host_call(int out, const std::string& text) override;
     void bind(const Val& v, ggml_tensor* t) override;
+    void shape_call(const ggml_tensor* t, const std::string& text) override;
     void use(const Val& v, ggml_tensor* t) override;
     void alias(const std::string& to, const Val& from) override;
     void param_field(const Val& v, const std::string& field, char kind, int rank) override;
@@ -84,6 +85,7 @@ private:
     std::map<std::string, HostExpr> host_;              // by value name
     std::map<const HostTensor*, HostExpr> host_by_ptr_;  // ... and by data (values a subgraph renames)
     std::map<const ggml_tensor*, std::string> tensor_var_;  // every named tensor's C++ expression
+    std::map<const ggml_tensor*, std::string> shape_var_;   // ... and the Ints variable of its rank > 4 ONNX shape
     std::map<const ggml_tensor*, std::string> local_;   // this node's tensors -> C++ names
     std::map<std::string, int> input_index_;            // graph input name -> index
     std::map<std::string, std::string> dim_names_;      // "input:axis" -> named dim variable

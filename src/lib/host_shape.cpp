@@ -90,19 +90,7 @@ HostTensor host_squeeze(const HostTensor& x, const Ints& axes) {
     return x.reshaped(s);
 }
 
-HostTensor host_unsqueeze(const HostTensor& x, const Ints& axes) {
-    int64_t r = int64_t(x.shape.size() + axes.size());
-    std::vector<bool> ins(size_t(r), false);
-    for (int64_t a : axes) {
-        int64_t ax = host_axis(a, r, "Unsqueeze axis");
-        if (ins[size_t(ax)]) throw OpError("Unsqueeze: repeated axis " + std::to_string(a));
-        ins[size_t(ax)] = true;
-    }
-    Shape s;
-    size_t j = 0;
-    for (int64_t i = 0; i < r; i++) s.push_back(ins[size_t(i)] ? 1 : x.shape[j++]);
-    return x.reshaped(s);
-}
+HostTensor host_unsqueeze(const HostTensor& x, const Ints& axes) { return x.reshaped(unsqueeze_shape(x.shape, axes)); }
 
 HostTensor host_transpose(const HostTensor& x, const Ints& perm_in) {
     int64_t r = int64_t(x.shape.size());

@@ -87,9 +87,8 @@ ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezePa
     return reshape_ne(ctx, x, ne);
 }
 
-ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const UnsqueezeParams& p) {
-    Ints xs = onnx_shape(x, p.rank, "Unsqueeze");
-    int r = p.rank + int(axes.size());
+Ints unsqueeze_shape(const Ints& shape, const Ints& axes) {
+    int r = int(shape.size() + axes.size());
     std::vector<bool> ins(size_t(r), false);
     for (int64_t a : axes) {
         int i = r - 1 - ggml_axis(a, r);
@@ -98,9 +97,13 @@ ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const Unsquee
     }
     Ints s;
     size_t j = 0;
-    for (int i = 0; i < r; i++) s.push_back(ins[size_t(i)] ? 1 : xs[j++]);
+    for (int i = 0; i < r; i++) s.push_back(ins[size_t(i)] ? 1 : shape[j++]);
+    return s;
+}
+
+ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const UnsqueezeParams& p) {
     int64_t ne[4];
-    fold_ne(s, ne);
+    fold_ne(unsqueeze_shape(onnx_shape(x, p.rank, "Unsqueeze"), axes), ne);
     return reshape_ne(ctx, x, ne);
 }
 
@@ -191,11 +194,18 @@ ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& end
         for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
     if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
         throw OpError("Slice: starts, ends, axes and steps differ in length");
+    // Empty at these bounds: a tensor with a 0 in ne, never computed (an output of it is returned empty).
+    int64_t ne[4] = {x->ne[0], x->ne[1], x->ne[2], x->ne[3]};
+    for (size_t i = 0; i < n; i++) {
+        const int g = ggml_axis(axes[i], p.rank);
+        int64_t first;
+        slice_range(x->ne[g], starts[i], ends[i], steps.empty() ? 1 : steps[i], first, ne[g]);
+    }
+    if (ne[0] * ne[1] * ne[2] * ne[3] == 0) return ggml_new_tensor(ctx, x->type, 4, ne);
     for (size_t i = 0; i < n; i++) {
         const int g = ggml_axis(axes[i], p.rank);
         int64_t step = steps.empty() ? 1 : steps[i], first, count;
         slice_range(x->ne[g], starts[i], ends[i], step, first, count);
-        if (count == 0) throw OpError("Slice: empty result, which ggml cannot hold");
         if (step == 1) {
             x = view_dim(ctx, x, g, first, count);
         } else {

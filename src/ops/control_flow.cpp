@@ -59,6 +59,42 @@ Val stack(Lower& L, const std::vector<Val>& items, int64_t axis) {
     return synth(L, "Concat", parts, {int_attr("axis", axis)});
 }
 
+// Carried values on the host that the body returns on the device (a float Add of a host start and a host step) go
+// to the device before the first iteration where there is a second, so that every iteration sees each one the same
+// way: one body, which compile writes as one C++ loop body. Iteration 0 is built once, unrecorded, to find them;
+// the values it bound are put back.
+void carried_to_device(Lower& L, const Graph& body, std::vector<Val>& carried) {
+    bool any_host = false;
+    for (const Val& v : carried) any_host |= v.host != nullptr;
+    if (!any_host) return;
+    Builder& b = L.b;
+    std::map<std::string, Val> vals = b.vals;
+    RunStats stats = b.stats;
+    Recorder* rec = b.rec;
+    b.rec = nullptr;
+    Val iv, cv;
+    iv.dtype = DType::INT64;
+    iv.host = std::make_shared<HostTensor>(HostTensor::from_i64(DType::INT64, {}, {0}));
+    cv.dtype = DType::BOOL;
+    cv.host = std::make_shared<HostTensor>(HostTensor::from_i64(DType::BOOL, {}, {1}));
+    std::vector<Val> args = {iv, cv};
+    args.insert(args.end(), carried.begin(), carried.end());
+    std::vector<Val> outs = run_body(L, body, args);
+    b.rec = rec;
+    for (auto it = b.vals.begin(); it != b.vals.end();) {  // element-wise: L.ins point into the map
+        auto old = vals.find(it->first);
+        if (old == vals.end()) it = b.vals.erase(it);
+        else it++->second = old->second;
+    }
+    b.stats = stats;
+    if (outs.empty() || !outs[0].host || outs[0].host->i64(0) == 0) return;  // no second iteration
+    for (size_t i = 0; i < carried.size() && 1 + i < outs.size(); i++)
+        if (carried[i].host && !outs[1 + i].host) {
+            carried[i].t = L.t(2 + int(i));
+            carried[i].host.reset();
+        }
+}
+
 }  // namespace
 
 // Runs a synthesized single node and returns its first output.
@@ -120,6 +156,7 @@ void lower_Loop(Lower& L) {
     for (int i = 0; i < n_carried; i++) carried.push_back(L.in(2 + i));
     int n_scan = int(body.outputs.size()) - 1 - n_carried;
     std::vector<std::vector<Val>> scans(size_t(std::max(n_scan, 0)));
+    if (trip > 1 && cond) carried_to_device(L, body, carried);
     // Under compile, a trip count or condition that follows input data or shapes becomes a C++ for: iteration 0 is
     // recorded as its body, and the rest of this probe's iterations are built unrecorded.
     Recorder* rec = L.b.rec;

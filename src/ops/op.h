@@ -41,6 +41,8 @@ public:
     virtual void host_call(int out, const std::string& text) = 0;
     // A host value (weight, constant, shape arithmetic) became tensor t.
     virtual void bind(const Val& v, ggml_tensor* t) = 0;
+    // Tensor t's ONNX shape (rank > 4, which ne folds) is the op-library shape function call `text`.
+    virtual void shape_call(const ggml_tensor* t, const std::string& text) = 0;
     // Params field `field` of the next call holds value v's data (kind 'f': one float, 'F': a float vector).
     // 'a': an ONNX axis of a rank-`rank` tensor, as a ggml dim.
     virtual void param_field(const Val& v, const std::string& field, char kind, int rank = 0) = 0;
@@ -166,6 +168,23 @@ struct Lower {
     }
     void record(Recorder& r, const char* name, ggml_tensor* result, const std::vector<std::string>& args);
 
+    // Output i from tensor t, of ONNX rank > 4 with the shape an op-library shape function computes (from the
+    // input's shape and the op's arguments), recorded like call(): a compiled program's shape then follows input
+    // data (Unsqueeze's axes). Use O2G_OUT_SHAPE.
+    template <typename... P, typename... A>
+    void out_shape_call(int i, ggml_tensor* t, DType dt, const char* name, o2g::Ints (*fn)(P...), A&&... a) {
+        out_shape(i, t, dt, fn(call_arg(a)...));
+        if (Recorder* rc = rec()) {
+            std::vector<std::string> args = {arg_text(*rc, a)...};
+            std::string text = std::string(name) + "(";
+            for (size_t k = 0; k < args.size(); k++) {
+                if (args[k].empty()) return;  // the recorder has failed the node
+                text += (k ? ", " : "") + args[k];
+            }
+            rc->shape_call(t, text + ")");
+        }
+    }
+
     // Input i's host data as an argument of a host function (see HostArg).
     HostArg hv(int i);
     // Output o from an op-library host function (onnx2ggml/ops/host.h), recorded like call(). Use O2G_HOST.
@@ -189,6 +208,8 @@ struct Lower {
 #define O2G_CALL(L, fn, ...) (L).call(#fn, fn, __VA_ARGS__)
 // O2G_HOST(L, 0, o2g::host_range, L.hv(0), L.hv(1), L.hv(2)): output 0 from a host function, recorded.
 #define O2G_HOST(L, o, fn, ...) (L).host_out(o, #fn, fn, __VA_ARGS__)
+// O2G_OUT_SHAPE(L, 0, y, dtype, o2g::unsqueeze_shape, L.shape_sym(0), axes): output 0 of rank > 4, its shape recorded.
+#define O2G_OUT_SHAPE(L, o, t, dt, fn, ...) (L).out_shape_call(o, t, dt, #fn, fn, __VA_ARGS__)
 
 using LowerFn = void (*)(Lower&);
 

@@ -97,22 +97,13 @@ void lower_Squeeze_1(Lower& L) { squeeze_out(L, axes_attr(L)); }
 void lower_Squeeze(Lower& L) { squeeze_out(L, axes_input(L)); }
 
 static void unsqueeze_out(Lower& L, const Sym& axes_in) {
-    const Shape& in = L.shape(0);
     if (L.in(0).host) return O2G_HOST(L, 0, o2g::host_unsqueeze, L.hv(0), axes_in);
-    const std::vector<int64_t>& axes = axes_in.v;
-    int r = int(in.size() + axes.size());
-    std::vector<bool> ins(size_t(r), false);
-    for (int64_t a : axes) {
-        int ax = norm_axis(L, a, r);
-        if (ins[size_t(ax)]) L.error("Unsqueeze: repeated axis " + std::to_string(a));
-        ins[size_t(ax)] = true;
-    }
-    Shape s;
-    size_t j = 0;
-    for (int i = 0; i < r; i++) s.push_back(ins[size_t(i)] ? 1 : in[j++]);
-    ggml_tensor* y = L.rank(0) > 4  // folded input dims: reshape to the literal shape
-                         ? O2G_CALL(L, o2g::reshape, L.t(0), Sym{s, nullptr}, o2g::ReshapeParams{L.rank(0), false})
-                         : O2G_CALL(L, o2g::unsqueeze, L.t(0), axes_in, o2g::UnsqueezeParams{L.rank(0)});
+    const Shape s = o2g::unsqueeze_shape(L.shape(0), axes_in.v);
+    if (L.rank(0) > 4)  // folded input dims: reshape to the literal shape
+        return L.out_shape(0, O2G_CALL(L, o2g::reshape, L.t(0), Sym{s, nullptr}, o2g::ReshapeParams{L.rank(0), false}),
+                           L.dtype(0), s);
+    ggml_tensor* y = O2G_CALL(L, o2g::unsqueeze, L.t(0), axes_in, o2g::UnsqueezeParams{L.rank(0)});
+    if (s.size() > 4) return O2G_OUT_SHAPE(L, 0, y, L.dtype(0), o2g::unsqueeze_shape, L.shape_sym(0), axes_in);
     L.out_shape(0, y, L.dtype(0), s);
 }
 

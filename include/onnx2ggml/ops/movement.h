@@ -39,6 +39,8 @@ struct UnsqueezeParams {
 // x with new size-1 dims at ONNX `axes` of the output (negative: from the end of the output's rank); an output
 // rank > 4 folds its outer dims into ne[3].
 ggml_tensor* unsqueeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const UnsqueezeParams& p);
+// The ONNX shape of that result for an input of ONNX shape `shape` (what ne cannot tell at rank > 4).
+Ints unsqueeze_shape(const Ints& shape, const Ints& axes);
 
 // ---- layout changes ----
 
@@ -95,8 +97,8 @@ struct SliceParams {
     void fields(FieldWriter& f) const { f("rank", rank); }
 };
 // ONNX Slice: starts/ends wrap when negative and clamp to the dim; ONNX `axes` (negative ones count from the end)
-// empty means 0..n-1, steps empty means all 1. The result must not be empty (OpError). Step 1 is a view made
-// contiguous, other steps a row gather.
+// empty means 0..n-1, steps empty means all 1. Step 1 is a view made contiguous, other steps a row gather. An empty
+// result (bounds from input data) is a tensor with a 0 in ne and nothing to compute; as a graph output it is empty.
 ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& ends, const Ints& axes, const Ints& steps,
                    const SliceParams& p);
 // ONNX Slice of a tensor of ONNX shape `shape` of any rank (rank > 4: folded), one axis at a time; arguments as
