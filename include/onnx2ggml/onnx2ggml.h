@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "onnx2ggml/dtype.h"
+#include "onnx2ggml/lora.h"
 #include "onnx2ggml/tensor.h"
 
 namespace onnx2ggml {
@@ -21,6 +22,8 @@ struct SessionOptions {
     // Storage of constant MatMul/Gemm weights: "f32" (exact), or "f16", "bf16", "q8_0" (faster, less exact;
     // ggml then also rounds the activations they multiply). Convolutions stay f32.
     std::string weights = "f32";
+    // LoRA files merged into the weights when the session opens (see onnx2ggml/lora.h).
+    std::vector<LoraFile> lora;
 };
 
 // One timed ggml node; `value` is the ONNX value it computes (intermediates carry ".k").

@@ -29,9 +29,9 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
-    "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
+    "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0] [--lora FILE.safetensors[:SCALE] ...]\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
-    "                [--profile] [--weights f32|f16|bf16|q8_0]\n"
+    "                [--profile] [--weights f32|f16|bf16|q8_0] [--lora FILE.safetensors[:SCALE] ...]\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
     "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n";
@@ -183,6 +183,7 @@ int cmd_bench(const std::vector<std::string>& args) {
         else if (a == "--device") opts.device = next();
         else if (a == "--profile") opts.profile = true;
         else if (a == "--weights") opts.weights = next();
+        else if (a == "--lora") opts.lora.push_back(parse_lora_arg(next()));
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
@@ -265,6 +266,7 @@ int cmd_run(const std::vector<std::string>& args) {
         else if (a == "--stats") stats_path = next();
         else if (a == "--profile") opts.profile = true;
         else if (a == "--weights") opts.weights = next();
+        else if (a == "--lora") opts.lora.push_back(parse_lora_arg(next()));
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);

@@ -1,0 +1,331 @@
+// LoRA merging (src/lib/lora.h): module-to-weight matching, deltas, reports, and the GGUF target table.
+#include "lib/lora.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "common/error.h"
+#include "gguf.h"
+#include "lib/safetensors.h"
+
+namespace onnx2ggml {
+
+LoraFile parse_lora_arg(const std::string& arg) {
+    LoraFile f;
+    f.path = arg;
+    size_t colon = arg.rfind(':');
+    if (colon != std::string::npos && colon + 1 < arg.size()) {
+        const char* s = arg.c_str() + colon + 1;
+        char* end = nullptr;
+        float v = std::strtof(s, &end);
+        if (end && *end == '\0' && std::isfinite(v)) {
+            f.path = arg.substr(0, colon);
+            f.scale = v;
+        }
+    }
+    O2G_CHECK(!f.path.empty(), "--lora needs a file: '", arg, "'");
+    return f;
+}
+
+}  // namespace onnx2ggml
+
+namespace o2g {
+
+using onnx2ggml::fail;
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "]";
+}
+
+int64_t numel(const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+}
+
+// Module paths of the targets, indexed by every suffix that starts at a component ("to_q", "attn1_to_q", ...)
+// written with '_' for '.', the way kohya keys are; a LoRA module path is looked up whole.
+struct TargetIndex {
+    std::map<std::string, std::vector<std::pair<size_t, std::string>>> by_suffix;  // -> (target, full path)
+
+    explicit TargetIndex(const std::vector<LoraTarget>& targets) {
+        for (size_t i = 0; i < targets.size(); i++)
+            for (const std::string& path : targets[i].paths) {
+                std::vector<std::string> parts;
+                for (size_t b = 0, e; b <= path.size(); b = e + 1) {
+                    e = path.find('.', b);
+                    if (e == std::string::npos) e = path.size();
+                    parts.push_back(path.substr(b, e - b));
+                }
+                std::string suffix;
+                for (size_t k = parts.size(); k-- > 0;) {
+                    suffix = parts[k] + (suffix.empty() ? "" : "_" + suffix);
+                    auto& v = by_suffix[suffix];
+                    if (v.empty() || v.back().first != i) v.emplace_back(i, path);
+                }
+            }
+    }
+    const std::vector<std::pair<size_t, std::string>>* find(const std::string& flat_path) const {
+        auto it = by_suffix.find(flat_path);
+        return it == by_suffix.end() ? nullptr : &it->second;
+    }
+};
+
+// A module's delta as [out, cols] = up [out, rank] @ down [rank, cols], cols = in * kernel.
+struct Shape2 {
+    int64_t out = 0, rank = 0, cols = 0;
+};
+
+// Why up/down cannot be added to target t ("" when they can).
+std::string misfit(const LoraModule& m, const LoraTarget& t, Shape2& s) {
+    const auto& u = m.up->shape;
+    const auto& d = m.down->shape;
+    if (u.size() < 2 || d.size() < 2 || d[0] <= 0 || u[1] != d[0] || numel(u) != u[0] * u[1])
+        return "up " + shape_text(u) + " and down " + shape_text(d) + " are not a LoRA pair";
+    s.out = u[0];
+    s.rank = d[0];
+    s.cols = numel(d) / d[0];
+    bool fits = t.layout == LoraLayout::OutIn
+                    ? t.dims.size() >= 2 && t.dims[0] == s.out && numel(t.dims) == s.out * s.cols
+                    : t.dims.size() == 2 && t.dims[1] == s.out && t.dims[0] == s.cols;
+    if (fits) return "";
+    return "delta [" + std::to_string(s.out) + ", " + std::to_string(s.cols) + "] does not fit weight '" + t.weight +
+           "' " + shape_text(t.dims) + (t.layout == LoraLayout::InOut ? " ([in, out])" : "");
+}
+
+struct Contribution {
+    const SafetensorsFile* file;
+    const LoraModule* module;
+    Shape2 shape;
+    float scale;  // file scale * alpha / rank / gain
+};
+
+void add_delta(float* w, const LoraTarget& t, const Contribution& c) {
+    std::vector<float> up = c.file->floats(*c.module->up), down = c.file->floats(*c.module->down);
+    const int64_t out = c.shape.out, rank = c.shape.rank, cols = c.shape.cols;
+    std::vector<float> d(size_t(out * cols), 0.0f);
+    for (int64_t o = 0; o < out; o++) {
+        float* row = d.data() + o * cols;
+        for (int64_t k = 0; k < rank; k++) {
+            const float a = up[size_t(o * rank + k)];
+            const float* src = down.data() + k * cols;
+            for (int64_t j = 0; j < cols; j++) row[j] += a * src[j];
+        }
+    }
+    if (t.layout == LoraLayout::OutIn) {
+        for (size_t i = 0; i < d.size(); i++) w[i] += c.scale * d[i];
+    } else {
+        for (int64_t o = 0; o < out; o++)
+            for (int64_t j = 0; j < cols; j++) w[j * out + o] += c.scale * d[size_t(o * cols + j)];
+    }
+}
+
+const char* component_words(const std::string& c) {
+    if (c == "unet") return "UNet";
+    if (c == "te") return "text-encoder";
+    if (c == "te2") return "second-text-encoder";
+    if (c == "transformer") return "transformer";
+    return "";
+}
+
+std::string name_list(const std::vector<std::string>& names, size_t limit) {
+    std::string r;
+    for (size_t i = 0; i < names.size() && i < limit; i++) r += (i ? ", " : "") + names[i];
+    if (names.size() > limit) r += ", ... (" + std::to_string(names.size() - limit) + " more)";
+    return r;
+}
+
+void warn(const std::string& msg) { fprintf(stderr, "onnx2ggml: warning: %s\n", msg.c_str()); }
+
+}  // namespace
+
+size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vector<LoraTarget>& targets,
+                  const std::string& model, bool quiet, const LoraMerge& merge) {
+    TargetIndex index(targets);
+    std::vector<std::unique_ptr<SafetensorsFile>> open;
+    std::vector<std::unique_ptr<LoraKeys>> keys;
+    std::map<size_t, std::vector<Contribution>> plan;  // target -> deltas to add
+    for (const onnx2ggml::LoraFile& lf : files) {
+        open.push_back(std::make_unique<SafetensorsFile>(lf.path));
+        const SafetensorsFile& f = *open.back();
+        keys.push_back(std::make_unique<LoraKeys>(parse_lora_keys(f)));
+        const LoraKeys& k = *keys.back();
+        std::map<size_t, std::string> claimed;  // target -> component that set it (from this file)
+        std::map<std::string, std::vector<std::string>> unmatched;  // component -> module names
+        std::map<std::string, int> matched_in;                      // component -> modules merged
+        std::vector<std::string> misfits, incomplete;
+        std::set<size_t> touched;
+        for (const LoraModule& m : k.modules) {
+            if (!m.up || !m.down) {
+                const char* what = m.up ? " (no down weight)" : m.down ? " (no up weight)" : " (alpha only)";
+                incomplete.push_back(m.name + what);
+                continue;
+            }
+            auto* cands = index.find(m.path);
+            if (!cands && m.path.compare(0, 11, "text_model_") == 0) cands = index.find(m.path.substr(11));
+            if (!cands) {
+                unmatched[m.component].push_back(m.name);
+                continue;
+            }
+            std::vector<std::pair<size_t, Shape2>> fit;
+            std::set<std::string> full_paths;
+            std::string why;
+            for (auto& [ti, full] : *cands) {
+                Shape2 s;
+                std::string w = misfit(m, targets[ti], s);
+                if (w.empty()) {
+                    fit.emplace_back(ti, s);
+                    full_paths.insert(full);
+                } else if (why.empty()) {
+                    why = w;
+                }
+            }
+            if (fit.empty()) {
+                misfits.push_back(m.name + ": " + why);
+                continue;
+            }
+            if (full_paths.size() > 1) {
+                misfits.push_back(m.name + ": matches several modules (" +
+                                  name_list(std::vector<std::string>(full_paths.begin(), full_paths.end()), 4) + ")");
+                continue;
+            }
+            f.check_floats(*m.up);  // before anything is merged or reported
+            f.check_floats(*m.down);
+            float rank = float(fit[0].second.rank);
+            float alpha = m.alpha ? f.floats(*m.alpha).at(0) : m.meta_alpha > 0 ? m.meta_alpha : rank;
+            float ratio = m.rslora ? alpha / std::sqrt(rank) : alpha / rank;
+            bool clash = false;
+            for (auto& [ti, s] : fit) {
+                auto c = claimed.find(ti);
+                if (c != claimed.end() && c->second != m.component) clash = true;
+            }
+            if (clash) {
+                misfits.push_back(m.name + ": its weight was already set by " + component_words(claimed[fit[0].first]) +
+                                  " keys of this file (a LoRA for another model of the pipeline?)");
+                continue;
+            }
+            for (auto& [ti, s] : fit) {
+                claimed[ti] = m.component;
+                touched.insert(ti);
+                plan[ti].push_back({&f, &m, s, lf.scale * ratio / targets[ti].gain});
+            }
+            matched_in[m.component]++;
+        }
+        size_t n_matched = 0;
+        for (auto& [c, n] : matched_in) n_matched += size_t(n);
+        if (n_matched == 0) {
+            std::vector<std::string> first;
+            for (const LoraModule& m : k.modules) first.push_back(m.name);
+            for (const std::string& u : k.unsupported) first.push_back(u);
+            fail(f.path(), ": none of its ", k.modules.size(), " LoRA modules matches a weight of ", model,
+                 first.empty() ? std::string(" (no LoRA keys found)")
+                               : " (" + (misfits.empty() ? name_list(first, 3) : name_list(misfits, 3)) + ")");
+        }
+        for (auto& [c, names] : unmatched) {
+            if (matched_in.count(c) == 0 && !c.empty()) {  // a part of the pipeline this model is not
+                warn(f.path() + ": " + std::to_string(names.size()) + " " + component_words(c) +
+                     " LoRA modules match no weight of " + model + " (another part of the pipeline): " +
+                     name_list(names, 3));
+                continue;
+            }
+            warn(f.path() + ": " + std::to_string(names.size()) + " LoRA modules match no weight of " + model + ": " +
+                 name_list(names, names.size()));
+        }
+        if (!misfits.empty())
+            warn(f.path() + ": " + std::to_string(misfits.size()) + " LoRA modules not merged: " +
+                 name_list(misfits, misfits.size()));
+        if (!incomplete.empty())
+            warn(f.path() + ": " + std::to_string(incomplete.size()) + " incomplete LoRA modules: " +
+                 name_list(incomplete, incomplete.size()));
+        if (!k.unsupported.empty())
+            warn(f.path() + ": " + std::to_string(k.unsupported.size()) +
+                 " keys are not LoRA up/down/alpha weights this reader merges (LoHa, LoKr, DoRA, biases?): " +
+                 name_list(k.unsupported, k.unsupported.size()));
+        if (!quiet)
+            fprintf(stderr, "onnx2ggml: lora %s (scale %g): %zu modules merged into %zu weights\n", f.path().c_str(),
+                    double(lf.scale), n_matched, touched.size());
+    }
+    for (auto& [ti, list] : plan) {
+        const LoraTarget& t = targets[ti];
+        merge(ti, [&](float* w) {
+            for (const Contribution& c : list) add_delta(w, t, c);
+        });
+    }
+    return plan.size();
+}
+
+// ---- the target table in GGUF metadata ----
+
+static const char* kWeight = "onnx2ggml.lora.weight";
+static const char* kPath = "onnx2ggml.lora.path";
+static const char* kLayout = "onnx2ggml.lora.layout";
+static const char* kGain = "onnx2ggml.lora.gain";
+static const char* kRank = "onnx2ggml.lora.rank";  // of the stored weight: GGUF tensors always have 4 dims
+
+void write_lora_targets(gguf_context* g, const std::vector<LoraTarget>& targets) {
+    std::vector<const char*> weights, paths;
+    std::vector<int32_t> layouts, ranks;
+    std::vector<float> gains;
+    for (const LoraTarget& t : targets)
+        for (const std::string& p : t.paths) {  // one row per (weight, path)
+            weights.push_back(t.weight.c_str());
+            paths.push_back(p.c_str());
+            layouts.push_back(int32_t(t.layout));
+            gains.push_back(t.gain);
+            ranks.push_back(int32_t(t.dims.size()));
+        }
+    if (weights.empty()) return;
+    gguf_set_arr_str(g, kWeight, weights.data(), weights.size());
+    gguf_set_arr_str(g, kPath, paths.data(), paths.size());
+    gguf_set_arr_data(g, kLayout, GGUF_TYPE_INT32, layouts.data(), layouts.size());
+    gguf_set_arr_data(g, kGain, GGUF_TYPE_FLOAT32, gains.data(), gains.size());
+    gguf_set_arr_data(g, kRank, GGUF_TYPE_INT32, ranks.data(), ranks.size());
+}
+
+std::vector<LoraTarget> read_lora_targets(const gguf_context* g) {
+    int64_t kw = gguf_find_key(g, kWeight), kp = gguf_find_key(g, kPath), kl = gguf_find_key(g, kLayout),
+            kg = gguf_find_key(g, kGain), kr = gguf_find_key(g, kRank);
+    std::vector<LoraTarget> out;
+    if (kw < 0) return out;
+    auto arr_of = [&](int64_t k, gguf_type type) {
+        return k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_ARRAY && gguf_get_arr_type(g, k) == type;
+    };
+    if (!arr_of(kw, GGUF_TYPE_STRING) || !arr_of(kp, GGUF_TYPE_STRING) || !arr_of(kl, GGUF_TYPE_INT32) ||
+        !arr_of(kg, GGUF_TYPE_FLOAT32) || !arr_of(kr, GGUF_TYPE_INT32))
+        throw std::runtime_error("malformed LoRA target table (onnx2ggml.lora.*)");
+    size_t n = gguf_get_arr_n(g, kw);
+    if (gguf_get_arr_n(g, kp) != n || gguf_get_arr_n(g, kl) != n || gguf_get_arr_n(g, kg) != n ||
+        gguf_get_arr_n(g, kr) != n)
+        throw std::runtime_error("malformed LoRA target table (onnx2ggml.lora.* lengths differ)");
+    const auto* layouts = static_cast<const int32_t*>(gguf_get_arr_data(g, kl));
+    const auto* gains = static_cast<const float*>(gguf_get_arr_data(g, kg));
+    const auto* ranks = static_cast<const int32_t*>(gguf_get_arr_data(g, kr));
+    std::map<std::string, size_t> at;
+    for (size_t i = 0; i < n; i++) {
+        std::string w = gguf_get_arr_str(g, kw, i);
+        if ((layouts[i] != 0 && layouts[i] != 1) || ranks[i] < 1 || ranks[i] > 4)
+            throw std::runtime_error("malformed LoRA target table (layout or rank)");
+        auto it = at.find(w);
+        if (it == at.end()) {
+            it = at.emplace(w, out.size()).first;
+            LoraTarget t;
+            t.weight = w;
+            t.layout = LoraLayout(layouts[i]);
+            t.gain = gains[i];
+            t.dims.assign(size_t(ranks[i]), 0);  // sizes: the caller knows the tensor
+            out.push_back(t);
+        }
+        out[it->second].paths.push_back(gguf_get_arr_str(g, kp, i));
+    }
+    return out;
+}
+
+}  // namespace o2g
