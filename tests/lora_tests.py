@@ -103,6 +103,35 @@ def peft_tensors(modules, prefix):
     return t
 
 
+def sgm_name(path, layers, up_attn):
+    """A diffusers UNet module path in the SGM/LDM UNet's spelling that kohya writes SDXL LoRAs in, or None."""
+    fixed = {"conv_in": "input_blocks.0.0", "conv_out": "out.2", "time_embedding.linear_1": "time_embed.0",
+             "time_embedding.linear_2": "time_embed.2", "add_embedding.linear_1": "label_emb.0.0",
+             "add_embedding.linear_2": "label_emb.0.2"}
+    if path in fixed:
+        return fixed[path]
+    res = {"conv1": "in_layers.2", "conv2": "out_layers.3", "time_emb_proj": "emb_layers.1",
+           "conv_shortcut": "skip_connection"}
+    per, p = layers + 1, path.split(".")
+    if p[0] == "down_blocks":
+        b = int(p[1])
+        if p[2] == "downsamplers":
+            return f"input_blocks.{(b + 1) * per}.0.op"
+        i = 1 + b * per + int(p[3])
+        return f"input_blocks.{i}.0.{res[p[4]]}" if p[2] == "resnets" else f"input_blocks.{i}.1." + ".".join(p[4:])
+    if p[0] == "mid_block":
+        if p[1] == "attentions":
+            return "middle_block.1." + ".".join(p[3:])
+        return f"middle_block.{0 if p[2] == '0' else 2}.{res[p[3]]}"
+    if p[0] == "up_blocks":
+        b = int(p[1])
+        if p[2] == "upsamplers":
+            return f"output_blocks.{b * per + layers}.{2 if up_attn[b] else 1}.conv"
+        i = b * per + int(p[3])
+        return f"output_blocks.{i}.0.{res[p[4]]}" if p[2] == "resnets" else f"output_blocks.{i}.1." + ".".join(p[4:])
+    return None
+
+
 # ----------------------------------------------------------------------------- onnx2ggml
 
 def run_cli(cli, model, feeds, loras, out_dir, threads, extra=()):
@@ -203,16 +232,19 @@ def torch_cases(a, work):
                                 f"against the stored reference)")
         return err.rel <= 1e-5
 
-    def compare(what, model_path, feeds, loras, want, base, out_name):
+    def compare(what, model_path, feeds, loras, n_modules, want, base, out_name):
         r, got = run_cli(a.cli, model_path, feeds, loras, os.path.join(work, "out_" + what.split()[0]), a.threads)
         if got is None:
             report(False, f"{what}: onnx2ggml failed: {r.stderr.strip()[-600:]}")
             return
         err = metrics.errors(want, got[out_name])
         moved = metrics.errors(base, want).rel
-        report(err.rel <= TOL and moved > 1e-2,
+        merged = sum(int(n) for n in re.findall(r"(\d+) modules merged", r.stderr))
+        warned = [l for l in r.stderr.splitlines() if "warning" in l]
+        report(err.rel <= TOL and moved > 1e-2 and merged == n_modules and not warned,
                f"{what}: max abs {err.abs:.2e}, rel {err.rel:.2e} against diffusers fuse_lora "
-               f"(the LoRA moves the output by rel {moved:.2f})")
+               f"(the LoRA moves the output by rel {moved:.2f}; {merged} of {n_modules} modules merged)" +
+               (f" {warned}" if warned else ""))
 
     def pipeline(cls, **parts):
         sched = DDIMScheduler()
@@ -247,7 +279,8 @@ def torch_cases(a, work):
             want = unet(*args, return_dict=False)[0].numpy()
         n_conv = sum(1 for d, _ in k_mods.values() if d.ndim == 4)
         compare(f"sd15 unet, kohya ({len(k_mods)} modules, {n_conv} conv) at 0.8 + PEFT ({len(p_mods)}) at 0.5",
-                os.path.join(SD15, part["file"]), feeds, [kfile + ":0.8", pfile + ":0.5"], want, base, "out_sample")
+                os.path.join(SD15, part["file"]), feeds, [kfile + ":0.8", pfile + ":0.5"], len(k_mods) + len(p_mods),
+                want, base, "out_sample")
 
     # SD 1.5 text encoder: diffusers/PEFT keys, alpha from lora_adapter_metadata (alpha 6, rank 4), scale 1.
     prefix, part = manifest_part(SD15, "text_encoder")
@@ -267,7 +300,7 @@ def torch_cases(a, work):
         with torch.no_grad():
             want = te(input_ids=ids).last_hidden_state.numpy()
         compare(f"sd15 text encoder, PEFT ({len(mods)} modules, alpha 6 / rank 4 from metadata)",
-                os.path.join(SD15, part["file"]), feeds, [tfile], want, base, "last_hidden_state")
+                os.path.join(SD15, part["file"]), feeds, [tfile], len(mods), want, base, "last_hidden_state")
 
     # SDXL-style UNet: diffusers/PEFT keys with lora_alpha and an alpha_pattern, Linear and Conv2d, scale 0.7.
     prefix, part = manifest_part(FAMILIES, "sdxl_unet")
@@ -293,7 +326,24 @@ def torch_cases(a, work):
         with torch.no_grad():
             want = wrapper(*args).numpy()
         compare(f"sdxl unet, PEFT ({len(mods)} modules, alpha 8 and an alpha_pattern) at 0.7",
-                os.path.join(FAMILIES, part["file"]), feeds, [xfile + ":0.7"], want, base, "out_sample")
+                os.path.join(FAMILIES, part["file"]), feeds, [xfile + ":0.7"], len(mods), want, base, "out_sample")
+
+        # kohya's SDXL spelling: SGM/LDM block names (lora_unet_input_blocks_4_1_...), every Linear and Conv2d.
+        xl = export_families.build("sdxl_unet", cfg, seed=1234)
+        wrapper = export_families.SDXLUNet(xl)
+        mods = modules_of(xl, None, rank=4, seed=32)
+        up_attn = ["CrossAttn" in t for t in cfg["up_block_types"]]
+        sgm = {sgm_name(p, cfg["layers_per_block"], up_attn): v for p, v in mods.items()}
+        sfile = os.path.join(work, "sdxl_kohya_sgm.safetensors")
+        write_safetensors(sfile, kohya_tensors(sgm, "lora_unet_", {p: 2.0 for p in sgm}))
+        pipe = pipeline(StableDiffusionXLPipeline, unet=xl)
+        pipe.load_lora_weights(sfile)
+        pipe.fuse_lora(components=["unet"], lora_scale=1.0)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        n_conv = sum(1 for d, _ in mods.values() if d.ndim == 4)
+        compare(f"sdxl unet, kohya with SGM block names ({len(mods)} modules, {n_conv} conv)",
+                os.path.join(FAMILIES, part["file"]), feeds, [sfile], len(mods), want, base, "out_sample")
 
 
 # ----------------------------------------------------------------------------- part 2: compiled program

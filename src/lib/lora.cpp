@@ -1,14 +1,19 @@
 // LoRA merging (src/lib/lora.h): module-to-weight matching, deltas, reports, and the GGUF target table.
 #include "lib/lora.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "common/error.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
 #include "gguf.h"
 #include "lib/safetensors.h"
 
@@ -108,24 +113,41 @@ struct Contribution {
     float scale;  // file scale * alpha / rank / gain
 };
 
+// up [out, rank] @ down [rank, cols] in the target's layout ([out, cols], or [cols, out] for InOut), by ggml's CPU
+// matmul: at full size (rank 128 on 1280x1280 weights, hundreds of modules) a plain loop takes minutes.
+std::vector<float> lora_product(const std::vector<float>& up, const std::vector<float>& down, const Shape2& s,
+                                bool in_out) {
+    const int64_t out = s.out, rank = s.rank, cols = s.cols;
+    size_t floats = size_t(out * rank + rank * cols + out * cols);
+    ggml_init_params p = {floats * sizeof(float) + 4 * ggml_tensor_overhead() + ggml_graph_overhead() + (1 << 20),
+                          nullptr, false};
+    ggml_context* ctx = ggml_init(p);
+    if (!ctx) fail("out of memory merging a LoRA module");
+    // ggml_mul_mat(a, b) = b @ a^T over rows of length rank: up rows are [rank] already, down needs transposing.
+    ggml_tensor* u = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, rank, out);
+    ggml_tensor* dt = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, rank, cols);
+    std::memcpy(u->data, up.data(), up.size() * sizeof(float));
+    float* dtp = static_cast<float*>(dt->data);
+    for (int64_t k = 0; k < rank; k++)
+        for (int64_t j = 0; j < cols; j++) dtp[j * rank + k] = down[size_t(k * cols + j)];
+    ggml_tensor* prod = in_out ? ggml_mul_mat(ctx, u, dt) : ggml_mul_mat(ctx, dt, u);  // [cols, out] / [out, cols]
+    ggml_cgraph* g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, prod);
+    int threads = int(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+    if (ggml_graph_compute_with_ctx(ctx, g, threads) != GGML_STATUS_SUCCESS) {
+        ggml_free(ctx);
+        fail("ggml failed merging a LoRA module");
+    }
+    std::vector<float> r(size_t(out * cols));
+    std::memcpy(r.data(), prod->data, r.size() * sizeof(float));
+    ggml_free(ctx);
+    return r;
+}
+
 void add_delta(float* w, const LoraTarget& t, const Contribution& c) {
-    std::vector<float> up = c.file->floats(*c.module->up), down = c.file->floats(*c.module->down);
-    const int64_t out = c.shape.out, rank = c.shape.rank, cols = c.shape.cols;
-    std::vector<float> d(size_t(out * cols), 0.0f);
-    for (int64_t o = 0; o < out; o++) {
-        float* row = d.data() + o * cols;
-        for (int64_t k = 0; k < rank; k++) {
-            const float a = up[size_t(o * rank + k)];
-            const float* src = down.data() + k * cols;
-            for (int64_t j = 0; j < cols; j++) row[j] += a * src[j];
-        }
-    }
-    if (t.layout == LoraLayout::OutIn) {
-        for (size_t i = 0; i < d.size(); i++) w[i] += c.scale * d[i];
-    } else {
-        for (int64_t o = 0; o < out; o++)
-            for (int64_t j = 0; j < cols; j++) w[j * out + o] += c.scale * d[size_t(o * cols + j)];
-    }
+    std::vector<float> d = lora_product(c.file->floats(*c.module->up), c.file->floats(*c.module->down), c.shape,
+                                        t.layout == LoraLayout::InOut);
+    for (size_t i = 0; i < d.size(); i++) w[i] += c.scale * d[i];
 }
 
 const char* component_words(const std::string& c) {
@@ -150,6 +172,9 @@ void warn(const std::string& msg) { fprintf(stderr, "onnx2ggml: warning: %s\n", 
 size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vector<LoraTarget>& targets,
                   const std::string& model, bool quiet, const LoraMerge& merge) {
     TargetIndex index(targets);
+    int unet_layers = 0;  // layers_per_block, for SGM names
+    while (unet_layers < 16 && index.find("down_blocks_0_resnets_" + std::to_string(unet_layers) + "_conv1"))
+        unet_layers++;
     std::vector<std::unique_ptr<SafetensorsFile>> open;
     std::vector<std::unique_ptr<LoraKeys>> keys;
     std::map<size_t, std::vector<Contribution>> plan;  // target -> deltas to add
@@ -171,6 +196,10 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
             }
             auto* cands = index.find(m.path);
             if (!cands && m.path.compare(0, 11, "text_model_") == 0) cands = index.find(m.path.substr(11));
+            if (!cands && (m.component == "unet" || m.component.empty())) {
+                std::string d = sgm_unet_path(m.path, unet_layers);
+                if (!d.empty()) cands = index.find(d);
+            }
             if (!cands) {
                 unmatched[m.component].push_back(m.name);
                 continue;

@@ -54,6 +54,11 @@ struct LoraKeys {
 // with `.lora_A.weight`/`.lora_B.weight`, alphas from the `lora_adapter_metadata`), plus older diffusers spellings.
 LoraKeys parse_lora_keys(const SafetensorsFile& f);
 
+// The diffusers UNet path ('_'-joined) of an SGM/LDM UNet module name ("input_blocks_4_1_proj_in" ->
+// "down_blocks_1_attentions_0_proj_in"), as kohya writes SDXL LoRAs; "" when `path` is not one. `layers` is the
+// UNet's layers_per_block.
+std::string sgm_unet_path(const std::string& path, int layers);
+
 // Called once per target that some module matched; `add(w)` adds every matched delta to w (f32, stored layout).
 using LoraMerge = std::function<void(size_t target, const std::function<void(float*)>& add)>;
 
