@@ -34,7 +34,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_common import DEFAULT_CLI, ERROR_PREFIX, REPO_ROOT, sanitize_name  # noqa: E402
+from cli_common import DEFAULT_CLI, ERROR_PREFIX, REPO_ROOT, SANITIZER_MARKERS, sanitize_name  # noqa: E402
 import metrics  # noqa: E402
 import sd15_data  # noqa: E402
 
@@ -51,7 +51,7 @@ def report(ok, what):
 
 
 def sh(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", **kw)
 
 
 # ----------------------------------------------------------------------------- files
@@ -145,6 +145,10 @@ def run_cli(cli, model, feeds, loras, out_dir, threads, extra=()):
     for lf in loras:
         args += ["--lora", lf]
     r = sh(args)
+    bad = [m for m in SANITIZER_MARKERS if m in r.stderr]
+    if bad or r.returncode < 0:
+        report(False, f"{os.path.basename(model)}: crashed or a sanitizer report ({bad or r.returncode}): "
+                      f"{r.stderr.strip()[-400:]}")
     if r.returncode != 0:
         return r, None
     outs = {}
@@ -345,6 +349,30 @@ def torch_cases(a, work):
         compare(f"sdxl unet, kohya with SGM block names ({len(mods)} modules, {n_conv} conv)",
                 os.path.join(FAMILIES, part["file"]), feeds, [sfile], len(mods), want, base, "out_sample")
 
+    # Flux transformer, exported by torch.export: its folded MatMul weights are named "val_N" and its nodes
+    # "node_MatMul_N", so the module comes from the scope metadata. diffusers/PEFT keys, every Linear, scale 0.6.
+    from diffusers import FlowMatchEulerDiscreteScheduler, FluxPipeline
+    prefix, part = manifest_part(FAMILIES, "flux_transformer")
+    cfg = dict(export_families.SMALL["flux_transformer"])
+    fx = export_families.build("flux_transformer", cfg, seed=1234)
+    wrapper = export_families.Flux(fx)
+    feeds = case_inputs(prefix, part)
+    args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
+    with torch.no_grad():
+        base = wrapper(*args).numpy()
+    if check_rebuilt("flux transformer", base, os.path.join(FAMILIES, part["refs"][0]["sample"])):
+        mods = modules_of(fx, None, rank=4, seed=61)
+        ffile = os.path.join(work, "flux_peft.safetensors")
+        write_safetensors(ffile, peft_tensors(mods, "transformer."))
+        pipe = FluxPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None, tokenizer=None,
+                            text_encoder_2=None, tokenizer_2=None, transformer=fx)
+        pipe.load_lora_weights(ffile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=0.6)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"flux transformer (torch.export), PEFT ({len(mods)} modules) at 0.6",
+                os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.6"], len(mods), want, base, "sample")
+
 
 # ----------------------------------------------------------------------------- part 2: compiled program
 
@@ -477,6 +505,26 @@ def reports_and_errors(a, work):
     missing = os.path.join(work, "missing.safetensors")
     expect_error("a missing file", missing, [missing + ":0.5"], "cannot open")
 
+    # Mutated files: truncated anywhere, or bytes of the header changed; a clean exit or one error line, never a crash.
+    rng = np.random.default_rng(53)
+    bad = 0
+    for k in range(a.mutations):
+        data = bytearray(raw)
+        if k % 3 == 0:
+            data = data[:int(rng.integers(0, len(data)))]
+        else:
+            for _ in range(int(rng.integers(1, 4))):
+                data[int(rng.integers(0, 8 + hlen))] = int(rng.integers(0, 256))
+        p = os.path.join(work, "mutated.safetensors")
+        with open(p, "wb") as f:
+            f.write(bytes(data))
+        r, _ = run_cli(a.cli, model, feeds, [p], os.path.join(work, "mut"), a.threads)
+        err = [l for l in r.stderr.splitlines() if l.startswith(ERROR_PREFIX)]
+        if not (r.returncode == 0 or (r.returncode == 1 and len(err) == 1)):
+            bad += 1
+            print(f"     mutation {k}: rc={r.returncode} {r.stderr.strip()[-300:]!r}")
+    report(bad == 0, f"{a.mutations} mutated LoRA files: each ran or stopped with one error line")
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -485,6 +533,7 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip the compiled-program test")
     ap.add_argument("--no-torch", action="store_true", help="skip the comparisons against diffusers")
     ap.add_argument("--keep", default=None, help="work in this folder and keep it")
+    ap.add_argument("--mutations", type=int, default=30, help="mutated safetensors files to try")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="lora_tests_")
     os.makedirs(work, exist_ok=True)

@@ -185,8 +185,9 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
         const LoraKeys& k = *keys.back();
         std::map<size_t, std::string> claimed;  // target -> component that set it (from this file)
         std::map<std::string, std::vector<std::string>> unmatched;  // component -> module names
+        std::map<std::string, std::vector<std::string>> misfits;    // component -> "name: why not merged"
         std::map<std::string, int> matched_in;                      // component -> modules merged
-        std::vector<std::string> misfits, incomplete;
+        std::vector<std::string> incomplete;
         std::set<size_t> touched;
         for (const LoraModule& m : k.modules) {
             if (!m.up || !m.down) {
@@ -218,11 +219,11 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
                 }
             }
             if (fit.empty()) {
-                misfits.push_back(m.name + ": " + why);
+                misfits[m.component].push_back(m.name + ": " + why);
                 continue;
             }
             if (full_paths.size() > 1) {
-                misfits.push_back(m.name + ": matches several modules (" +
+                misfits[m.component].push_back(m.name + ": matches several modules (" +
                                   name_list(std::vector<std::string>(full_paths.begin(), full_paths.end()), 4) + ")");
                 continue;
             }
@@ -237,8 +238,8 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
                 if (c != claimed.end() && c->second != m.component) clash = true;
             }
             if (clash) {
-                misfits.push_back(m.name + ": its weight was already set by " + component_words(claimed[fit[0].first]) +
-                                  " keys of this file (a LoRA for another model of the pipeline?)");
+                misfits[m.component].push_back(m.name + ": its weight was already set by " +
+                                               component_words(claimed[fit[0].first]) + " keys of this file");
                 continue;
             }
             for (auto& [ti, s] : fit) {
@@ -252,25 +253,34 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
         for (auto& [c, n] : matched_in) n_matched += size_t(n);
         if (n_matched == 0) {
             std::vector<std::string> first;
-            for (const LoraModule& m : k.modules) first.push_back(m.name);
+            for (auto& [c, v] : misfits) first.insert(first.end(), v.begin(), v.end());
+            if (first.empty())
+                for (const LoraModule& m : k.modules) first.push_back(m.name);
             for (const std::string& u : k.unsupported) first.push_back(u);
             fail(f.path(), ": none of its ", k.modules.size(), " LoRA modules matches a weight of ", model,
-                 first.empty() ? std::string(" (no LoRA keys found)")
-                               : " (" + (misfits.empty() ? name_list(first, 3) : name_list(misfits, 3)) + ")");
+                 first.empty() ? std::string(" (no LoRA keys found)") : " (" + name_list(first, 3) + ")");
         }
-        for (auto& [c, names] : unmatched) {
-            if (matched_in.count(c) == 0 && !c.empty()) {  // a part of the pipeline this model is not
-                warn(f.path() + ": " + std::to_string(names.size()) + " " + component_words(c) +
+        std::set<std::string> parts;
+        for (auto& [c, v] : unmatched) parts.insert(c);
+        for (auto& [c, v] : misfits) parts.insert(c);
+        for (const std::string& c : parts) {
+            const std::vector<std::string>& u = unmatched[c];
+            const std::vector<std::string>& mf = misfits[c];
+            if (matched_in.count(c) == 0 && !c.empty()) {  // a part of the pipeline this model is not: counted
+                std::vector<std::string> all(u);
+                all.insert(all.end(), mf.begin(), mf.end());
+                warn(f.path() + ": " + std::to_string(all.size()) + " " + component_words(c) +
                      " LoRA modules match no weight of " + model + " (another part of the pipeline): " +
-                     name_list(names, 3));
+                     name_list(all, 3));
                 continue;
             }
-            warn(f.path() + ": " + std::to_string(names.size()) + " LoRA modules match no weight of " + model + ": " +
-                 name_list(names, names.size()));
+            if (!u.empty())
+                warn(f.path() + ": " + std::to_string(u.size()) + " LoRA modules match no weight of " + model + ": " +
+                     name_list(u, u.size()));
+            if (!mf.empty())
+                warn(f.path() + ": " + std::to_string(mf.size()) + " LoRA modules not merged: " +
+                     name_list(mf, mf.size()));
         }
-        if (!misfits.empty())
-            warn(f.path() + ": " + std::to_string(misfits.size()) + " LoRA modules not merged: " +
-                 name_list(misfits, misfits.size()));
         if (!incomplete.empty())
             warn(f.path() + ": " + std::to_string(incomplete.size()) + " incomplete LoRA modules: " +
                  name_list(incomplete, incomplete.size()));

@@ -120,7 +120,7 @@ LoraKeys parse_lora_keys(const SafetensorsFile& f) {
         if (it != index.end()) return out.modules[it->second];
         index[key] = out.modules.size();
         LoraModule mod;
-        mod.name = name;
+        mod.name = printable(name);
         mod.component = component;
         mod.path = path;
         mod.dotted = dotted;
@@ -140,7 +140,7 @@ LoraKeys parse_lora_keys(const SafetensorsFile& f) {
             std::string stem = k.substr(0, dot), role = dot == std::string::npos ? "" : k.substr(dot + 1);
             char r = role == "lora_down.weight" ? 'd' : role == "lora_up.weight" ? 'u' : role == "alpha" ? 'a' : ' ';
             if (r == ' ') {
-                out.unsupported.push_back(k);
+                out.unsupported.push_back(printable(k));
                 continue;
             }
             LoraModule& mod = module(kp->component, stem.substr(std::string(kp->prefix).size()), "", stem);
@@ -149,7 +149,7 @@ LoraKeys parse_lora_keys(const SafetensorsFile& f) {
         }
         auto [stem, r] = split_dotted(k);
         if (r == ' ' || stem.empty()) {
-            out.unsupported.push_back(k);
+            out.unsupported.push_back(printable(k));
             continue;
         }
         std::string name = stem;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -36,6 +37,20 @@ size_t dtype_size(const std::string& d) {
 }
 
 }  // namespace
+
+std::string printable(const std::string& name) {
+    std::string r;
+    for (unsigned char c : name) {
+        if (c >= 0x20 && c < 0x7f) {
+            r += char(c);
+        } else {
+            char buf[8];
+            snprintf(buf, sizeof buf, "\\x%02x", c);
+            r += buf;
+        }
+    }
+    return r;
+}
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     int fd = open(path.c_str(), O_RDONLY);
@@ -83,31 +98,32 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
             const Json* offs = v.get("data_offsets");
             if (!dt || dt->kind != Json::String || !shape || shape->kind != Json::Array || !offs ||
                 offs->kind != Json::Array)
-                fail(path, ": tensor '", name, "': needs dtype, shape and data_offsets");
+                fail(path, ": tensor '", printable(name), "': needs dtype, shape and data_offsets");
+            const std::string shown = printable(name);
             SafeTensor t;
             t.name = name;
             t.dtype = dt->str;
             int64_t numel = 1;
             for (const Json& d : shape->arr) {
-                if (!d.is_int || d.i < 0) fail(path, ": tensor '", name, "': a dim is not a non-negative integer");
-                if (d.i > 0 && numel > (int64_t(1) << 48) / d.i) fail(path, ": tensor '", name, "': shape too large");
+                if (!d.is_int || d.i < 0) fail(path, ": tensor '", shown, "': a dim is not a non-negative integer");
+                if (d.i > 0 && numel > (int64_t(1) << 48) / d.i) fail(path, ": tensor '", shown, "': too large");
                 numel *= d.i;
                 t.shape.push_back(d.i);
             }
             if (offs->arr.size() != 2 || !offs->arr[0].is_int || !offs->arr[1].is_int || offs->arr[0].i < 0 ||
                 offs->arr[1].i < offs->arr[0].i)
-                fail(path, ": tensor '", name, "': data_offsets must be two integers [begin, end] with begin <= end");
+                fail(path, ": tensor '", shown, "': data_offsets must be two integers [begin, end] with begin <= end");
             uint64_t b = uint64_t(offs->arr[0].i), e = uint64_t(offs->arr[1].i);
             if (e > data_size)
-                fail(path, ": tensor '", name, "': data_offsets [", b, ", ", e, "] lie past the end of the data (",
+                fail(path, ": tensor '", shown, "': data_offsets [", b, ", ", e, "] lie past the end of the data (",
                      data_size, " bytes; the file is truncated or corrupt)");
             size_t es = dtype_size(t.dtype);
             if (es && e - b != uint64_t(numel) * es)
-                fail(path, ": tensor '", name, "': ", e - b, " bytes of data, its dtype ", t.dtype, " and shape need ",
-                     uint64_t(numel) * es);
+                fail(path, ": tensor '", shown, "': ", e - b, " bytes of data, its dtype ", printable(t.dtype),
+                     " and shape need ", uint64_t(numel) * es);
             t.data = data + b;
             t.nbytes = size_t(e - b);
-            if (index_.count(name)) fail(path, ": tensor '", name, "' appears twice");
+            if (index_.count(name)) fail(path, ": tensor '", shown, "' appears twice");
             index_[name] = tensors_.size();
             tensors_.push_back(std::move(t));
         }
@@ -129,7 +145,8 @@ const SafeTensor* SafetensorsFile::find(const std::string& name) const {
 
 void SafetensorsFile::check_floats(const SafeTensor& t) const {
     if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16" && t.dtype != "F64")
-        fail(path_, ": tensor '", t.name, "' has dtype ", t.dtype, "; LoRA weights must be F32, F16, BF16 or F64");
+        fail(path_, ": tensor '", printable(t.name), "' has dtype ", printable(t.dtype),
+             "; LoRA weights must be F32, F16, BF16 or F64");
 }
 
 std::vector<float> SafetensorsFile::floats(const SafeTensor& t) const {

@@ -19,6 +19,9 @@ struct SafeTensor {
     int64_t numel() const;
 };
 
+// A name from a file as messages show it: bytes outside printable ASCII become \xNN (no terminal escapes).
+std::string printable(const std::string& name);
+
 class SafetensorsFile {
 public:
     explicit SafetensorsFile(const std::string& path);

@@ -34,6 +34,21 @@ std::string path_from_initializer(const std::string& name) {
     return name.substr(0, name.size() - w.size());
 }
 
+// torch.export's name_scopes "['', 'model', 'model.x_embedder', 'linear']": the module is the entry before the
+// op's own ("model.x_embedder"). Its node and folded weight are named "node_MatMul_6" and "val_5".
+std::string path_from_scopes(const std::string& scopes) {
+    std::vector<std::string> items;
+    for (size_t i = 0; i < scopes.size(); i++) {
+        char q = scopes[i];
+        if (q != '\'' && q != '"') continue;
+        size_t e = scopes.find(q, i + 1);
+        if (e == std::string::npos) return "";
+        items.push_back(scopes.substr(i + 1, e - i - 1));
+        i = e;
+    }
+    return items.size() >= 2 ? items[items.size() - 2] : "";
+}
+
 bool float_weight(DType t) { return t == DType::FLOAT || t == DType::FLOAT16 || t == DType::BFLOAT16; }
 
 }  // namespace
@@ -92,7 +107,7 @@ std::vector<o2g::LoraTarget> lora_targets(const Model& m) {
         }
         o2g::LoraTarget& t = out[it->second];
         if (t.layout != layout || t.gain != gain) continue;  // read two ways: keep the first reading
-        for (const std::string& p : {path_from_node(n.name), path_from_initializer(w)}) {
+        for (const std::string& p : {path_from_node(n.name), path_from_initializer(w), path_from_scopes(n.scopes)}) {
             bool seen = false;
             for (auto& q : t.paths) seen |= q == p;
             if (!p.empty() && !seen) t.paths.push_back(p);

@@ -8,8 +8,9 @@
 
 namespace onnx2ggml {
 
-// The weights of MatMul, Gemm and Conv nodes, with the module paths their node and initializer names carry
-// ("/unet/down_blocks.0/attentions.0/proj_in/Conv" -> "unet.down_blocks.0.attentions.0.proj_in") and how they
+// The weights of MatMul, Gemm and Conv nodes, with the module paths their node and initializer names (or torch.export's
+// scope metadata) carry ("/unet/down_blocks.0/attentions.0/proj_in/Conv" -> "unet.down_blocks.0.attentions.0.proj_in")
+// and how they
 // are stored (a MatMul weight fed through Transpose is [out, in]; one the exporter folded is [in, out]).
 std::vector<o2g::LoraTarget> lora_targets(const Model& m);
 
