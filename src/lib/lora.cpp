@@ -119,8 +119,8 @@ std::vector<float> lora_product(const std::vector<float>& up, const std::vector<
                                 bool in_out) {
     const int64_t out = s.out, rank = s.rank, cols = s.cols;
     size_t floats = size_t(out * rank + rank * cols + out * cols);
-    ggml_init_params p = {floats * sizeof(float) + 4 * ggml_tensor_overhead() + ggml_graph_overhead() + (1 << 20),
-                          nullptr, false};
+    ggml_init_params p = {floats * sizeof(float) + 4 * ggml_tensor_overhead() + ggml_graph_overhead() + 4096, nullptr,
+                          false};
     ggml_context* ctx = ggml_init(p);
     if (!ctx) fail("out of memory merging a LoRA module");
     // ggml_mul_mat(a, b) = b @ a^T over rows of length rank: up rows are [rank] already, down needs transposing.
@@ -134,7 +134,10 @@ std::vector<float> lora_product(const std::vector<float>& up, const std::vector<
     ggml_cgraph* g = ggml_new_graph(ctx);
     ggml_build_forward_expand(g, prod);
     int threads = int(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
-    if (ggml_graph_compute_with_ctx(ctx, g, threads) != GGML_STATUS_SUCCESS) {
+    ggml_cplan plan = ggml_graph_plan(g, threads, nullptr);
+    std::vector<uint8_t> work(plan.work_size);
+    plan.work_data = work.data();
+    if (ggml_graph_compute(g, &plan) != GGML_STATUS_SUCCESS) {
         ggml_free(ctx);
         fail("ggml failed merging a LoRA module");
     }
@@ -230,7 +233,9 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
             f.check_floats(*m.up);  // before anything is merged or reported
             f.check_floats(*m.down);
             float rank = float(fit[0].second.rank);
-            float alpha = m.alpha ? f.floats(*m.alpha).at(0) : m.meta_alpha > 0 ? m.meta_alpha : rank;
+            if (m.alpha && m.alpha->numel() != 1)
+                fail(f.path(), ": tensor '", printable(m.alpha->name), "' should hold one alpha value");
+            float alpha = m.alpha ? f.floats(*m.alpha)[0] : m.meta_alpha > 0 ? m.meta_alpha : rank;
             float ratio = m.rslora ? alpha / std::sqrt(rank) : alpha / rank;
             bool clash = false;
             for (auto& [ti, s] : fit) {
