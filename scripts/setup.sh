@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up: system tools, ggml sources from a pinned PyPI sdist, and the Python test venv.
 # Usage: scripts/setup.sh [--with-torch] [--with-vulkan]
-#   --with-torch   torch, diffusers, transformers: only to re-export model fixtures
+#   --with-torch   torch, diffusers, transformers, peft: to re-export model fixtures and to check --lora against
+#                  diffusers
 #   --with-vulkan  Mesa's software Vulkan device (lavapipe), glslc, Vulkan headers, and ggml built with Vulkan
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ done
 GGML_PYPI_PKG=llama-cpp-python
 GGML_PYPI_VER=0.3.36          # vendors ggml 0.25.3
 PY_PKGS="onnx==1.22.0 onnxruntime==1.23.2 numpy==2.4.6"
-TORCH_PKGS="torch==2.9.1 torchvision==0.24.1 onnxscript==0.7.2 diffusers==0.42.1 transformers==5.23.0"
+TORCH_PKGS="torch==2.9.1 torchvision==0.24.1 onnxscript==0.7.2 diffusers==0.42.1 transformers==5.23.0 peft==0.21.2"
 
 need_apt=()
 for tool in cmake g++ make python3; do
@@ -64,7 +65,7 @@ if ! .venv/bin/python -c "import onnx, onnxruntime, numpy; assert onnx.__version
   .venv/bin/pip install -q $PY_PKGS
 fi
 if [ $WITH_TORCH = 1 ]; then
-  .venv/bin/python -c "import torch, torchvision, diffusers, transformers" 2>/dev/null || .venv/bin/pip install -q $TORCH_PKGS
+  .venv/bin/python -c "import torch, torchvision, diffusers, transformers, peft" 2>/dev/null || .venv/bin/pip install -q $TORCH_PKGS
 fi
 # Vulkan on this machine: lavapipe, the loader and glslc from the system's Debian release. Its Vulkan headers
 # (bookworm: 1.3.239) are too old for ggml's Vulkan backend, so the headers (and SPIRV-Headers) come from Debian

@@ -18,11 +18,13 @@ run() { echo; echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
 run ctest --test-dir build --output-on-failure
 run build-asan/test_proto_fuzz examples/small_cnn.onnx 3000
 run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
+run $PY tests/lora_tests.py --cli build-asan/onnx2ggml --no-torch --no-compile --mutations 200
 run $PY tests/op_tests.py -j 2
 run $PY tests/op_tests.py --coverage
 run $PY tests/model_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/families_small/manifest.json
+run $PY tests/lora_tests.py --threads 2
 run $PY tests/pass_tests.py
 run $PY tests/txt2img_test.py
 run $PY tests/node_tests.py -j 2 --check

@@ -66,6 +66,7 @@ struct Node {
     std::vector<std::string> inputs;   // "" marks an omitted optional input
     std::vector<std::string> outputs;
     std::vector<Attribute> attrs;
+    std::string scopes;  // torch.export's module scopes ("['', 'model', 'model.x_embedder', 'linear']"), if recorded
 
     const Attribute* attr(const std::string& n) const;
     bool has(const std::string& n) const { return attr(n) != nullptr; }

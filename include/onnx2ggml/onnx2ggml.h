@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "onnx2ggml/dtype.h"
+#include "onnx2ggml/lora.h"
 #include "onnx2ggml/tensor.h"
 
 namespace onnx2ggml {
@@ -27,6 +28,8 @@ struct SessionOptions {
     // Use ggml-op compositions instead of our CPU kernels even on the CPU: the path other backends take, so it can
     // be tested here.
     bool portable = false;
+    // LoRA files merged into the weights when the session opens (see onnx2ggml/lora.h).
+    std::vector<LoraFile> lora;
 };
 
 // Where the scheduler put a graph's nodes: per backend, its nodes, the nodes that compute (views and reshapes

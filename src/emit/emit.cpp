@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "emit/lora_table.h"
 #include "emit/recorder.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -76,7 +77,7 @@ void write_file(const std::string& path, const std::string& text) {
     O2G_CHECK(f, "write to '", path, "' failed");
 }
 
-void write_gguf(const std::string& path, const std::vector<GgufEntry>& ws) {
+void write_gguf(const std::string& path, const std::vector<GgufEntry>& ws, const std::vector<o2g::LoraTarget>& lora) {
     gguf_context* g = gguf_init_empty();
     std::vector<const char*> names;
     ggml_init_params p = {ggml_tensor_overhead() * (ws.size() + 1), nullptr, true};
@@ -93,6 +94,7 @@ void write_gguf(const std::string& path, const std::vector<GgufEntry>& ws) {
     }
     gguf_set_val_str(g, "general.architecture", "onnx2ggml");
     gguf_set_arr_str(g, "onnx2ggml.names", names.data(), names.size());
+    o2g::write_lora_targets(g, lora);  // for --lora at load
     bool ok = gguf_write_to_file(g, path.c_str(), false);
     gguf_free(g);
     ggml_free(ctx);
@@ -417,14 +419,18 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
                 std::to_string(r.out_ranks[i]) + "},";
     }
     src << "struct " << name << "_model {\n    std::unique_ptr<o2g::Program> program;\n    " << name << "_graph::Weights w;\n};\n\n"
-        << name << "_model* " << name << "_load(const char* weights_path, const char* device, int threads,\n        const char* precision) {\n"
+        << name << "_model* " << name << "_load_lora(const char* weights_path, const char* device, int threads,\n"
+        << "        const std::vector<onnx2ggml::LoraFile>& lora, const char* precision) {\n"
         << "    try {\n        auto m = std::make_unique<" << name << "_model>();\n"
         << "        m->program = std::make_unique<o2g::Program>(\n            " << c_string(name)
         << ", std::vector<o2g::IoInfo>" << ins << "},\n        std::vector<o2g::IoInfo>" << outs << "},\n"
-        << "        weights_path, device ? device : \"\", threads, precision ? precision : \"exact\");\n"
+        << "        weights_path, device ? device : \"\", threads, precision ? precision : \"exact\", lora);\n"
         << "        m->w = " << name << "_graph::load_weights(m->program->weights());\n        return m.release();\n"
         << "    } catch (const std::exception& e) {\n        fprintf(stderr, \"" << name
         << ": error: %s\\n\", e.what());\n        return nullptr;\n    }\n}\n\n"
+        << name << "_model* " << name << "_load(const char* weights_path, const char* device, int threads,\n"
+        << "        const char* precision) {\n"
+        << "    return " << name << "_load_lora(weights_path, device, threads, {}, precision);\n}\n\n"
         << "bool " << name << "_run(" << name << "_model* m, const std::map<std::string, onnx2ggml::Tensor>& inputs,\n"
         << "        std::vector<onnx2ggml::Tensor>& outputs) {\n"
         << "    try {\n        outputs = m->program->run(inputs, " << name << "_graph::build, &m->w);\n        return true;\n"
@@ -447,7 +453,7 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     write_file(dir + "/" + name + ".cpp", src.str());
     write_file(dir + "/main.cpp", subst(kMain, name));
     write_file(dir + "/CMakeLists.txt", cmake);
-    write_gguf(dir + "/" + name + ".gguf", r.weights);
+    write_gguf(dir + "/" + name + ".gguf", r.weights, gguf_lora_targets(m, r.weights));
     return name;
 }
 

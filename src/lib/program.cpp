@@ -17,6 +17,7 @@
 #include "ggml-alloc.h"
 #include "ggml-cpu.h"
 #include "gguf.h"
+#include "lib/lora.h"
 #include "ops/tensor.h"
 
 namespace o2g {
@@ -39,9 +40,54 @@ struct WeightFile::Impl {
     std::map<std::string, ggml_tensor*> by_name;
     std::map<const ggml_tensor*, const uint8_t*> host;  // weight -> its bytes in the file mapping
     std::map<std::pair<const ggml_tensor*, std::string>, ggml_tensor*> derived;
+    std::vector<std::vector<uint8_t>> merged;  // bytes of weights a LoRA changed (`host` points here)
+
+    void merge_lora(const std::vector<onnx2ggml::LoraFile>& files);
 };
 
-WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool native_cpu) : impl_(new Impl) {
+// The LoRA table compile wrote names the weights (by ONNX name) and their module paths; sizes come from the tensors.
+void WeightFile::Impl::merge_lora(const std::vector<onnx2ggml::LoraFile>& files) {
+    std::vector<LoraTarget> targets;
+    try {
+        targets = read_lora_targets(gguf);
+    } catch (const std::exception& e) {
+        fail(path, ": ", e.what());
+    }
+    std::vector<LoraTarget> usable;
+    for (LoraTarget& t : targets) {
+        auto it = by_name.find(t.weight);
+        if (it == by_name.end()) continue;
+        const ggml_tensor* w = it->second;
+        if (w->type != GGML_TYPE_F32 && w->type != GGML_TYPE_F16 && w->type != GGML_TYPE_BF16) continue;
+        const int r = int(t.dims.size());
+        for (int a = 0; a < r; a++) t.dims[size_t(a)] = w->ne[r - 1 - a];
+        usable.push_back(std::move(t));
+    }
+    if (usable.empty())
+        fail(path, ": no LoRA targets in this weights file (no MatMul, Gemm or Conv weights, or compiled before "
+                   "onnx2ggml merged LoRA files)");
+    o2g::merge_lora(files, usable, path, false, [&](size_t i, const std::function<void(float*)>& add) {
+        ggml_tensor* t = by_name.at(usable[i].weight);
+        const uint8_t* src = host.at(t);
+        std::vector<float> f(size_t(ggml_nelements(t)));
+        if (t->type == GGML_TYPE_F32) std::memcpy(f.data(), src, f.size() * 4);
+        else ggml_get_type_traits(t->type)->to_float(src, f.data(), int64_t(f.size()));
+        add(f.data());
+        std::vector<uint8_t> bytes(ggml_nbytes(t));
+        if (t->type == GGML_TYPE_F32) std::memcpy(bytes.data(), f.data(), bytes.size());
+        else if (t->type == GGML_TYPE_F16)
+            ggml_fp32_to_fp16_row(f.data(), reinterpret_cast<ggml_fp16_t*>(bytes.data()), int64_t(f.size()));
+        else
+            ggml_fp32_to_bf16_row(f.data(), reinterpret_cast<ggml_bf16_t*>(bytes.data()), int64_t(f.size()));
+        ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+        merged.push_back(std::move(bytes));
+        host[t] = merged.back().data();
+    });
+}
+
+WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool native_cpu,
+                       const std::vector<onnx2ggml::LoraFile>& lora)
+    : impl_(new Impl) {
     Impl& m = *impl_;
     m.path = path;
     m.backend = backend;
@@ -83,6 +129,7 @@ WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool nat
         m.by_name[name] = t;
         m.host[t] = m.map + off;
     }
+    if (!lora.empty()) m.merge_lora(lora);
 }
 
 WeightFile::~WeightFile() {
@@ -149,10 +196,11 @@ struct Program::Graph {
 
 Program::Program(const char* name, std::vector<IoInfo> inputs, std::vector<IoInfo> outputs,
                  const std::string& weights_path, const std::string& device, int threads,
-                 const std::string& precision)
+                 const std::string& precision, const std::vector<onnx2ggml::LoraFile>& lora)
     : name_(name), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
     backends_ = open_backends(device, threads, false, precision);
-    weights_ = std::make_unique<WeightFile>(weights_path, backends_->main, backends_->is_cpu() && !backends_->accel);
+    weights_ = std::make_unique<WeightFile>(weights_path, backends_->main, backends_->is_cpu() && !backends_->accel,
+                                            lora);
 }
 
 Program::~Program() {

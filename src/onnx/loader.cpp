@@ -318,6 +318,19 @@ struct Parser {
                 case 4: O2G_CHECK(t == wire::LEN, "bad op_type"); n.op_type = str(r.bytes()); break;
                 case 7: O2G_CHECK(t == wire::LEN, "bad domain"); n.domain = str(r.bytes()); break;
                 case 5: O2G_CHECK(t == wire::LEN, "bad attribute"); n.attrs.push_back(parse_attribute(Reader(r.bytes()), depth)); break;
+                case 9: {  // metadata_props: torch.export keeps the module scope, which names can lose
+                    O2G_CHECK(t == wire::LEN, "bad node metadata");
+                    Reader e(r.bytes());
+                    std::string key, value;
+                    uint32_t ef, et;
+                    while (e.next(ef, et)) {
+                        if (ef == 1 && et == wire::LEN) key = str(e.bytes());
+                        else if (ef == 2 && et == wire::LEN) value = str(e.bytes());
+                        else e.skip(et);
+                    }
+                    if (key == "pkg.torch.onnx.name_scopes") n.scopes = value;
+                    break;
+                }
                 default: r.skip(t);
             }
         }

@@ -14,6 +14,7 @@
 #include "onnx2ggml/program.h"
 #include "passes/pipeline.h"
 #include "runtime/builder.h"
+#include "runtime/lora.h"
 #include "runtime/unsupported.h"
 
 namespace onnx2ggml {
@@ -46,6 +47,11 @@ class SessionImpl : public Session {
 public:
     SessionImpl(std::shared_ptr<Model> model, const SessionOptions& opts) {
         model_ = std::move(model);
+        if (!opts.lora.empty()) {  // merged into a copy: the caller's model keeps its weights
+            auto merged = std::make_shared<Model>(*model_);
+            apply_lora(*merged, opts.lora, opts.quiet);
+            model_ = std::move(merged);
+        }
         check_supported(*model_);
         plan_ = plan_graph(*model_);
         init_device(opts);

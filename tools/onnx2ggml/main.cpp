@@ -31,9 +31,10 @@ const char* kUsage =
     "usage:\n"
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
     "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
-    "                [--precision exact|fast] [--portable]\n"
+    "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
+    "                [--lora FILE.safetensors[:SCALE] ...]\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
     "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n";
@@ -186,6 +187,7 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     else if (a == "--weights") opts.weights = next();
     else if (a == "--precision") opts.precision = next();
     else if (a == "--portable") opts.portable = true;
+    else if (a == "--lora") opts.lora.push_back(parse_lora_arg(next()));
     else return false;
     return true;
 }

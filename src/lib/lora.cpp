@@ -1,0 +1,308 @@
+// LoRA merging (src/lib/lora.h): module-to-weight matching, deltas and reports.
+#include "lib/lora.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "common/error.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+#include "lib/safetensors.h"
+
+namespace onnx2ggml {
+
+LoraFile parse_lora_arg(const std::string& arg) {
+    LoraFile f;
+    f.path = arg;
+    size_t colon = arg.rfind(':');
+    if (colon != std::string::npos && colon + 1 < arg.size()) {
+        const char* s = arg.c_str() + colon + 1;
+        char* end = nullptr;
+        float v = std::strtof(s, &end);
+        if (end && *end == '\0' && std::isfinite(v)) {
+            f.path = arg.substr(0, colon);
+            f.scale = v;
+        }
+    }
+    O2G_CHECK(!f.path.empty(), "--lora needs a file: '", arg, "'");
+    return f;
+}
+
+}  // namespace onnx2ggml
+
+namespace o2g {
+
+using onnx2ggml::fail;
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "]";
+}
+
+int64_t numel(const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+}
+
+// Module paths of the targets, indexed by every suffix that starts at a component ("to_q", "attn1_to_q", ...)
+// written with '_' for '.', the way kohya keys are; a LoRA module path is looked up whole.
+struct TargetIndex {
+    std::map<std::string, std::vector<std::pair<size_t, std::string>>> by_suffix;  // -> (target, full path)
+
+    explicit TargetIndex(const std::vector<LoraTarget>& targets) {
+        for (size_t i = 0; i < targets.size(); i++)
+            for (const std::string& path : targets[i].paths) {
+                std::vector<std::string> parts;
+                for (size_t b = 0, e; b <= path.size(); b = e + 1) {
+                    e = path.find('.', b);
+                    if (e == std::string::npos) e = path.size();
+                    parts.push_back(path.substr(b, e - b));
+                }
+                std::string suffix;
+                for (size_t k = parts.size(); k-- > 0;) {
+                    suffix = parts[k] + (suffix.empty() ? "" : "_" + suffix);
+                    auto& v = by_suffix[suffix];
+                    if (v.empty() || v.back().first != i) v.emplace_back(i, path);
+                }
+            }
+    }
+    const std::vector<std::pair<size_t, std::string>>* find(const std::string& flat_path) const {
+        auto it = by_suffix.find(flat_path);
+        return it == by_suffix.end() ? nullptr : &it->second;
+    }
+};
+
+// A module's delta as [out, cols] = up [out, rank] @ down [rank, cols], cols = in * kernel.
+struct Shape2 {
+    int64_t out = 0, rank = 0, cols = 0;
+};
+
+// Why up/down cannot be added to target t ("" when they can).
+std::string misfit(const LoraModule& m, const LoraTarget& t, Shape2& s) {
+    const auto& u = m.up->shape;
+    const auto& d = m.down->shape;
+    if (u.size() < 2 || d.size() < 2 || d[0] <= 0 || u[1] != d[0] || numel(u) != u[0] * u[1])
+        return "up " + shape_text(u) + " and down " + shape_text(d) + " are not a LoRA pair";
+    s.out = u[0];
+    s.rank = d[0];
+    s.cols = numel(d) / d[0];
+    bool fits = t.layout == LoraLayout::OutIn
+                    ? t.dims.size() >= 2 && t.dims[0] == s.out && numel(t.dims) == s.out * s.cols
+                    : t.dims.size() == 2 && t.dims[1] == s.out && t.dims[0] == s.cols;
+    if (fits) return "";
+    return "delta [" + std::to_string(s.out) + ", " + std::to_string(s.cols) + "] does not fit weight '" + t.weight +
+           "' " + shape_text(t.dims) + (t.layout == LoraLayout::InOut ? " ([in, out])" : "");
+}
+
+struct Contribution {
+    const SafetensorsFile* file;
+    const LoraModule* module;
+    Shape2 shape;
+    float scale;  // file scale * alpha / rank / gain
+};
+
+// up [out, rank] @ down [rank, cols] in the target's layout ([out, cols], or [cols, out] for InOut), by ggml's CPU
+// matmul: at full size (rank 128 on 1280x1280 weights, hundreds of modules) a plain loop takes minutes.
+std::vector<float> lora_product(const std::vector<float>& up, const std::vector<float>& down, const Shape2& s,
+                                bool in_out) {
+    const int64_t out = s.out, rank = s.rank, cols = s.cols;
+    size_t floats = size_t(out * rank + rank * cols + out * cols);
+    ggml_init_params p = {floats * sizeof(float) + 4 * ggml_tensor_overhead() + ggml_graph_overhead() + 4096, nullptr,
+                          false};
+    ggml_context* ctx = ggml_init(p);
+    if (!ctx) fail("out of memory merging a LoRA module");
+    // ggml_mul_mat(a, b) = b @ a^T over rows of length rank: up rows are [rank] already, down needs transposing.
+    ggml_tensor* u = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, rank, out);
+    ggml_tensor* dt = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, rank, cols);
+    std::memcpy(u->data, up.data(), up.size() * sizeof(float));
+    float* dtp = static_cast<float*>(dt->data);
+    for (int64_t k = 0; k < rank; k++)
+        for (int64_t j = 0; j < cols; j++) dtp[j * rank + k] = down[size_t(k * cols + j)];
+    ggml_tensor* prod = in_out ? ggml_mul_mat(ctx, u, dt) : ggml_mul_mat(ctx, dt, u);  // [cols, out] / [out, cols]
+    ggml_cgraph* g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, prod);
+    int threads = int(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+    ggml_cplan plan = ggml_graph_plan(g, threads, nullptr);
+    std::vector<uint8_t> work(plan.work_size);
+    plan.work_data = work.data();
+    if (ggml_graph_compute(g, &plan) != GGML_STATUS_SUCCESS) {
+        ggml_free(ctx);
+        fail("ggml failed merging a LoRA module");
+    }
+    std::vector<float> r(size_t(out * cols));
+    std::memcpy(r.data(), prod->data, r.size() * sizeof(float));
+    ggml_free(ctx);
+    return r;
+}
+
+void add_delta(float* w, const LoraTarget& t, const Contribution& c) {
+    std::vector<float> d = lora_product(c.file->floats(*c.module->up), c.file->floats(*c.module->down), c.shape,
+                                        t.layout == LoraLayout::InOut);
+    for (size_t i = 0; i < d.size(); i++) w[i] += c.scale * d[i];
+}
+
+const char* component_words(const std::string& c) {
+    if (c == "unet") return "UNet";
+    if (c == "te") return "text-encoder";
+    if (c == "te2") return "second-text-encoder";
+    if (c == "transformer") return "transformer";
+    return "";
+}
+
+std::string name_list(const std::vector<std::string>& names, size_t limit) {
+    std::string r;
+    for (size_t i = 0; i < names.size() && i < limit; i++) r += (i ? ", " : "") + names[i];
+    if (names.size() > limit) r += ", ... (" + std::to_string(names.size() - limit) + " more)";
+    return r;
+}
+
+void warn(const std::string& msg) { fprintf(stderr, "onnx2ggml: warning: %s\n", msg.c_str()); }
+
+}  // namespace
+
+size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vector<LoraTarget>& targets,
+                  const std::string& model, bool quiet, const LoraMerge& merge) {
+    TargetIndex index(targets);
+    int unet_layers = 0;  // layers_per_block, for SGM names
+    while (unet_layers < 16 && index.find("down_blocks_0_resnets_" + std::to_string(unet_layers) + "_conv1"))
+        unet_layers++;
+    std::vector<std::unique_ptr<SafetensorsFile>> open;
+    std::vector<std::unique_ptr<LoraKeys>> keys;
+    std::map<size_t, std::vector<Contribution>> plan;  // target -> deltas to add
+    for (const onnx2ggml::LoraFile& lf : files) {
+        open.push_back(std::make_unique<SafetensorsFile>(lf.path));
+        const SafetensorsFile& f = *open.back();
+        keys.push_back(std::make_unique<LoraKeys>(parse_lora_keys(f)));
+        const LoraKeys& k = *keys.back();
+        std::map<size_t, std::string> claimed;  // target -> component that set it (from this file)
+        std::map<std::string, std::vector<std::string>> unmatched;  // component -> module names
+        std::map<std::string, std::vector<std::string>> misfits;    // component -> "name: why not merged"
+        std::map<std::string, int> matched_in;                      // component -> modules merged
+        std::vector<std::string> incomplete;
+        std::set<size_t> touched;
+        for (const LoraModule& m : k.modules) {
+            if (!m.up || !m.down) {
+                const char* what = m.up ? " (no down weight)" : m.down ? " (no up weight)" : " (alpha only)";
+                incomplete.push_back(m.name + what);
+                continue;
+            }
+            auto* cands = index.find(m.path);
+            if (!cands && m.path.compare(0, 11, "text_model_") == 0) cands = index.find(m.path.substr(11));
+            if (!cands && (m.component == "unet" || m.component.empty())) {
+                std::string d = sgm_unet_path(m.path, unet_layers);
+                if (!d.empty()) cands = index.find(d);
+            }
+            if (!cands) {
+                unmatched[m.component].push_back(m.name);
+                continue;
+            }
+            std::vector<std::pair<size_t, Shape2>> fit;
+            std::set<std::string> full_paths;
+            std::string why;
+            for (auto& [ti, full] : *cands) {
+                Shape2 s;
+                std::string w = misfit(m, targets[ti], s);
+                if (w.empty()) {
+                    fit.emplace_back(ti, s);
+                    full_paths.insert(full);
+                } else if (why.empty()) {
+                    why = w;
+                }
+            }
+            if (fit.empty()) {
+                misfits[m.component].push_back(m.name + ": " + why);
+                continue;
+            }
+            if (full_paths.size() > 1) {
+                misfits[m.component].push_back(m.name + ": matches several modules (" +
+                                  name_list(std::vector<std::string>(full_paths.begin(), full_paths.end()), 4) + ")");
+                continue;
+            }
+            f.check_floats(*m.up);  // before anything is merged or reported
+            f.check_floats(*m.down);
+            float rank = float(fit[0].second.rank);
+            if (m.alpha && m.alpha->numel() != 1)
+                fail(f.path(), ": tensor '", printable(m.alpha->name), "' should hold one alpha value");
+            float alpha = m.alpha ? f.floats(*m.alpha)[0] : m.meta_alpha > 0 ? m.meta_alpha : rank;
+            float ratio = m.rslora ? alpha / std::sqrt(rank) : alpha / rank;
+            bool clash = false;
+            for (auto& [ti, s] : fit) {
+                auto c = claimed.find(ti);
+                if (c != claimed.end() && c->second != m.component) clash = true;
+            }
+            if (clash) {
+                misfits[m.component].push_back(m.name + ": its weight was already set by " +
+                                               component_words(claimed[fit[0].first]) + " keys of this file");
+                continue;
+            }
+            for (auto& [ti, s] : fit) {
+                claimed[ti] = m.component;
+                touched.insert(ti);
+                plan[ti].push_back({&f, &m, s, lf.scale * ratio / targets[ti].gain});
+            }
+            matched_in[m.component]++;
+        }
+        size_t n_matched = 0;
+        for (auto& [c, n] : matched_in) n_matched += size_t(n);
+        if (n_matched == 0) {
+            std::vector<std::string> first;
+            for (auto& [c, v] : misfits) first.insert(first.end(), v.begin(), v.end());
+            if (first.empty())
+                for (const LoraModule& m : k.modules) first.push_back(m.name);
+            for (const std::string& u : k.unsupported) first.push_back(u);
+            fail(f.path(), ": none of its ", k.modules.size(), " LoRA modules matches a weight of ", model,
+                 first.empty() ? std::string(" (no LoRA keys found)") : " (" + name_list(first, 3) + ")");
+        }
+        std::set<std::string> parts;
+        for (auto& [c, v] : unmatched) parts.insert(c);
+        for (auto& [c, v] : misfits) parts.insert(c);
+        for (const std::string& c : parts) {
+            const std::vector<std::string>& u = unmatched[c];
+            const std::vector<std::string>& mf = misfits[c];
+            if (matched_in.count(c) == 0 && !c.empty()) {  // a part of the pipeline this model is not: counted
+                std::vector<std::string> all(u);
+                all.insert(all.end(), mf.begin(), mf.end());
+                warn(f.path() + ": " + std::to_string(all.size()) + " " + component_words(c) +
+                     " LoRA modules match no weight of " + model + " (another part of the pipeline): " +
+                     name_list(all, 3));
+                continue;
+            }
+            if (!u.empty())
+                warn(f.path() + ": " + std::to_string(u.size()) + " LoRA modules match no weight of " + model + ": " +
+                     name_list(u, u.size()));
+            if (!mf.empty())
+                warn(f.path() + ": " + std::to_string(mf.size()) + " LoRA modules not merged: " +
+                     name_list(mf, mf.size()));
+        }
+        if (!incomplete.empty())
+            warn(f.path() + ": " + std::to_string(incomplete.size()) + " incomplete LoRA modules: " +
+                 name_list(incomplete, incomplete.size()));
+        if (!k.unsupported.empty())
+            warn(f.path() + ": " + std::to_string(k.unsupported.size()) +
+                 " keys are not LoRA up/down/alpha weights this reader merges (LoHa, LoKr, DoRA, biases?): " +
+                 name_list(k.unsupported, k.unsupported.size()));
+        if (!quiet)
+            fprintf(stderr, "onnx2ggml: lora %s (scale %g): %zu modules merged into %zu weights\n", f.path().c_str(),
+                    double(lf.scale), n_matched, touched.size());
+    }
+    for (auto& [ti, list] : plan) {
+        const LoraTarget& t = targets[ti];
+        merge(ti, [&](float* w) {
+            for (const Contribution& c : list) add_delta(w, t, c);
+        });
+    }
+    return plan.size();
+}
+
+}  // namespace o2g
