@@ -409,11 +409,17 @@ def build(part, cfg, seed):
     return model
 
 
+KEEP_METADATA = {"pkg.torch.onnx.name_scopes"}  # module paths: how --lora finds torch.export's weights (val_N)
+
+
 def strip_node_metadata(graph):
     """torch.export writes each node's stack trace (local paths, line numbers) and FX node: drop them, so that the
-    file depends on the model only (and is 2.7x smaller for Flux)."""
+    file depends on the model only (and is much smaller for Flux). The module scopes stay."""
     for n in graph.node:
+        keep = [(p.key, p.value) for p in n.metadata_props if p.key in KEEP_METADATA]
         del n.metadata_props[:]
+        for k, v in keep:
+            n.metadata_props.add(key=k, value=v)
         for a in n.attribute:
             for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
                 strip_node_metadata(g)
