@@ -46,7 +46,8 @@ if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
   run $PY tests/model_tests.py --cli $VK --device Vulkan0 --threads 2
   run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/op_tests.py --cli $VK -j 2 -q --timeout 300
   run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/node_tests.py --cli $VK -j 2 -q --timeout 300 --check
-  run $PY tests/compile_tests.py --vulkan '^sd15_vae_decoder$'
+  # Not in CI, for time (about 6 min on lavapipe): compiled programs on Vulkan0 against run on Vulkan0,
+  #   $PY tests/compile_tests.py --vulkan 'sd15_vae_decoder|vae_decoder_like'   (docs/backends.md)
 fi
 echo
 if [ $status -eq 0 ]; then echo "all tests passed"; else echo "some tests FAILED"; fi
