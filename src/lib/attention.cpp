@@ -1,4 +1,5 @@
 // Op library: attention (see include/onnx2ggml/ops/attention.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -40,9 +41,21 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
     q = ggml_cont(ctx, ggml_permute(ctx, q, 0, 2, 1, 3));                    // [D, Tq, H, B]
     k = ggml_cont(ctx, ggml_permute(ctx, k, 0, 2, 1, 3));                    // [D, Tk, H, B]
     ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));      // [Tk, Dv, H, B]
-    ggml_tensor* kq = mul_mat(ctx, k, q);                                    // [Tk, Tq, H, B]
-    kq = ggml_soft_max_ext(ctx, kq, nullptr, p.scale, 0.0f);
-    return mul_mat(ctx, vt, kq);  // [Dv, Tq, H, B] = ONNX [B, H, Tq, Dv]
+    // The score matrix [Tk, Tq, H, B] is computed in query chunks of at most 64 MiB: GPU backends refuse larger
+    // buffers (lavapipe: 128 MiB), and the scheduler would send the whole product back to the CPU.
+    const int64_t Tq = q->ne[1], row = k->ne[1] * q->ne[2] * q->ne[3] * int64_t(sizeof(float));
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(Tq, (int64_t(64) << 20) / std::max<int64_t>(row, 1)));
+    ggml_tensor* out = nullptr;
+    for (int64_t t0 = 0; t0 < std::max<int64_t>(Tq, 1); t0 += chunk) {  // once when Tq is 0
+        const int64_t n = std::min(chunk, Tq - t0);
+        ggml_tensor* qc = n == Tq ? q : ggml_cont(ctx, ggml_view_4d(ctx, q, q->ne[0], n, q->ne[2], q->ne[3], q->nb[1],
+                                                                     q->nb[2], q->nb[3], size_t(t0) * q->nb[1]));
+        ggml_tensor* kq = mul_mat(ctx, k, qc);  // [Tk, n, H, B]
+        kq = ggml_soft_max_ext(ctx, kq, nullptr, p.scale, 0.0f);
+        ggml_tensor* y = mul_mat(ctx, vt, kq);  // [Dv, n, H, B]
+        out = out ? ggml_concat(ctx, out, y, 1) : y;
+    }
+    return out;  // [Dv, Tq, H, B] = ONNX [B, H, Tq, Dv]
 }
 
 // ---- Attention-23 ----
