@@ -48,6 +48,9 @@ struct Ctx {
     WeightStore* weights = nullptr;  // null: no derived weights (ops fall back to per-run transforms)
     // Storage type of constant MatMul/Gemm weights (F16, BF16, Q8_0: reduced precision where rows allow).
     ggml_type matmul_type = GGML_TYPE_F32;
+    // Largest buffer the device allocates (ggml_backend_buft_get_max_size; 0: no limit). Ops that would make one
+    // tensor larger split the work (attention's score matrix) so the scheduler keeps it on the device.
+    size_t max_alloc = 0;
     // Host data created while building (index tables, masks), uploaded once the graph is allocated.
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     // Our own kernels by name (stats and profiles show "CUSTOM:<name>").
@@ -88,6 +91,7 @@ bool same_ne(const ggml_tensor* a, const ggml_tensor* b);
 // ONNX axis `axis` (negative: from the end) of a rank-`rank` tensor as a ggml dim; OpError when out of range.
 int ggml_axis(int64_t axis, int rank);
 ggml_tensor* repeat_to(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);  // numpy-style broadcast in ggml dims
+ggml_tensor* full_f32(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);   // x as contiguous F32, broadcast to ne
 void broadcast_ne(const ggml_tensor* a, const ggml_tensor* b, int64_t ne[4]);  // OpError if incompatible
 void broadcast_ne(const int64_t a[4], const int64_t b[4], int64_t ne[4]);
 

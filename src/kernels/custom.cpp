@@ -107,11 +107,6 @@ void where_kernel(ggml_tensor* dst, const ggml_tensor* c, const ggml_tensor* a, 
     for (int64_t i = b; i < e; i++) y[i] = cc[i] != 0 ? x[i] : z[i];
 }
 
-ggml_tensor* full(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
-    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
-    return cont(ctx, repeat_to(ctx, x, ne));
-}
-
 struct RowParams { ReduceK k; };
 
 void rows_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
@@ -195,7 +190,7 @@ ggml_tensor* custom_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k) 
         if (ggml_tensor* r = portable_binary(ctx, a, b, k)) return r;
     int64_t ne[4];
     broadcast_ne(a, b, ne);
-    return ggml_map_custom2(ctx, full(ctx, a, ne), full(ctx, b, ne), binary_kernel, GGML_N_TASKS_MAX,
+    return ggml_map_custom2(ctx, full_f32(ctx, a, ne), full_f32(ctx, b, ne), binary_kernel, GGML_N_TASKS_MAX,
                             keep_params(BinaryParams{k}));
 }
 
@@ -205,7 +200,7 @@ ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor*
     int64_t ne[4];
     broadcast_ne(a, b, ne);
     broadcast_ne(c->ne, ne, ne);
-    return ggml_map_custom3(ctx, full(ctx, c, ne), full(ctx, a, ne), full(ctx, b, ne), where_kernel,
+    return ggml_map_custom3(ctx, full_f32(ctx, c, ne), full_f32(ctx, a, ne), full_f32(ctx, b, ne), where_kernel,
                             GGML_N_TASKS_MAX, nullptr);
 }
 

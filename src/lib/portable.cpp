@@ -20,11 +20,6 @@ ggml_tensor* scalar(Ctx& ctx, float v) {
 ggml_tensor* to_f32(Ctx& ctx, ggml_tensor* x) {
     return x->type == GGML_TYPE_F32 ? cont(ctx, x) : ggml_cast(ctx, x, GGML_TYPE_F32);
 }
-ggml_tensor* full(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
-    x = to_f32(ctx, x);
-    if (x->ne[0] == ne[0] && x->ne[1] == ne[1] && x->ne[2] == ne[2] && x->ne[3] == ne[3]) return x;
-    return ggml_repeat_4d(ctx, x, ne[0], ne[1], ne[2], ne[3]);
-}
 // 1 - x, and 1 / x (a repeated constant, not x * 0 + 1, so that x = inf gives 0 rather than NaN).
 ggml_tensor* one_minus(Ctx& ctx, ggml_tensor* x) { return ggml_scale_bias(ctx, x, -1.0f, 1.0f); }
 ggml_tensor* recip(Ctx& ctx, ggml_tensor* x) { return ggml_div(ctx, ggml_repeat(ctx, scalar(ctx, 1.0f), x), x); }
@@ -110,9 +105,9 @@ ggml_tensor* portable_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tenso
     broadcast_ne(c->ne, ne, ne);
     const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
     if (n == 0 || n >= (int64_t(1) << 24)) return nullptr;  // row numbers must be exact in f32
-    ggml_tensor* cf = ggml_reshape_1d(ctx, full(ctx, c, ne), n);
-    ggml_tensor* table = ggml_concat(ctx, ggml_reshape_2d(ctx, full(ctx, b, ne), 1, n),
-                                     ggml_reshape_2d(ctx, full(ctx, a, ne), 1, n), 1);  // [1, 2n]
+    ggml_tensor* cf = ggml_reshape_1d(ctx, full_f32(ctx, c, ne), n);
+    ggml_tensor* table = ggml_concat(ctx, ggml_reshape_2d(ctx, full_f32(ctx, b, ne), 1, n),
+                                     ggml_reshape_2d(ctx, full_f32(ctx, a, ne), 1, n), 1);  // [1, 2n]
     std::vector<float> iota(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; i++) iota[size_t(i)] = float(i);
     const int64_t ne1[4] = {n, 1, 1, 1};
@@ -124,8 +119,8 @@ ggml_tensor* portable_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tenso
 ggml_tensor* portable_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k) {
     int64_t ne[4];
     broadcast_ne(a, b, ne);
-    ggml_tensor* fa = full(ctx, a, ne);
-    ggml_tensor* fb = full(ctx, b, ne);
+    ggml_tensor* fa = full_f32(ctx, a, ne);
+    ggml_tensor* fb = full_f32(ctx, b, ne);
     // a - b is 0 exactly when a == b (inf - inf is NaN, and step(NaN) is 0, so inf == inf holds too).
     auto gt = [&] { return ggml_step(ctx, ggml_sub(ctx, fa, fb)); };
     auto lt = [&] { return ggml_step(ctx, ggml_sub(ctx, fb, fa)); };

@@ -275,6 +275,7 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
         Ctx ctx;
         ctx.ggml = g->ctx;
         ctx.cpu = backends_->is_cpu() && !backends_->accel;
+        ctx.max_alloc = ggml_backend_buft_get_max_size(ggml_backend_get_default_buffer_type(backends_->main));
         ctx.weights = weights_.get();
         g->outputs.assign(outputs_.size(), nullptr);
         g->host_outputs.assign(outputs_.size(), HostTensor{});

@@ -16,9 +16,10 @@ namespace onnx2ggml {
 // Persistent device copies of initializers, shared by every graph built for one model.
 struct WeightCache : o2g::WeightStore {
     ggml_backend_buffer_type_t buft = nullptr;
-    bool zero_copy = false;
-    bool native_cpu = false;
-    ggml_type matmul_type = GGML_TYPE_F32;  // constant MatMul/Gemm weights (SessionOptions::weights)  // the device is the CPU: custom CPU kernels (Winograd conv) run where the graph runs  // CPU device: aligned f32 weights are used in place from the file mapping
+    bool zero_copy = false;   // CPU device: aligned f32 weights are used in place from the file mapping
+    bool native_cpu = false;  // the graph runs on the CPU: our CPU kernels (Winograd, attention) may be used
+    ggml_type matmul_type = GGML_TYPE_F32;  // constant MatMul/Gemm weights (SessionOptions::weights)
+    size_t max_alloc = 0;     // the device's largest buffer (0: no limit), see Ctx::max_alloc
     ggml_context* mapped_ctx = nullptr;
     std::vector<std::shared_ptr<const void>> keep;
     std::map<std::string, ggml_tensor*> tensors;
@@ -67,6 +68,7 @@ public:
         octx.cpu = w.native_cpu;
         octx.weights = &w;
         octx.matmul_type = w.matmul_type;
+        octx.max_alloc = w.max_alloc;
     }
 
     // Graph inputs (already validated), in graph-input order.

@@ -60,6 +60,7 @@ public:
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
         weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
         weights_.native_cpu = weights_.zero_copy && accel_ == nullptr && !opts.portable;
+        weights_.max_alloc = ggml_backend_buft_get_max_size(weights_.buft);
         const std::map<std::string, ggml_type> kinds = {
             {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0}};
         auto kind = kinds.find(opts.weights);

@@ -16,6 +16,9 @@ struct ReshapeParams {
 // x reshaped to ONNX `shape`: 0 copies the input's dim at the same position (unless allowzero), -1 is inferred.
 // Shapes of rank > 4 fold their outer dims into ne[3].
 ggml_tensor* reshape(Ctx& ctx, ggml_tensor* x, const Ints& shape, const ReshapeParams& p);
+// The same for an x of ONNX shape `in`, which also resolves a 0 that copies a folded dim (rank > 4); the output's
+// ONNX shape is reshape_target(in, shape, p.allowzero). Compiled code passes `in` as a shape statement.
+ggml_tensor* reshape_as(Ctx& ctx, ggml_tensor* x, const Ints& in, const Ints& shape, const ReshapeParams& p);
 
 struct FlattenParams {
     int rank = 0;  // x's ONNX rank (<= 4)
@@ -31,6 +34,10 @@ struct SqueezeParams {
 };
 // x without its ONNX `axes` (negative: from the end), each of size 1; empty axes: every size-1 dim.
 ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezeParams& p);
+// The ONNX shape of that result for an input of ONNX shape `shape`, and the squeeze of an x of that shape (any
+// rank up to 6; ranks > 4 folded as in ReshapeParams).
+Ints squeeze_shape(const Ints& shape, const Ints& axes);
+ggml_tensor* squeeze_as(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& axes);
 
 struct UnsqueezeParams {
     int rank = 0;  // x's ONNX rank (<= 4)
@@ -61,6 +68,8 @@ struct TransposeNdParams {
 // ONNX Transpose of any rank up to 6 (dims of size > 1) of a tensor of ONNX shape `shape` (rank > 4: folded, see
 // ReshapeParams). Dims that stay adjacent move together; the rest takes the fewest 4-dim ggml permutes.
 ggml_tensor* transpose_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const TransposeNdParams& p);
+// The ONNX shape of that result (what ne cannot tell at rank > 4).
+Ints transpose_shape(const Ints& shape, const Ints& perm);
 
 struct ConcatParams {
     int axis = 0;  // ggml dim
@@ -82,6 +91,8 @@ struct ConcatNdParams {
 // a and b joined along `axis`, for any rank (rank > 4: folded); `shape` is either input's ONNX shape (only its
 // dims outside the axis are read).
 ggml_tensor* concat_nd(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const Ints& shape, const ConcatNdParams& p);
+// The ONNX shape of a and b (ONNX shapes) joined along ONNX `axis`.
+Ints concat_shape(const Ints& a, const Ints& b, int64_t axis);
 
 struct SplitParams {
     int axis = 0;          // ggml dim
@@ -105,6 +116,8 @@ ggml_tensor* slice(Ctx& ctx, ggml_tensor* x, const Ints& starts, const Ints& end
 // for slice.
 ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes,
                       const Ints& steps);
+// The ONNX shape of that result (what ne cannot tell at rank > 4).
+Ints slice_shape(const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes, const Ints& steps);
 // First index and element count that a Slice of (start, end, step) takes from a dim of size n.
 void slice_range(int64_t n, int64_t start, int64_t end, int64_t step, int64_t& first, int64_t& count);
 
