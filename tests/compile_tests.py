@@ -45,6 +45,8 @@ MARKER = "/tmp/onnx2ggml_injection_marker"
 BATCH = 60  # generated sources per unity-build target
 # Models compile refuses today, and why; the test fails when one of them starts to compile (drop it here then).
 KNOWN_REFUSALS = {}
+# The families_small parts compiled here (each adds a build): those with rank > 4 shapes.
+FAMILIES_COMPILED = {"esrgan_x2", "sd3_transformer", "flux_transformer"}
 
 
 def sh(cmd, **kw):
@@ -269,6 +271,14 @@ def model_cases(work):
             feeds = [sd15_data.make_inputs(f"sd15_small/{e['name']}", e["inputs"], c, i)
                      for i, c in enumerate(e["cases"][:2])]
             out.append(("sd15_" + e["name"], os.path.join(sd, e["file"]), feeds))
+    fam = os.path.join(REPO_ROOT, "tests/models/families_small")
+    with open(os.path.join(fam, "manifest.json")) as f:  # the rank-5/6 patterns (DiT attention, RoPE, pixel-unshuffle)
+        fm = json.load(f)
+        for e in fm["parts"]:
+            if e["name"] in FAMILIES_COMPILED:
+                feeds = [sd15_data.make_inputs(f"{fm['prefix']}/{e['name']}", e["inputs"], c, i)
+                         for i, c in enumerate(e["cases"][:2])]
+                out.append((e["name"], os.path.join(fam, e["file"]), feeds))
     return out
 
 

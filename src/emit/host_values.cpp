@@ -228,6 +228,8 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
                     dims.push_back(var_text(xh->second) + ".shape[" + std::to_string(a) + "]");
                 else if (val_var.count(x.name) && rank <= 4)
                     dims.push_back(val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
+                else if (x.t && shape_var_.count(x.t))  // rank > 4: its recorded shape statement
+                    dims.push_back(shape_var_.at(x.t) + "[" + std::to_string(a) + "]");
                 else {
                     r = HostExpr{HostExpr::Bad, {}, "the shape of '" + x.name + "' has no C++ form"};
                     break;

@@ -62,6 +62,15 @@ ggml_tensor* reshape(Ctx& ctx, ggml_tensor* x, const Ints& shape, const ReshapeP
     return reshape_ne(ctx, x, ne);
 }
 
+ggml_tensor* reshape_as(Ctx& ctx, ggml_tensor* x, const Ints& in, const Ints& shape, const ReshapeParams& p) {
+    int64_t n = 1;
+    for (int64_t d : in) n *= d;
+    if (int64_t(in.size()) != p.rank || n != ggml_nelements(x))
+        throw OpError("Reshape: input shape " + ints_str(in) + " does not match the tensor's " +
+                      std::to_string(ggml_nelements(x)) + " elements");
+    return reshape(ctx, x, reshape_target(in, shape, p.allowzero), ReshapeParams{p.rank, true});
+}
+
 ggml_tensor* flatten(Ctx& ctx, ggml_tensor* x, const FlattenParams& p) {
     if (p.dim < 0 || p.dim > 4) throw OpError("Flatten: dim " + std::to_string(p.dim) + " out of range");
     int64_t inner = 1;
@@ -70,11 +79,11 @@ ggml_tensor* flatten(Ctx& ctx, ggml_tensor* x, const FlattenParams& p) {
     return reshape_ne(ctx, x, ne);
 }
 
-ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezeParams& p) {
-    Ints xs = onnx_shape(x, p.rank, "Squeeze");
+Ints squeeze_shape(const Ints& xs, const Ints& axes) {
+    const int rank = int(xs.size());
     std::vector<bool> drop(xs.size(), axes.empty());  // no axes: every dim of size 1
     for (int64_t a : axes) {
-        int i = p.rank - 1 - ggml_axis(a, p.rank);
+        int i = rank - 1 - ggml_axis(a, rank);
         if (xs[size_t(i)] != 1)
             throw OpError("Squeeze: axis " + std::to_string(a) + " has size " + std::to_string(xs[size_t(i)]));
         drop[size_t(i)] = true;
@@ -82,9 +91,17 @@ ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezePa
     Ints s;
     for (size_t i = 0; i < xs.size(); i++)
         if (!drop[i] || xs[i] != 1) s.push_back(xs[i]);
+    return s;
+}
+
+ggml_tensor* squeeze_as(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& axes) {
     int64_t ne[4];
-    fold_ne(s, ne);
+    fold_ne(squeeze_shape(shape, axes), ne);
     return reshape_ne(ctx, x, ne);
+}
+
+ggml_tensor* squeeze(Ctx& ctx, ggml_tensor* x, const Ints& axes, const SqueezeParams& p) {
+    return squeeze_as(ctx, x, onnx_shape(x, p.rank, "Squeeze"), axes);
 }
 
 Ints unsqueeze_shape(const Ints& shape, const Ints& axes) {

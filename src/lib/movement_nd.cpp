@@ -90,6 +90,15 @@ ggml_tensor* permute_once(Ctx& ctx, ggml_tensor* x, const Ints& s, const std::ve
 
 }  // namespace
 
+Ints transpose_shape(const Ints& shape, const Ints& perm) {
+    Ints s;
+    for (int64_t a : perm) {
+        if (a < 0 || a >= int64_t(shape.size())) throw OpError("Transpose: perm entry " + std::to_string(a) + " out of range");
+        s.push_back(shape[size_t(a)]);
+    }
+    return s;
+}
+
 ggml_tensor* transpose_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const TransposeNdParams& p) {
     size_t r = shape.size();
     if (p.perm.size() != r || r > 8)
@@ -140,6 +149,34 @@ ggml_tensor* concat_nd(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const Ints& sha
     int64_t ne[4];
     fold_ne(os, ne);
     return reshape_ne(ctx, y, ne);
+}
+
+Ints concat_shape(const Ints& a, const Ints& b, int64_t axis) {
+    if (a.size() != b.size() || axis < 0 || axis >= int64_t(a.size()))
+        throw OpError("Concat: ranks " + std::to_string(a.size()) + " and " + std::to_string(b.size()) + ", axis " +
+                      std::to_string(axis));
+    Ints s = a;
+    s[size_t(axis)] += b[size_t(axis)];
+    return s;
+}
+
+Ints slice_shape(const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes_in, const Ints& steps) {
+    size_t n = starts.size();
+    int64_t r = int64_t(shape.size());
+    Ints axes = axes_in;
+    if (axes.empty())
+        for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
+    if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
+        throw OpError("Slice: starts, ends, axes and steps differ in length");
+    Ints s = shape;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + r : axes[i], st = steps.empty() ? 1 : steps[i], first, count;
+        if (a < 0 || a >= r) throw OpError("Slice: axis " + std::to_string(axes[i]) + " for rank " + std::to_string(r));
+        if (st == 0) throw OpError("Slice: step is 0");
+        slice_range(s[size_t(a)], starts[i], ends[i], st, first, count);
+        s[size_t(a)] = count;
+    }
+    return s;
 }
 
 ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes_in,

@@ -86,15 +86,13 @@ void lower_Einsum(Lower& L) {
     if (ins.size() == 1 && ins[0].size() > 4 && out.size() == ins[0].size() && int(out.size()) == L.rank(0)) {
         // A pure permutation of rank > 4 (SD3's unpatchify "nhwpqc->nchpwq") is a Transpose.
         std::vector<int64_t> perm;
-        Shape os;
         for (char c : out) {
             auto a = ins[0].find(c);
             if (a == std::string::npos || std::count(out.begin(), out.end(), c) != 1) L.error("Einsum output index not a permutation");
             perm.push_back(int64_t(a));
-            os.push_back(L.shape(0)[a]);
         }
         ggml_tensor* y = O2G_CALL(L, o2g::transpose_nd, L.t(0), L.shape_sym(0), o2g::TransposeNdParams{perm});
-        return L.out_shape(0, y, L.dtype(0), os);
+        return O2G_OUT_SHAPE(L, 0, y, L.dtype(0), o2g::transpose_shape, L.shape_sym(0), perm);
     }
     std::map<char, int64_t> dim;
     for (int i = 0; i < L.n_in(); i++) {

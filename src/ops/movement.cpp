@@ -22,10 +22,8 @@ void lower_Transpose(Lower& L) {
     int r = L.rank(0);
     auto perm = transpose_perm(L);
     if (r > 4) {
-        Shape os;
-        for (int64_t a : perm) os.push_back(L.shape(0)[size_t(a)]);
         ggml_tensor* y = O2G_CALL(L, o2g::transpose_nd, L.t(0), L.shape_sym(0), o2g::TransposeNdParams{perm});
-        return L.out_shape(0, y, L.dtype(0), os);
+        return O2G_OUT_SHAPE(L, 0, y, L.dtype(0), o2g::transpose_shape, L.shape_sym(0), perm);
     }
     ggml_tensor* y = O2G_CALL(L, o2g::transpose, L.t(0), o2g::TransposeParams{o2g::ggml_perm(perm)});
     L.out(0, y, L.dtype(0), r);
@@ -48,6 +46,8 @@ void lower_Concat(Lower& L) {
         else acc = O2G_CALL(L, o2g::concat, acc, L.t(i), p);
     }
     if (!acc) L.error("Concat of empty tensors is not supported on the device");
+    if (r > 4 && L.n_in() == 2 && shape_numel(L.shape(0)) && shape_numel(L.shape(1)))  // a shape statement in code
+        return O2G_OUT_SHAPE(L, 0, acc, L.dtype(0), o2g::concat_shape, L.shape_sym(0), L.shape_sym(1), int64_t(axis));
     L.out_shape(0, acc, L.dtype(0), os);
 }
 void host_Concat(Lower& L) {
@@ -158,9 +158,10 @@ static void slice_out(Lower& L, const SliceArgs& a) {
     // op library's empty tensor, so that the call (and a compiled program) is the same whatever the data.
     if (shape_numel(os) == 0 && !data)
         return O2G_HOST(L, 0, o2g::host_slice_empty, L.shape_sym(0), L.dtype(0), a.starts, a.ends, a.axes, a.steps);
-    if (r > 4)
-        return L.out_shape(0, O2G_CALL(L, o2g::slice_nd, L.t(0), L.shape_sym(0), a.starts, a.ends, a.axes, a.steps),
-                           L.dtype(0), os);
+    if (r > 4) {
+        ggml_tensor* y = O2G_CALL(L, o2g::slice_nd, L.t(0), L.shape_sym(0), a.starts, a.ends, a.axes, a.steps);
+        return O2G_OUT_SHAPE(L, 0, y, L.dtype(0), o2g::slice_shape, L.shape_sym(0), a.starts, a.ends, a.axes, a.steps);
+    }
     L.out(0, O2G_CALL(L, o2g::slice, L.t(0), a.starts, a.ends, a.axes, a.steps, o2g::SliceParams{r}), L.dtype(0), r);
 }
 static void slice_host(Lower& L, const SliceArgs& a) {

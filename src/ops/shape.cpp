@@ -50,12 +50,12 @@ static void reshape_out(Lower& L, const Sym& given, bool allowzero) {
     if (x.host) return O2G_HOST(L, 0, o2g::host_reshape, L.hv(0), given, o2g::HostReshapeParams{allowzero});
     Shape s = o2g::reshape_target(L.shape(0), given.v, allowzero);
     int r = L.rank(0);
-    bool folded_zero = false;  // a 0 copying one of the dims folded into ne[3]
-    for (size_t i = 0; i < given.v.size(); i++)
-        folded_zero |= given.v[i] == 0 && !allowzero && r > 4 && r - 1 - int(i) >= 3;
-    const Sym resolved{s, nullptr};
-    const Sym& spec = folded_zero ? resolved : given;
-    L.out_shape(0, O2G_CALL(L, o2g::reshape, L.t(0), spec, o2g::ReshapeParams{r, allowzero}), x.dtype, s);
+    const o2g::ReshapeParams p{r, allowzero};
+    if (r <= 4 && s.size() <= 4) return L.out_shape(0, O2G_CALL(L, o2g::reshape, L.t(0), given, p), x.dtype, s);
+    // Folded dims (rank > 4): ne cannot tell the ONNX shapes, so they travel as shape statements in compiled code.
+    ggml_tensor* y = O2G_CALL(L, o2g::reshape_as, L.t(0), L.shape_sym(0), given, p);
+    if (s.size() > 4) return O2G_OUT_SHAPE(L, 0, y, x.dtype, o2g::reshape_target, L.shape_sym(0), given, allowzero);
+    L.out_shape(0, y, x.dtype, s);
 }
 
 void lower_Reshape_1(Lower& L) { reshape_out(L, Sym{L.node.get_ints("shape"), nullptr}, false); }
@@ -90,7 +90,10 @@ static void squeeze_out(Lower& L, const Sym& axes_in) {
     Shape s;
     for (int i = 0; i < r; i++)
         if (!drop[size_t(i)]) s.push_back(in[size_t(i)]);
-    reshape_like(L, s, [&] { return O2G_CALL(L, o2g::squeeze, L.t(0), axes_in, o2g::SqueezeParams{r}); });
+    if (r <= 4) return reshape_like(L, s, [&] { return O2G_CALL(L, o2g::squeeze, L.t(0), axes_in, o2g::SqueezeParams{r}); });
+    ggml_tensor* y = O2G_CALL(L, o2g::squeeze_as, L.t(0), L.shape_sym(0), axes_in);
+    if (s.size() > 4) return O2G_OUT_SHAPE(L, 0, y, L.dtype(0), o2g::squeeze_shape, L.shape_sym(0), axes_in);
+    L.out_shape(0, y, L.dtype(0), s);
 }
 
 void lower_Squeeze_1(Lower& L) { squeeze_out(L, axes_attr(L)); }
