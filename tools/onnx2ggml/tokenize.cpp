@@ -1,0 +1,40 @@
+// `onnx2ggml tokenize`: CLIP BPE token ids of a text, as Stable Diffusion's text encoders read them.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "onnx2ggml/clip_tokenizer.h"
+
+namespace onnx2ggml {
+
+int cmd_tokenize(const std::vector<std::string>& args) {
+    std::string vocab, text;
+    int64_t pad = ClipTokenizer::kEos;
+    int length = ClipTokenizer::kContext;
+    bool have_text = false, raw = false;
+    for (size_t i = 0; i < args.size(); i++) {
+        const std::string& a = args[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= args.size()) throw Error("tokenize: " + a + " needs a value");
+            return args[++i];
+        };
+        if (a == "--vocab") vocab = next();
+        else if (a == "--pad") pad = std::stoll(next());
+        else if (a == "--length") length = std::stoi(next());
+        else if (a == "--no-special") raw = true;
+        else if (!have_text) text = a, have_text = true;
+        else throw Error("tokenize takes one text (quote it); unexpected '" + a + "'");
+    }
+    if (!have_text) throw Error("tokenize: no text given");
+    if (vocab.empty()) vocab = default_clip_vocab_path();
+    if (vocab.empty())
+        throw Error("tokenize: no CLIP vocabulary found: run scripts/setup.sh, or pass --vocab or set ONNX2GGML_CLIP_VOCAB");
+    ClipTokenizer tok(vocab);
+    std::vector<int64_t> ids = raw ? tok.encode(text) : tok.tokenize(text, pad, length);
+    for (size_t i = 0; i < ids.size(); i++) printf("%s%lld", i ? " " : "", (long long)ids[i]);
+    printf("\n");
+    return 0;
+}
+
+}  // namespace onnx2ggml
