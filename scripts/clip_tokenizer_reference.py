@@ -73,7 +73,7 @@ def hf_tokenizer(tmp):
         json.dump({v: i for i, v in enumerate(vocab)}, f)
     with open(os.path.join(tmp, "merges.txt"), "w") as f:
         f.write("#version: 0.2\n" + "\n".join(lines) + "\n")
-    tok = CLIPTokenizer.from_pretrained(tmp)
+    tok = CLIPTokenizer.from_pretrained(tmp, model_max_length=77)
     assert len(tok) == 49408, len(tok)
     return tok
 
