@@ -47,6 +47,8 @@ PROMPTS = [
     "&amp; &lt;tag&gt; html entities",
     "<|startoftext|>literal special<|endoftext|> tokens",
     "<|ENDOFTEXT|> in capitals",
+    "<|ENDOFTEXT|>!? and <|StartOfText|>)",
+    "letters new in Unicode 15: \U00031350\U0002ebf0 \U00011f04",
     "ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３",
     "ﬁne ligature ﬀ",
     "Ⅻ ½ ² ٣ numbers in other scripts",

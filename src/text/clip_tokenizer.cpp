@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "text/unicode.h"
@@ -61,14 +62,31 @@ std::vector<int> byte_order() {
     return order;
 }
 
-// CLIP's pattern over cleaned text: 's 't 're 've 'm 'll 'd | letter runs | one digit | runs of other non-space
-// characters. Spaces separate pieces and are dropped.
+bool starts_with(const std::vector<char32_t>& t, size_t i, const char* s) {
+    for (; *s; s++, i++)
+        if (i >= t.size() || t[i] != char32_t(*s)) return false;
+    return true;
+}
+
+// CLIP's pattern over cleaned text: the special tokens' spelling | 's 't 're 've 'm 'll 'd | letter runs | one digit |
+// runs of other non-space characters. Spaces separate pieces and are dropped.
 std::vector<std::string> pre_tokenize(const std::vector<char32_t>& t) {
     static const char* const kContractions[] = {"s", "t", "re", "ve", "m", "ll", "d"};
     std::vector<std::string> pieces;
     size_t i = 0, n = t.size();
     while (i < n) {
         size_t j = i;
+        // A special token's spelling reaches here only in other case ("<|ENDOFTEXT|>", lowercased since). It ends a
+        // piece, and transformers' byte-level step then splits it as GPT-2 does: "<|", the word, "|>".
+        bool special = false;
+        for (const char* sp : kSpecials) {
+            if (special || !starts_with(t, i, sp)) continue;
+            std::string word(sp + 2, strlen(sp) - 4);
+            pieces.insert(pieces.end(), {"<|", word, "|>"});
+            i += strlen(sp);
+            special = true;
+        }
+        if (special) continue;
         if (t[i] == '\'') {
             for (const char* c : kContractions) {
                 size_t k = 0;
