@@ -3,6 +3,7 @@
 // uses: NFC, whitespace runs to one space, per-character lowercase, CLIP's pre-token pattern, BPE with `</w>`.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -19,8 +20,8 @@ public:
     // Reads the merges file (gzip or plain text). Throws one line naming the file and line on bad content.
     explicit ClipTokenizer(const std::string& merges_path);
 
-    // BPE ids of the text, without start or end tokens.
-    std::vector<int64_t> encode(const std::string& text) const;
+    // BPE ids of the text, without start or end tokens; stops after the piece that reaches `limit` ids.
+    std::vector<int64_t> encode(const std::string& text, size_t limit = SIZE_MAX) const;
     // Start, the ids (cut to length - 2), end, then `pad` up to `length`.
     std::vector<int64_t> tokenize(const std::string& text, int64_t pad = kEos, int length = kContext) const;
 

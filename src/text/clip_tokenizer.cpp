@@ -207,11 +207,11 @@ void ClipTokenizer::bpe(const std::string& piece, std::vector<int64_t>& out) con
     out.insert(out.end(), w.begin(), w.end());
 }
 
-std::vector<int64_t> ClipTokenizer::encode(const std::string& text) const {
+std::vector<int64_t> ClipTokenizer::encode(const std::string& text, size_t limit) const {
     // Special tokens written out in the prompt are matched first, case and all, as transformers does.
     std::vector<int64_t> ids;
     size_t start = 0;
-    while (start <= text.size()) {
+    while (start <= text.size() && ids.size() < limit) {
         size_t hit = std::string::npos;
         int which = -1;
         for (int s = 0; s < 2; s++) {
@@ -219,7 +219,8 @@ std::vector<int64_t> ClipTokenizer::encode(const std::string& text) const {
             if (p < hit) hit = p, which = s;
         }
         std::string segment = text.substr(start, hit == std::string::npos ? std::string::npos : hit - start);
-        for (const std::string& piece : pre_tokenize(clean(segment))) bpe(piece, ids);
+        for (const std::string& piece : pre_tokenize(clean(segment)))
+            if (ids.size() < limit) bpe(piece, ids);
         if (which < 0) break;
         ids.push_back(which == 0 ? kBos : kEos);
         start = hit + std::string(kSpecials[which]).size();
@@ -229,7 +230,7 @@ std::vector<int64_t> ClipTokenizer::encode(const std::string& text) const {
 
 std::vector<int64_t> ClipTokenizer::tokenize(const std::string& text, int64_t pad, int length) const {
     if (length < 2) throw std::runtime_error("token sequence length must be at least 2");
-    std::vector<int64_t> ids = encode(text), out{kBos};
+    std::vector<int64_t> ids = encode(text, size_t(length - 2)), out{kBos};
     if (ids.size() > size_t(length - 2)) ids.resize(size_t(length - 2));
     out.insert(out.end(), ids.begin(), ids.end());
     out.push_back(kEos);
