@@ -1,5 +1,7 @@
 // `onnx2ggml tokenize`: CLIP BPE token ids of a text, as Stable Diffusion's text encoders read them.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -19,9 +21,16 @@ int cmd_tokenize(const std::vector<std::string>& args) {
             if (i + 1 >= args.size()) throw Error("tokenize: " + a + " needs a value");
             return args[++i];
         };
+        auto integer = [&]() -> long long {
+            std::string v = next();
+            char* end = nullptr;
+            long long x = std::strtoll(v.c_str(), &end, 10);
+            if (v.empty() || *end) throw Error("tokenize: " + a + " needs an integer, got '" + v + "'");
+            return x;
+        };
         if (a == "--vocab") vocab = next();
-        else if (a == "--pad") pad = std::stoll(next());
-        else if (a == "--length") length = std::stoi(next());
+        else if (a == "--pad") pad = integer();
+        else if (a == "--length") length = int(std::min(integer(), 1LL << 20));
         else if (a == "--no-special") raw = true;
         else if (!have_text) text = a, have_text = true;
         else throw Error("tokenize takes one text (quote it); unexpected '" + a + "'");
