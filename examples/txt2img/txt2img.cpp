@@ -1,10 +1,16 @@
 // txt2img: Stable Diffusion 1.5 text-to-image with three ONNX models run by the onnx2ggml library.
 // Classifier-free guidance with the DDIM scheduler (eta = 0), configured like SD 1.5's diffusers pipeline.
 //
-//   txt2img --text-encoder te.onnx --unet unet.onnx --vae-decoder vae.onnx --tokens ids.npy
-//           [--uncond-tokens ids.npy] [--bos N] [--eos N] [--pad N]   (CLIP's 49406/49407/49407 by default)
+//   txt2img --text-encoder te.onnx --unet unet.onnx --vae-decoder vae.onnx --prompt "a red fox in the snow"
+//           [--negative-prompt TEXT] [--vocab bpe_simple_vocab_16e6.txt.gz]
+//           [--tokens ids.npy] [--uncond-tokens ids.npy] [--bos N] [--eos N] [--pad N]   (CLIP's 49406/49407/49407 by default)
 //           [--seed 42] [--steps 20] [--guidance 7.5] [--width 512] [--height 512] [--threads N]
 //           [--init-latent x.npy] [--save-latent out.npy] [-o image.png]
+//
+// --prompt goes through onnx2ggml's CLIP BPE tokenizer (the ids of transformers' CLIPTokenizer, which diffusers
+// uses), padded to 77 with --pad; the negative prompt defaults to "". The merges file is the one scripts/setup.sh
+// fetches into .deps/clip/ (found from the source tree or the executable), or --vocab, or $ONNX2GGML_CLIP_VOCAB.
+// --tokens instead reads ready-made ids (bos, ids, eos) from a .npy file.
 #include <zlib.h>
 
 #include <cmath>
@@ -15,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx2ggml/clip_tokenizer.h"
 #include "onnx2ggml/ir.h"
 #include "onnx2ggml/npy.h"
 #include "onnx2ggml/onnx2ggml.h"
@@ -129,6 +136,8 @@ int input_index(const Session& s, DType want, int fallback) {
 
 int main(int argc, char** argv) {
     std::string te_path, unet_path, vae_path, tokens_path, uncond_path, out = "txt2img.png", init_latent, save_latent;
+    std::string prompt_text, negative_text, vocab_path;
+    bool have_prompt = false;
     Special sp;
     int steps = 20, width = 512, height = 512, threads = 0;
     unsigned seed = 42;
@@ -144,6 +153,9 @@ int main(int argc, char** argv) {
         else if (a == "--vae-decoder") vae_path = next();
         else if (a == "--tokens") tokens_path = next();
         else if (a == "--uncond-tokens") uncond_path = next();
+        else if (a == "--prompt") prompt_text = next(), have_prompt = true;
+        else if (a == "--negative-prompt") negative_text = next();
+        else if (a == "--vocab") vocab_path = next();
         else if (a == "--bos") sp.bos = std::stoll(next());
         else if (a == "--eos") sp.eos = std::stoll(next());
         else if (a == "--pad") sp.pad = std::stoll(next());
@@ -157,7 +169,8 @@ int main(int argc, char** argv) {
         else if (a == "--save-latent") save_latent = next();
         else if (a == "-o" || a == "--output") out = next();
         else {
-            fprintf(stderr, "usage: txt2img --text-encoder TE.onnx --unet UNET.onnx --vae-decoder VAE.onnx --tokens IDS.npy\n"
+            fprintf(stderr, "usage: txt2img --text-encoder TE.onnx --unet UNET.onnx --vae-decoder VAE.onnx (--prompt TEXT | --tokens IDS.npy)\n"
+                            "               [--negative-prompt TEXT] [--vocab BPE.txt.gz]\n"
                             "               [--uncond-tokens IDS.npy] [--bos N] [--eos N] [--pad N]\n"
                             "               [--seed N] [--steps N] [--guidance G] [--width W] [--height H] [--threads N]\n"
                             "               [--init-latent X.npy] [--save-latent OUT.npy] [-o IMAGE.png]\n");
@@ -165,8 +178,8 @@ int main(int argc, char** argv) {
         }
     }
     try {
-        if (te_path.empty() || unet_path.empty() || vae_path.empty() || tokens_path.empty())
-            throw std::runtime_error("--text-encoder, --unet, --vae-decoder and --tokens are required");
+        if (te_path.empty() || unet_path.empty() || vae_path.empty() || tokens_path.empty() == !have_prompt)
+            throw std::runtime_error("--text-encoder, --unet, --vae-decoder and one of --prompt or --tokens are required");
         if (steps < 1 || steps > 1000 || width % 8 || height % 8 || width <= 0 || height <= 0)
             throw std::runtime_error("steps must be 1..1000 and the size a positive multiple of 8");
         onnx2ggml::SessionOptions opts;
@@ -177,7 +190,17 @@ int main(int argc, char** argv) {
         auto vae = Session::open(vae_path, opts);
 
         // 1. text embeddings for [uncond, prompt]
-        std::vector<int64_t> prompt = read_ids(tokens_path), uncond;
+        std::vector<int64_t> prompt, uncond;
+        if (have_prompt) {
+            if (vocab_path.empty()) vocab_path = onnx2ggml::default_clip_vocab_path();
+            if (vocab_path.empty())
+                throw std::runtime_error("no CLIP vocabulary: run scripts/setup.sh, or pass --vocab or set ONNX2GGML_CLIP_VOCAB");
+            onnx2ggml::ClipTokenizer tok(vocab_path);
+            prompt = tok.tokenize(prompt_text, sp.pad, kSeqLen);
+            uncond = tok.tokenize(negative_text, sp.pad, kSeqLen);
+        } else {
+            prompt = read_ids(tokens_path);
+        }
         if (!uncond_path.empty()) uncond = read_ids(uncond_path);
         const auto& te_in = te->model().graph.inputs;
         Tensor ctx = te->run({{te_in[0].name, token_batch(uncond, prompt, sp)}})[0];  // [2, 77, D]

@@ -25,6 +25,10 @@
 
 using namespace onnx2ggml;
 
+namespace onnx2ggml {
+int cmd_tokenize(const std::vector<std::string>& args);  // tokenize.cpp
+}
+
 namespace {
 
 const char* kUsage =
@@ -37,7 +41,8 @@ const char* kUsage =
     "                [--lora FILE.safetensors[:SCALE] ...]\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
-    "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n";
+    "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n"
+    "  onnx2ggml tokenize [--vocab FILE] [--pad ID] [--length N] [--no-special] TEXT   (CLIP BPE token ids)\n";
 
 std::string sanitize(const std::string& name) {
     std::string s = name;
@@ -354,6 +359,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (cmd == "bench") return cmd_bench(args);
+        if (cmd == "tokenize") return cmd_tokenize(args);
         if (cmd == "--help" || cmd == "-h" || cmd == "help") {
             fputs(kUsage, stdout);
             return 0;
