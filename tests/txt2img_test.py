@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""examples/txt2img against the diffusers pipeline: final latent after 2 DDIM steps at 32x32 latent (256x256)
-on the small SD 1.5 models, from the same token ids and initial noise (reference made by
-scripts/sd15_txt2img_reference.py). Also checks that a PNG is written.
+"""examples/txt2img against the diffusers pipelines: final latent after 2 DDIM steps from the same token ids and
+initial noise. SD 1.5: 32x32 latent (256x256) on the small SD 1.5 models (reference made by
+scripts/sd15_txt2img_reference.py). SDXL: 16x16 latent (128x128) on the small SDXL pipeline, a prompt without a
+negative prompt (zero unconditional embeddings) and one with (scripts/sdxl_txt2img_reference.py; the ids are what
+the real CLIP tokenizers gave for the prompts in tests/models/sdxl_small/txt2img/). Also checks that PNGs are written.
 
 Usage: .venv/bin/python tests/txt2img_test.py [--bin build/txt2img]
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +22,52 @@ import metrics  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SD = os.path.join(REPO, "tests/models/sd15_small")
 REF = os.path.join(SD, "txt2img")
+XL = os.path.join(REPO, "tests/models/sdxl_small")
+
+
+def sd15_case():
+    return ("SD 1.5 (2 DDIM steps, 32x32 latent)", f"{REF}/ref_latent.npy",
+            ["--text-encoder", f"{SD}/text_encoder.onnx", "--unet", f"{SD}/unet.onnx",
+             "--vae-decoder", f"{SD}/vae_decoder.onnx", "--tokens", f"{REF}/tokens.npy",
+             "--uncond-tokens", f"{REF}/uncond_tokens.npy", "--init-latent", f"{REF}/init_latent.npy",
+             "--steps", "2", "--guidance", "7.5", "--width", "256", "--height", "256", "--pad", "1"])
+
+
+def sdxl_cases():
+    with open(f"{XL}/txt2img/cases.json") as f:
+        spec = json.load(f)
+    for case in spec["cases"]:
+        d = f"{XL}/txt2img/{case['name']}"
+        args = ["--text-encoder", f"{XL}/text_encoder.onnx", "--text-encoder-2", f"{XL}/text_encoder_2.onnx",
+                "--unet", f"{XL}/unet.onnx", "--vae-decoder", f"{XL}/vae_decoder.onnx",
+                "--tokens", f"{d}/tokens.npy", "--init-latent", f"{d}/init_latent.npy",
+                "--steps", str(spec["steps"]), "--guidance", str(spec["guidance"]),
+                "--width", str(spec["width"]), "--height", str(spec["height"])]
+        # Without a negative prompt, encoder 2 re-pads encoder 1's ids with its own pad (what a tokenizer in C++ does);
+        # with one, every encoder gets its own files.
+        if case["negative"] is not None:
+            args += ["--tokens-2", f"{d}/tokens_2.npy", "--uncond-tokens", f"{d}/negative_tokens.npy",
+                     "--uncond-tokens-2", f"{d}/negative_tokens_2.npy"]
+        yield (f"SDXL {case['name']} ({spec['steps']} DDIM steps, {spec['width'] // 8}x{spec['height'] // 8} latent)",
+               f"{d}/ref_latent.npy", args)
+
+
+def check(binary, title, ref, args):
+    with tempfile.TemporaryDirectory() as tmp:
+        png, lat = os.path.join(tmp, "out.png"), os.path.join(tmp, "latent.npy")
+        r = subprocess.run([binary] + args + ["--threads", "2", "--save-latent", lat, "-o", png],
+                           capture_output=True, text=True)
+        if r.returncode:
+            print(f"FAIL txt2img {title}: exited with", r.returncode, r.stderr[-500:])
+            return False
+        got, want = np.load(lat), np.load(ref)
+        err, rel = metrics.errors(want, got)[:2] if got.shape == want.shape else (float("inf"), float("inf"))
+        with open(png, "rb") as f:
+            is_png = f.read(8) == b"\x89PNG\r\n\x1a\n"
+    ok = rel <= 1e-4 and is_png and got.shape == want.shape
+    print(f"{'OK  ' if ok else 'FAIL'} txt2img vs diffusers, {title}: max abs err {err:.3e}, "
+          f"max rel err {rel:.3e} (bar 1e-4); PNG {'written' if is_png else 'MISSING'}")
+    return ok
 
 
 def main():
@@ -28,25 +77,8 @@ def main():
     if not os.path.exists(a.bin):
         print(f"FAIL: {a.bin} not built (needs zlib: apt-get install zlib1g-dev)")
         return 1
-    with tempfile.TemporaryDirectory() as tmp:
-        png, lat = os.path.join(tmp, "out.png"), os.path.join(tmp, "latent.npy")
-        cmd = [a.bin, "--text-encoder", f"{SD}/text_encoder.onnx", "--unet", f"{SD}/unet.onnx",
-               "--vae-decoder", f"{SD}/vae_decoder.onnx", "--tokens", f"{REF}/tokens.npy",
-               "--uncond-tokens", f"{REF}/uncond_tokens.npy", "--init-latent", f"{REF}/init_latent.npy",
-               "--steps", "2", "--guidance", "7.5", "--width", "256", "--height", "256", "--threads", "2",
-               "--pad", "1", "--save-latent", lat, "-o", png]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode:
-            print("FAIL: txt2img exited with", r.returncode, r.stderr[-500:])
-            return 1
-        got, want = np.load(lat), np.load(f"{REF}/ref_latent.npy")
-        err, rel = metrics.errors(want, got)[:2] if got.shape == want.shape else (float("inf"), float("inf"))
-        with open(png, "rb") as f:
-            is_png = f.read(8) == b"\x89PNG\r\n\x1a\n"
-    ok = rel <= 1e-4 and is_png and got.shape == want.shape
-    print(f"{'OK  ' if ok else 'FAIL'} txt2img vs diffusers (2 DDIM steps, 32x32 latent): max abs err {err:.3e}, "
-          f"max rel err {rel:.3e} (bar 1e-4); PNG {'written' if is_png else 'MISSING'}")
-    return 0 if ok else 1
+    results = [check(a.bin, *case) for case in [sd15_case(), *sdxl_cases()]]
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
