@@ -15,14 +15,14 @@
 // The ids may come padded or as [bos, ..., eos]; each encoder's row is padded with its own pad token (--pad for
 // encoder 1, --pad-2 for encoder 2: 0, "!", as SDXL's second tokenizer). --tokens-2 defaults to --tokens. Without
 // --uncond-tokens the unconditional embeddings are zeros (diffusers' force_zeros_for_empty_prompt).
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "onnx2ggml/ir.h"
-#include "onnx2ggml/npy.h"
 #include "onnx2ggml/onnx2ggml.h"
 #include "pipeline.h"
 #include "sdxl.h"
@@ -61,9 +61,10 @@ int main(int argc, char** argv) {
     std::string te2_path, tokens2_path, uncond2_path;  // SDXL
     Special sp;
     int64_t pad_2 = 0;
-    int steps = 20, width = 0, height = 0, threads = 0;  // size and guidance: per model family unless given
+    int steps = 20, threads = 0;
+    std::optional<int> width, height;  // size and guidance: per model family unless given
     unsigned seed = 42;
-    float guidance = -1;
+    std::optional<float> guidance;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -109,17 +110,16 @@ int main(int argc, char** argv) {
             o.negative_ids = ids_from(uncond_path), o.negative_ids_2 = ids_from(uncond2_path);
             o.eos = sp.eos, o.pad = sp.pad, o.pad_2 = pad_2;
             o.steps = steps, o.threads = threads, o.seed = seed;
-            o.width = width ? width : 1024, o.height = height ? height : 1024;
-            o.guidance = guidance >= 0 ? guidance : 5.0f;
+            o.width = width.value_or(1024), o.height = height.value_or(1024), o.guidance = guidance.value_or(5.0f);
             o.init_latent = init_latent, o.save_latent = save_latent, o.out = out;
             sdxl_txt2img(o);
             return 0;
         }
-        width = width ? width : 512, height = height ? height : 512;
-        guidance = guidance >= 0 ? guidance : 7.5f;
+        const int W = width.value_or(512), H = height.value_or(512);
+        const float g = guidance.value_or(7.5f);
         if (te_path.empty() || unet_path.empty() || vae_path.empty() || tokens_path.empty())
             throw std::runtime_error("--text-encoder, --unet, --vae-decoder and --tokens are required");
-        if (steps < 1 || steps > 1000 || width % 8 || height % 8 || width <= 0 || height <= 0)
+        if (steps < 1 || steps > 1000 || W % 8 || H % 8 || W <= 0 || H <= 0)
             throw std::runtime_error("steps must be 1..1000 and the size a positive multiple of 8");
         onnx2ggml::SessionOptions opts;
         opts.threads = threads;
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
         Tensor ctx = te->run({{te_in[0].name, token_batch(uncond, prompt, sp)}})[0];  // [2, 77, D]
 
         // 2. latent noise
-        int64_t lh = height / 8, lw = width / 8, n = 4 * lh * lw;
+        int64_t lh = H / 8, lw = W / 8, n = 4 * lh * lw;
         std::vector<float> x = initial_latent(init_latent, seed, lh, lw);
 
         // 3. denoising loop with classifier-free guidance (batch 2: uncond, cond)
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
             Tensor eps = unet->run({{un_in[size_t(i_sample)].name, s},
                                     {un_in[size_t(i_t)].name, timestep_tensor(un_in[size_t(i_t)], t, 2)},
                                     {un_in[size_t(i_ctx)].name, ctx}})[0];
-            sched.step(x, guide(eps, guidance), t);
+            sched.step(x, guide(eps, g), t);
             fprintf(stderr, "step t=%d done\n", t);
         }
         if (!save_latent.empty()) save_latent_npy(save_latent, x, lh, lw);
