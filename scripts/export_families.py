@@ -13,6 +13,12 @@ checks them against PyTorch and onnxruntime:
   .venv/bin/python tests/sd15_tests.py --manifest tests/models/families_small/manifest.json
 --parts re-exports some parts and keeps the other entries of an existing manifest.
 
+--sdxl-pipeline exports instead a small but coherent SDXL pipeline (the fixture of examples/txt2img's SDXL mode and
+of scripts/sdxl_txt2img_reference.py): text_encoder (CLIP-L-like, penultimate hidden state), text_encoder_2
+(CLIP-G-like: penultimate hidden state and projected text_embeds), unet (context 16+16, pooled 16) and vae_decoder
+(SDXL's VAE). Both text encoders keep CLIP's real 49408-token vocabulary, so real prompts tokenize:
+  .venv/bin/python scripts/export_families.py --sdxl-pipeline --out-dir tests/models/sdxl_small
+
 Weights are random (seeded; ControlNet's zero-initialized output convs get random weights too, so that its outputs
 say something); --small uses reduced widths and depths (the committed fixtures). Every part goes through the
 TorchScript exporter (opset 17, rms_norm exported as its formula) except Flux, which goes through torch.export: the
@@ -110,6 +116,18 @@ NOTES = {
     "sd2_text_encoder": "penultimate_hidden_state is hidden_states[-2] (the clip-skip-2 input, before the final "
                         "LayerNorm); diffusers' SD 2.x checkpoints drop the last of OpenCLIP-H's 24 layers instead",
     "t5_encoder": "no attention mask, as SD3 and Flux run it",
+    "sdxl_text_encoder": "hidden_states[-2], the context SDXL takes from CLIP-L (its last layer is dead code here)",
+}
+
+# The small SDXL pipeline: part -> (kind, config, seed). Seeds differ so that the two text encoders do not share
+# weights (a swapped concatenation must show). Special tokens as SDXL's configs (eos 2: pooling at the argmax id).
+CLIP_SMALL = dict(vocab_size=49408, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                  max_position_embeddings=77, bos_token_id=0, eos_token_id=2, pad_token_id=1)
+SDXL_PIPELINE = {
+    "text_encoder": ("sdxl_text_encoder", dict(CLIP_SMALL, hidden_act="quick_gelu"), 1001),
+    "text_encoder_2": ("sdxl_text_encoder_2", dict(CLIP_SMALL, hidden_act="gelu", projection_dim=16), 1002),
+    "unet": ("sdxl_unet", dict(SMALL["sdxl_unet"], projection_class_embeddings_input_dim=8 * 6 + 16), 1003),
+    "vae_decoder": ("sdxl_vae_decoder", SDXL_VAE_SMALL, 1004),
 }
 
 
@@ -117,15 +135,17 @@ def part_io(part, cfg):
     f32 = lambda n, **kw: dict(name=n, dtype="float32", distribution="normal", **kw)  # noqa: E731
     t = {"name": "timestep", "dtype": "float32", "distribution": "uniform", "range": [0.0, 1000.0]}
     if part == "sdxl_unet":
+        ctx = cfg.get("cross_attention_dim", 2048)
+        pooled = cfg.get("projection_class_embeddings_input_dim", 2816) - 6 * cfg.get("addition_time_embed_dim", 256)
         return dict(inputs=[f32("sample"), t, f32("encoder_hidden_states"), f32("text_embeds"),
                             {"name": "time_ids", "dtype": "float32", "distribution": "uniform", "range": [0.0, 1024.0]}],
                     outputs=["out_sample"],
                     dynamic={"sample": [0, 2, 3], "timestep": [0], "encoder_hidden_states": [0, 1],
                              "text_embeds": [0], "time_ids": [0]},
-                    cases=[{"sample": [1, 4, 16, 16], "timestep": [1], "encoder_hidden_states": [1, 7, 32],
-                            "text_embeds": [1, 32], "time_ids": [1, 6]},
-                           {"sample": [2, 4, 24, 16], "timestep": [2], "encoder_hidden_states": [2, 5, 32],
-                            "text_embeds": [2, 32], "time_ids": [2, 6]}])
+                    cases=[{"sample": [1, 4, 16, 16], "timestep": [1], "encoder_hidden_states": [1, 7, ctx],
+                            "text_embeds": [1, pooled], "time_ids": [1, 6]},
+                           {"sample": [2, 4, 24, 16], "timestep": [2], "encoder_hidden_states": [2, 5, ctx],
+                            "text_embeds": [2, pooled], "time_ids": [2, 6]}])
     if part == "controlnet":
         return dict(inputs=[f32("sample"), t, f32("encoder_hidden_states"),
                             {"name": "controlnet_cond", "dtype": "float32", "distribution": "uniform",
@@ -151,6 +171,11 @@ def part_io(part, cfg):
                     dynamic={"sample": [0, 2, 3], "timestep": [0], "encoder_hidden_states": [0, 1]},
                     cases=[{"sample": [1, 4, 16, 16], "timestep": [1], "encoder_hidden_states": [1, 77, ctx]},
                            {"sample": [2, 4, 24, 16], "timestep": [2], "encoder_hidden_states": [2, 9, ctx]}])
+    if part in ("sdxl_text_encoder", "sdxl_text_encoder_2"):
+        tokens = {"name": "input_ids", "dtype": "int64", "distribution": "tokens", "bos": 49406, "eos": 49407}
+        outs = ["penultimate_hidden_state"] + (["text_embeds"] if part == "sdxl_text_encoder_2" else [])
+        return dict(inputs=[tokens], outputs=outs, dynamic={"input_ids": [0]},
+                    cases=[{"input_ids": [1, 77]}, {"input_ids": [2, 77]}])
     if part in ("sd2_text_encoder", "t5_encoder"):
         v = cfg.get("vocab_size", 32128)
         tokens = {"name": "input_ids", "dtype": "int64", "distribution": "tokens", "bos": v - 2, "eos": v - 1}
@@ -300,6 +325,20 @@ class SD2TextEncoder(nn.Module):
         return out.last_hidden_state, out.hidden_states[-2]
 
 
+class SDXLTextEncoder(nn.Module):
+    """SDXL's text encoders: hidden_states[-2], and text_embeds where the model projects (CLIP-G)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        out = self.model(input_ids, output_hidden_states=True)
+        if hasattr(out, "text_embeds"):
+            return out.hidden_states[-2], out.text_embeds
+        return out.hidden_states[-2]
+
+
 class T5Encoder(nn.Module):
     def __init__(self, model):
         super().__init__()
@@ -379,16 +418,16 @@ WRAPPERS = {"sd3_transformer": lambda m: SD3(m), "flux_transformer": lambda m: F
             "controlnet": ControlNet, "taesd_decoder": VaeDecoder, "clip_g": ClipG,
             "sd2_unet": UNet, "sd2_text_encoder": SD2TextEncoder, "t5_encoder": T5Encoder,
             "sdxl_vae_encoder": VaeEncoder, "sdxl_vae_decoder": VaeDecoder, "esrgan_x4": lambda m: m,
-            "esrgan_x2": lambda m: m}
+            "esrgan_x2": lambda m: m, "sdxl_text_encoder": SDXLTextEncoder, "sdxl_text_encoder_2": SDXLTextEncoder}
 
 
 def build(part, cfg, seed):
     import diffusers
     torch.manual_seed(seed)
-    if part == "clip_g":
+    if part in ("clip_g", "sdxl_text_encoder_2"):
         from transformers import CLIPTextConfig, CLIPTextModelWithProjection
         return CLIPTextModelWithProjection(CLIPTextConfig(**cfg)).eval()
-    if part == "sd2_text_encoder":
+    if part in ("sd2_text_encoder", "sdxl_text_encoder"):
         from transformers import CLIPTextConfig, CLIPTextModel
         return CLIPTextModel(CLIPTextConfig(**cfg)).eval()
     if part == "t5_encoder":
@@ -429,13 +468,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="reduced widths/depths (the committed test fixtures)")
     ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--parts", default=",".join(SMALL),
+    ap.add_argument("--parts", default=None,
                     help="comma list; parts not named keep their entries in an existing DIR/manifest.json")
+    ap.add_argument("--sdxl-pipeline", action="store_true",
+                    help="the small SDXL pipeline (text_encoder, text_encoder_2, unet, vae_decoder) instead")
     ap.add_argument("--opset", type=int, default=17)
     args = ap.parse_args()
+    table = SDXL_PIPELINE if args.sdxl_pipeline else SMALL
+    # part name -> (kind: what part_io, build and WRAPPERS know, config, seed)
+    resolve = (lambda p: SDXL_PIPELINE[p]) if args.sdxl_pipeline else \
+        (lambda p: (p, dict((SMALL if args.small else FULL)[p]), 1234))
     os.makedirs(os.path.join(args.out_dir, "ref"), exist_ok=True)
     prefix = os.path.basename(os.path.normpath(args.out_dir))
-    manifest = {"comment": "Generated by scripts/export_families.py. Model families beyond SD 1.5 (random seeded weights); "
+    what = "A small SDXL pipeline" if args.sdxl_pipeline else "Model families beyond SD 1.5"
+    manifest = {"comment": f"Generated by scripts/export_families.py. {what} (random seeded weights); "
                            "ref/*.npy: PyTorch eager outputs; inputs regenerated by tests/sd15_data.py.",
                 "prefix": prefix, "weights": "random (seeded)",
                 "versions": {"torch": torch.__version__.split("+")[0], "onnx": onnx.__version__}, "parts": []}
@@ -444,19 +490,19 @@ def main():
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
             kept = {e["name"]: e for e in json.load(f)["parts"]}
-    for part in args.parts.split(","):
-        cfg = dict((SMALL if args.small else FULL)[part])
-        io_spec = part_io(part, cfg)
-        model = build(part, cfg, seed=1234)
+    for part in (args.parts or ",".join(table)).split(","):
+        kind, cfg, seed = resolve(part)
+        io_spec = part_io(kind, cfg)
+        model = build(kind, cfg, seed=seed)
         names = [i["name"] for i in io_spec["inputs"]]
-        wrapper = WRAPPERS[part](model)
+        wrapper = WRAPPERS[kind](model)
         example = sd15_data.make_inputs(f"export/{part}", io_spec["inputs"], io_spec["cases"][0], 0)
         targs = tuple(torch.from_numpy(example[n]) for n in names)
         dyn = {n: {ax: f"{n}_{ax}" for ax in io_spec["dynamic"][n]} for n in names}
         for o in io_spec["outputs"]:
             dyn[o] = {0: "batch"}
         path = os.path.join(args.out_dir, part + ".onnx")
-        dynamo = part == "flux_transformer"  # the TorchScript trace of Flux's rotary embedding fixes its lengths
+        dynamo = kind == "flux_transformer"  # the TorchScript trace of Flux's rotary embedding fixes its lengths
         with warnings.catch_warnings(), torch.no_grad(), rms_norm_decomposed():
             warnings.simplefilter("ignore")
             if dynamo:
@@ -498,13 +544,13 @@ def main():
                  "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
                  "params": sum(p.numel() for p in model.parameters()), "tolerance": {"rel": 1e-4},
                  "ops": sorted({n.op_type for n in proto.graph.node})}
-        if part in NOTES:
-            entry["note"] = NOTES[part]
+        if kind in NOTES:
+            entry["note"] = NOTES[kind]
         if dynamo:
             entry["exporter"] = "dynamo"
             entry["ort"] = {"skip": "onnxruntime has no float64 Cos, which Flux's rotary embedding exports"}
         kept[part] = entry
-    manifest["parts"] = [kept.pop(p) for p in SMALL if p in kept] + list(kept.values())
+    manifest["parts"] = [kept.pop(p) for p in table if p in kept] + list(kept.values())
     with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=1)
     print("wrote", args.out_dir)

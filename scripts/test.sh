@@ -24,6 +24,7 @@ run $PY tests/op_tests.py --coverage
 run $PY tests/model_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/families_small/manifest.json
+run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/sdxl_small/manifest.json
 run $PY tests/lora_tests.py --threads 2
 run $PY tests/pass_tests.py
 run $PY tests/tokenizer_test.py

@@ -1,0 +1,28 @@
+// SDXL text-to-image with four ONNX models (two CLIP text encoders, UNet, VAE decoder), as diffusers'
+// StableDiffusionXLPipeline runs it with DDIM: context = [encoder 1, encoder 2] penultimate hidden states side by
+// side, pooled text_embeds from encoder 2, time ids (original size, crop 0 0, target size), classifier-free
+// guidance, VAE scaling factor 0.13025.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace txt2img {
+
+struct SdxlOptions {
+    std::string text_encoder, text_encoder_2, unet, vae_decoder;
+    // Token ids per encoder, [bos, ..., eos] or already padded to 77. Encoder 2 takes encoder 1's ids where its own
+    // are empty: SDXL's two tokenizers share the BPE and differ only in padding (pad, pad_2). Without negative ids
+    // the negative embeddings are zeros (diffusers' force_zeros_for_empty_prompt).
+    std::vector<int64_t> ids, ids_2, negative_ids, negative_ids_2;
+    int64_t eos = 49407, pad = 49407, pad_2 = 0;  // CLIP-L pads with <|endoftext|>, CLIP-G with "!"
+    int steps = 20, width = 1024, height = 1024, threads = 0;
+    unsigned seed = 42;
+    float guidance = 5.0f;
+    std::string init_latent, save_latent, out = "txt2img.png";
+};
+
+// Runs the pipeline and writes the PNG (and the final latent); throws std::runtime_error with context.
+void sdxl_txt2img(const SdxlOptions& o);
+
+}  // namespace txt2img
