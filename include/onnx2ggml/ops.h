@@ -92,6 +92,7 @@ bool same_ne(const ggml_tensor* a, const ggml_tensor* b);
 int ggml_axis(int64_t axis, int rank);
 ggml_tensor* repeat_to(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);  // numpy-style broadcast in ggml dims
 ggml_tensor* full_f32(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);   // x as contiguous F32, broadcast to ne
+ggml_tensor* reshape_ne(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]); // x itself when ne match, else reshaped
 void broadcast_ne(const ggml_tensor* a, const ggml_tensor* b, int64_t ne[4]);  // OpError if incompatible
 void broadcast_ne(const int64_t a[4], const int64_t b[4], int64_t ne[4]);
 

@@ -90,6 +90,11 @@ ggml_tensor* repeat_to(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
     return ggml_repeat_4d(ctx, x, ne[0], ne[1], ne[2], ne[3]);
 }
 
+ggml_tensor* reshape_ne(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
+    if (x->ne[0] == ne[0] && x->ne[1] == ne[1] && x->ne[2] == ne[2] && x->ne[3] == ne[3]) return x;
+    return ggml_reshape_4d(ctx, cont(ctx, x), ne[0], ne[1], ne[2], ne[3]);
+}
+
 ggml_tensor* full_f32(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
     if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
     return cont(ctx, repeat_to(ctx, x, ne));

@@ -33,11 +33,6 @@ ggml_tensor* transposed_rhs(Ctx& ctx, ggml_tensor* b) {
 }
 
 // x reshaped to ne (made contiguous first); x itself when it already has that shape.
-ggml_tensor* reshape_ne(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
-    if (x->ne[0] == ne[0] && x->ne[1] == ne[1] && x->ne[2] == ne[2] && x->ne[3] == ne[3]) return x;
-    return ggml_reshape_4d(ctx, cont(ctx, x), ne[0], ne[1], ne[2], ne[3]);
-}
-
 }  // namespace
 
 ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {

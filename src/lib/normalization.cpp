@@ -16,11 +16,6 @@ ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
     return x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
 }
 
-ggml_tensor* reshape_ne(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
-    if (x->ne[0] == ne[0] && x->ne[1] == ne[1] && x->ne[2] == ne[2] && x->ne[3] == ne[3]) return x;
-    return ggml_reshape_4d(ctx, cont(ctx, x), ne[0], ne[1], ne[2], ne[3]);
-}
-
 // A per-channel vector shaped to broadcast over x: its elements along ggml dim `dim`.
 ggml_tensor* along(Ctx& ctx, ggml_tensor* v, int dim) {
     int64_t ne[4] = {1, 1, 1, 1};

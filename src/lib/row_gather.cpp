@@ -34,11 +34,6 @@ Ints strides(const Ints& s) {
     return st;
 }
 
-ggml_tensor* reshape_ne(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]) {
-    if (x->ne[0] == ne[0] && x->ne[1] == ne[1] && x->ne[2] == ne[2] && x->ne[3] == ne[3]) return x;
-    return ggml_reshape_4d(ctx, cont(ctx, x), ne[0], ne[1], ne[2], ne[3]);
-}
-
 ggml_tensor* gather_dim(Ctx& ctx, ggml_tensor* x, int g, const Ints& idx) {
     int64_t inner = 1, outer = 1, A = x->ne[g], n = int64_t(idx.size());
     for (int d = 0; d < g; d++) inner *= x->ne[d];

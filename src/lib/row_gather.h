@@ -10,8 +10,6 @@ Ints onnx_shape(const ggml_tensor* x, int rank, const char* op);
 // ggml ne of an ONNX shape; rank > 4 folds the outer dims into ne[3].
 void fold_ne(const Ints& s, int64_t ne[4]);
 int64_t prod(const Ints& s);
-// x reshaped to ne (made contiguous first); x itself when ne already match.
-ggml_tensor* reshape_ne(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);
 // x with ggml dim g replaced by the entries idx (in range) of that dim.
 ggml_tensor* gather_dim(Ctx& ctx, ggml_tensor* x, int g, const Ints& idx);
 // x viewed as rows of `inner` elements; output row k is row rows[k] (-1: a row of zeros), reshaped to ne.
