@@ -25,6 +25,7 @@ run $PY tests/model_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/families_small/manifest.json
 run $PY tests/lora_tests.py --threads 2
+run $PY tests/checkpoint_import_test.py
 run $PY tests/pass_tests.py
 run $PY tests/txt2img_test.py
 run $PY tests/node_tests.py -j 2 --check

@@ -37,7 +37,8 @@ std::string join(const std::string& head, const std::string& tail) { return tail
 
 std::string sgm_unet_path(const std::string& p, int layers) {
     static const std::pair<const char*, const char*> fixed[] = {
-        {"input_blocks_0_0", "conv_in"}, {"out_0", "conv_norm_out"}, {"out_2", "conv_out"}, {"time_embed_0", "time_embedding_linear_1"},
+        {"input_blocks_0_0", "conv_in"}, {"out_0", "conv_norm_out"}, {"out_2", "conv_out"},
+        {"time_embed_0", "time_embedding_linear_1"},
         {"time_embed_2", "time_embedding_linear_2"}, {"label_emb_0_0", "add_embedding_linear_1"},
         {"label_emb_0_2", "add_embedding_linear_2"}};
     for (auto& [sgm, diffusers] : fixed)
