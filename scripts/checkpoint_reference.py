@@ -50,7 +50,8 @@ UNET_RESNET = {"norm1": "in_layers.0", "conv1": "in_layers.2", "time_emb_proj": 
 def unet_to_ldm(key, layers, attn_up):
     """diffusers UNet2DConditionModel key -> LDM key (below model.diffusion_model.)."""
     fixed = {"conv_in": "input_blocks.0.0", "time_embedding.linear_1": "time_embed.0",
-             "time_embedding.linear_2": "time_embed.2", "conv_norm_out": "out.0", "conv_out": "out.2"}
+             "time_embedding.linear_2": "time_embed.2", "conv_norm_out": "out.0", "conv_out": "out.2",
+             "add_embedding.linear_1": "label_emb.0.0", "add_embedding.linear_2": "label_emb.0.2"}
     mod, param = key.rsplit(".", 1)
     if mod in fixed:
         return f"{fixed[mod]}.{param}"
@@ -109,6 +110,37 @@ def to_f16_values(model):
     with torch.no_grad():
         for p in model.parameters():
             p.copy_(p.half().float())
+
+
+def sdxl_unet(sfu, save_file):
+    """The SDXL-style UNet of tests/models/families_small (SGM keys with label_emb, transformer depth) with weights B,
+    as a UNet-only LDM file; -> its cases.json entry."""
+    import export_families
+    cfg = dict(export_families.SMALL["sdxl_unet"])
+    unet = export_families.build("sdxl_unet", cfg, seed=4321)  # the fixture's weights A come from seed 1234
+    to_f16_values(unet)
+    layers = cfg["layers_per_block"]
+    attn_up = ["CrossAttn" in t for t in cfg["up_block_types"]]
+    ckpt = {"model.diffusion_model." + unet_to_ldm(k, layers, attn_up): v.half().contiguous()
+            for k, v in unet.state_dict().items()}
+    back = sfu.convert_ldm_unet_checkpoint({k: v.float() for k, v in ckpt.items()}, dict(unet.config))
+    want = unet.state_dict()
+    if set(back) != set(want) or any(not torch.equal(back[k].float(), want[k].float()) for k in want):
+        raise SystemExit("sdxl unet: diffusers' conversion does not give back weights B")
+    print(f"sdxl unet: diffusers' convert_ldm_unet_checkpoint gives back all {len(want)} tensors of weights B exactly")
+    path = os.path.join(OUT, "sdxl_small_unet_ldm.safetensors")
+    save_file(ckpt, path, metadata={"format": "pt"})
+    print(f"wrote {path}: {len(ckpt)} tensors, {os.path.getsize(path) / 1e6:.2f} MB")
+    with open(os.path.join(REPO, "tests/models/families_small/manifest.json")) as f:
+        part = next(p for p in json.load(f)["parts"] if p["name"] == "sdxl_unet")
+    case = part["cases"][0]
+    feeds = sd15_data.make_inputs(f"{SEED_PREFIX}/sdxl_unet", part["inputs"], case, 0)
+    with torch.no_grad():
+        out = export_families.SDXLUNet(unet.float().eval())(*[torch.from_numpy(feeds[i["name"]])
+                                                              for i in part["inputs"]])
+    np.save(os.path.join(OUT, "ref", "sdxl_unet.out_sample.npy"), out.numpy().astype(np.float32))
+    return {"name": "sdxl_unet", "model": "families_small/" + part["file"], "checkpoint": os.path.basename(path),
+            "inputs": part["inputs"], "case": case, "outputs": ["out_sample"]}
 
 
 def main():
@@ -178,6 +210,7 @@ def main():
         cases["parts"].append({"name": name, "model": f"sd15_small/{part['file']}", "inputs": part["inputs"],
                                "case": CASES[name], "outputs": part["outputs"]})
         print(f"{name}: reference outputs {[tuple(t.shape) for t in outs]}")
+    cases["parts"].append(sdxl_unet(sfu, save_file))
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
         f.write("\n")

@@ -5,6 +5,9 @@ tests/models/checkpoint/sd15_small_ldm.safetensors holds weights B of the small 
 encoder under the original LDM key names (scripts/checkpoint_reference.py wrote it and checked it with diffusers'
 own single-file conversion); the committed ONNX graphs in tests/models/sd15_small hold weights A.
 
+tests/models/checkpoint/sdxl_small_unet_ldm.safetensors does the same for the SDXL-style UNet of
+tests/models/families_small (SGM block names with label_emb and two-layer transformers).
+
 1. `scripts/import_weights.py CHECKPOINT MODEL.onnx -o weights.gguf` for each part, then `onnx2ggml run
    --weights-file`: the outputs match B's PyTorch outputs (max relative error <= 1e-4), and without the file they do
    not (so the weights did change).
@@ -127,7 +130,8 @@ def import_and_run(a, work, cases, ckpt):
     for part in cases["parts"]:
         name, model = part["name"], os.path.join(MODELS, part["model"])
         gguf = os.path.join(work, name + ".gguf")
-        r = sh([sys.executable, os.path.join(REPO_ROOT, "scripts/import_weights.py"), ckpt, model, "-o", gguf,
+        src = os.path.join(FIXTURE, part["checkpoint"]) if "checkpoint" in part else ckpt
+        r = sh([sys.executable, os.path.join(REPO_ROOT, "scripts/import_weights.py"), src, model, "-o", gguf,
                 "--cli", a.cli])
         if r.returncode:
             report(False, f"{name}: import_weights.py failed: {r.stderr.strip()[-500:]}")
