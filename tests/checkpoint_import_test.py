@@ -11,8 +11,8 @@ tests/models/families_small (SGM block names with label_emb and two-layer transf
 1. `scripts/import_weights.py CHECKPOINT MODEL.onnx -o weights.gguf` for each part, then `onnx2ggml run
    --weights-file`: the outputs match B's PyTorch outputs (max relative error <= 1e-4), and without the file they do
    not (so the weights did change).
-2. The VAE decoder compiled (`onnx2ggml compile`) and run with the imported GGUF (`--weights`): bit-identical to
-   `onnx2ggml run --weights-file`.
+2. The text encoder and the VAE decoder compiled (`onnx2ggml compile`) and run with the imported GGUF (`--weights`):
+   bit-identical to `onnx2ggml run --weights-file`.
 3. Errors, each one line: a checkpoint that fits nothing of the model, a truncated checkpoint, a tensor of the wrong
    shape, a missing tensor (and --allow-partial), a weights file of another model.
 
@@ -155,16 +155,15 @@ def import_and_run(a, work, cases, ckpt):
     return ggufs
 
 
-def compiled_program(a, work, cases, ggufs):
-    """The VAE decoder compiled, run with the imported GGUF. (Not the text encoder: its program reads CLIP's position
-    embedding on the host, so compile writes that table into the source, where a weights file cannot reach it.)"""
-    name = "vae_decoder"
+def compiled_program(a, work, cases, ggufs, name, out):
+    """A part compiled, run with the imported GGUF (`--weights`). The text encoder's program reads CLIP's position
+    embedding on the host (its Gather's indices are known at build time), and that weight must come from the file."""
     part = next(p for p in cases["parts"] if p["name"] == name)
     if name not in ggufs:
         return
     model = os.path.join(MODELS, part["model"])
-    d = os.path.join(work, "program")
-    r = sh([a.cli, "compile", model, "-o", d, "--name", "dec"])
+    d = os.path.join(work, "program_" + name)
+    r = sh([a.cli, "compile", model, "-o", d, "--name", "prog"])
     if r.returncode == 0:
         prefix = f"{REPO_ROOT}/build/install;{REPO_ROOT}/.deps/ggml-install"
         r = sh(["cmake", "-S", d, "-B", os.path.join(d, "build"), f"-DCMAKE_PREFIX_PATH={prefix}",
@@ -175,18 +174,20 @@ def compiled_program(a, work, cases, ggufs):
         report(False, f"compiling the {name}: {(r.stdout + r.stderr)[-600:]}")
         return
     feeds = sd15_data.make_inputs(f"{cases['seed_prefix']}/{name}", part["inputs"], part["case"], 0)
-    inp = os.path.join(d, "latent.npy")
-    np.save(inp, feeds["latent"])
-    outc = os.path.join(d, "out")
-    rc = sh([os.path.join(d, "build", "dec"), "--input", f"latent={inp}", "--output-dir", outc, "--threads", "2",
-             "--weights", ggufs[name]])
+    args = [os.path.join(d, "build", "prog"), "--output-dir", os.path.join(d, "out"), "--threads", "2",
+            "--weights", ggufs[name]]
+    for n, arr in feeds.items():
+        np.save(os.path.join(d, sanitize_name(n)), arr)
+        args += ["--input", f"{n}={os.path.join(d, sanitize_name(n))}"]
+    rc = sh(args)
     rr, got = run(a.cli, model, feeds, os.path.join(d, "out_run"), ["--weights-file", ggufs[name]])
     if rc.returncode or got is None:
         report(False, f"compiled {name} with the imported weights: {(rc.stderr + rr.stderr).strip()[-500:]}")
         return
-    same = all(np.array_equal(np.load(os.path.join(outc, sanitize_name(n))), v) for n, v in got.items())
-    ref = np.load(os.path.join(FIXTURE, "ref", f"{name}.sample.npy"))
-    rel = metrics.errors(ref, np.load(os.path.join(outc, "sample.npy"))).rel
+    mine = {n: np.load(os.path.join(d, "out", sanitize_name(n))) for n in got}
+    same = all(np.array_equal(mine[n], v) for n, v in got.items())
+    ref = np.load(os.path.join(FIXTURE, "ref", f"{name}.{out}.npy"))
+    rel = metrics.errors(ref, mine[out]).rel
     report(same and rel <= TOL, f"compiled {name} --weights IMPORTED.gguf: bit-identical to run --weights-file "
                                 f"(max rel {rel:.2e} vs PyTorch)")
 
@@ -248,7 +249,8 @@ def main():
     try:
         ggufs = import_and_run(a, work, cases, ckpt)
         if not a.no_compile:
-            compiled_program(a, work, cases, ggufs)
+            compiled_program(a, work, cases, ggufs, "text_encoder", "last_hidden_state")
+            compiled_program(a, work, cases, ggufs, "vae_decoder", "sample")
         errors(a, work, cases, ckpt, ggufs)
     finally:
         if not a.keep:
