@@ -26,6 +26,7 @@ run $PY tests/sd15_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/families_small/manifest.json
 run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/sdxl_small/manifest.json
 run $PY tests/lora_tests.py --threads 2
+run $PY tests/checkpoint_import_test.py
 run $PY tests/pass_tests.py
 run $PY tests/tokenizer_test.py
 run $PY tests/txt2img_test.py

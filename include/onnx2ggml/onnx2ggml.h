@@ -30,6 +30,9 @@ struct SessionOptions {
     bool portable = false;
     // LoRA files merged into the weights when the session opens (see onnx2ggml/lora.h).
     std::vector<LoraFile> lora;
+    // A weights GGUF (from `onnx2ggml import-weights` or `compile`) whose tensors replace the initializers of the
+    // same names when the session opens (before any LoRA is merged).
+    std::string weights_file;
 };
 
 // Where the scheduler put a graph's nodes: per backend, its nodes, the nodes that compute (views and reshapes

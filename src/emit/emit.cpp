@@ -298,28 +298,10 @@ std::vector<std::string> probe_failures(const Model& m, const GraphPlan& plan, c
     return failures;
 }
 
-}  // namespace
-
-std::string compile_model(const Model& m, const CompileOptions& opts) {
-    std::string name = opts.name;
-    if (name.empty()) {
-        std::string base = m.path.substr(m.path.find_last_of('/') + 1);
-        auto dot = base.rfind('.');
-        name = dot == std::string::npos ? base : base.substr(0, dot);
-    }
-    name = c_identifier(name);
-    std::string dir = opts.out_dir;
-    struct stat st;
-    if (stat(dir.c_str(), &st) != 0) {
-        for (size_t p = 1; p <= dir.size(); p++)  // like mkdir -p
-            if (p == dir.size() || dir[p] == '/') mkdir(dir.substr(0, p).c_str(), 0755);
-        O2G_CHECK(stat(dir.c_str(), &st) == 0, "cannot create '", dir, "'");
-    } else
-        O2G_CHECK(S_ISDIR(st.st_mode), "'", dir, "' is not a directory");
+// The probe builds compile writes down (throws when the graph cannot be written as a program).
+std::vector<Probe> record_program(const Model& m, const GraphPlan& plan, const CompileOptions& opts) {
     static bool loaded = [] { ggml_backend_load_all(); return true; }();
     (void)loaded;
-
-    GraphPlan plan = plan_graph(m);
     bool symbolic = false, symbolic_dims = false;
     for (auto& vi : m.graph.inputs) {
         for (auto& d : vi.dims) symbolic_dims |= !d.known();
@@ -367,6 +349,29 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
                    "build further: --example NAME=FILE.npy)";
         throw Error(msg);
     }
+    return probes;
+}
+
+}  // namespace
+
+std::string compile_model(const Model& m, const CompileOptions& opts) {
+    std::string name = opts.name;
+    if (name.empty()) {
+        std::string base = m.path.substr(m.path.find_last_of('/') + 1);
+        auto dot = base.rfind('.');
+        name = dot == std::string::npos ? base : base.substr(0, dot);
+    }
+    name = c_identifier(name);
+    std::string dir = opts.out_dir;
+    struct stat st;
+    if (stat(dir.c_str(), &st) != 0) {
+        for (size_t p = 1; p <= dir.size(); p++)  // like mkdir -p
+            if (p == dir.size() || dir[p] == '/') mkdir(dir.substr(0, p).c_str(), 0755);
+        O2G_CHECK(stat(dir.c_str(), &st) == 0, "cannot create '", dir, "'");
+    } else
+        O2G_CHECK(S_ISDIR(st.st_mode), "'", dir, "' is not a directory");
+    GraphPlan plan = plan_graph(m);
+    std::vector<Probe> probes = record_program(m, plan, opts);
     ProgramRecorder& r = *probes[0].rec;
 
     std::ostringstream src;
@@ -455,6 +460,43 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     write_file(dir + "/CMakeLists.txt", cmake);
     write_gguf(dir + "/" + name + ".gguf", r.weights, gguf_lora_targets(m, r.weights));
     return name;
+}
+
+void write_weights_gguf(const Model& m, const std::string& path) {
+    std::vector<GgufEntry> entries;
+    GraphPlan plan = plan_graph(m);
+    try {
+        std::vector<Probe> probes = record_program(m, plan, CompileOptions{});
+        entries = std::move(probes[0].rec->weights);
+    } catch (const std::exception& e) {
+        fprintf(stderr, "onnx2ggml: note: %s: no compiled-program entries (the initializers only, for --weights-file): "
+                "%s\n", m.path.c_str(), std::string(e.what()).substr(0, 200).c_str());
+    }
+    // Float initializers the program does not read as they are (folded, fused): for `--weights-file`.
+    std::map<std::string, bool> have;
+    for (const GgufEntry& e : entries) have[e.key] = true;
+    std::vector<std::string> baked;
+    for (auto& [name, td] : m.graph.initializers)
+        if (!entries.empty() && !have.count(name) && dtype_is_float(td->dtype) && td->numel() > 1) baked.push_back(name);
+    if (!baked.empty())
+        fprintf(stderr, "onnx2ggml: warning: %s: a program compiled from it does not read %zu of its initializers from "
+                "a weights file (folded, or read on the host and written into its source; first: %s%s): it keeps "
+                "their compile-time data\n", m.path.c_str(), baked.size(), baked[0].c_str(),
+                baked.size() > 1 ? ", ..." : "");
+    for (auto& [name, td] : m.graph.initializers) {
+        ggml_type type = td->dtype == DType::FLOAT ? GGML_TYPE_F32 : td->dtype == DType::FLOAT16 ? GGML_TYPE_F16
+                         : td->dtype == DType::BFLOAT16 ? GGML_TYPE_BF16 : GGML_TYPE_COUNT;
+        if (have.count(name) || type == GGML_TYPE_COUNT || td->numel() == 0) continue;
+        GgufEntry e;
+        e.key = name;
+        e.type = type;
+        for (int i = 0; i < 4; i++) e.ne[i] = 1;
+        size_t r = td->dims.size();
+        for (size_t a = 0; a < r; a++) e.ne[std::min<size_t>(3, r - 1 - a)] *= td->dims[a];  // ONNX order reversed
+        e.bytes.assign(td->data, td->data + td->nbytes);
+        entries.push_back(std::move(e));
+    }
+    write_gguf(path, entries, gguf_lora_targets(m, entries));
 }
 
 }  // namespace onnx2ggml

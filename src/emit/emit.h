@@ -19,6 +19,10 @@ struct CompileOptions {
 // Returns the program name used.
 std::string compile_model(const Model& m, const CompileOptions& opts);
 
+// Writes only the weights GGUF compile would write (the same tensors under the same names, so that a compiled
+// program of a model with these initializers loads it), plus any float initializer the program does not read as is.
+void write_weights_gguf(const Model& m, const std::string& path);
+
 // Helpers shared with tests: a safe C++ identifier, string literal and comment text.
 std::string c_identifier(const std::string& s);
 std::string c_string(const std::string& s);

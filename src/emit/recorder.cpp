@@ -2,6 +2,7 @@
 // program computes exactly what `onnx2ggml run` computes; what it cannot write down fails the node, by name.
 #include "emit/recorder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -210,6 +211,32 @@ std::string ProgramRecorder::host_literal(const HostTensor& h) {
            shape + "}, " + vals + "})";
 }
 
+// A float weight the graph reads on the host comes from the weights file too, read back when the graph is built, so
+// that another weights file (`import-weights`, --lora) reaches it; small ones stay literals.
+std::string ProgramRecorder::host_weight_text(const Val& v, const HostTensor& h) {
+    if (!v.is_weight || h.dtype != DType::FLOAT || h.numel() <= 64 || h.shape.size() > 4) return "";
+    std::string field;
+    auto bound = val_var.find(v.name);
+    int64_t ne[4] = {1, 1, 1, 1};
+    for (size_t i = 0; i < h.shape.size(); i++) ne[h.shape.size() - 1 - i] = h.shape[i];
+    for (const GgufEntry& e : weights)
+        if (e.key == v.name && e.type == GGML_TYPE_F32 && std::equal(ne, ne + 4, e.ne)) field = e.field;
+    if (field.empty()) {
+        if (bound != val_var.end()) return "";  // bound as a tensor of another layout: keep the literal
+        GgufEntry e;
+        e.key = v.name;
+        e.field = field = ident(v.name);
+        e.type = GGML_TYPE_F32;
+        std::copy(ne, ne + 4, e.ne);
+        e.bytes = device_bytes(h, GGML_TYPE_F32, v.name);
+        host_weight_entry_[v.name] = weights.size();
+        weights.push_back(std::move(e));
+    }
+    std::string shape = "{";
+    for (size_t i = 0; i < h.shape.size(); i++) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
+    return "o2g::host_weight(w." + field + ", " + shape + "})";
+}
+
 std::string ProgramRecorder::host_text(const HostArg& a) {
     auto lit = [&]() {
         std::string t = host_literal(*a.h);
@@ -220,7 +247,10 @@ std::string ProgramRecorder::host_text(const HostArg& a) {
     passed_.insert(a.src->name);
     auto it = host_.find(a.src->name);
     HostExpr::Kind k = it != host_.end() ? it->second.kind : unnamed_kind(*a.src);
-    if (k == HostExpr::Const) return lit();
+    if (k == HostExpr::Const) {
+        std::string wt = host_weight_text(*a.src, *a.h);
+        return wt.empty() ? lit() : wt;
+    }
     if (k == HostExpr::Var) return var_text(it->second);
     if (k == HostExpr::Sym && a.src->rank() <= 1 && it->second.e.size() == size_t(a.h->numel())) {
         std::string shape = "{", list;
@@ -250,6 +280,15 @@ void ProgramRecorder::bind(const Val& v, ggml_tensor* t) {
     HostExpr::Kind k = it != host_.end() ? it->second.kind : (v.is_weight || v.input_deps.empty()) ? HostExpr::Const
                                                                                                  : HostExpr::Data;
     if (k == HostExpr::Const) {
+        auto hw = host_weight_entry_.find(v.name);  // already in the file, for a host read of the same weight
+        if (hw != host_weight_entry_.end()) {
+            const GgufEntry& h = weights[hw->second];
+            if (h.type == t->type && std::equal(h.ne, h.ne + 4, t->ne)) {
+                val_var[v.name] = "w." + h.field;
+                local_[t] = tensor_var_[t] = val_var[v.name];
+                return;
+            }
+        }
         GgufEntry e;
         e.key = v.name;
         e.field = ident(v.name);

@@ -82,6 +82,8 @@ private:
     const Model& m_;
     Builder& b_;
     std::set<std::string> idents_;
+    std::map<std::string, size_t> host_weight_entry_;  // weight -> its entry, added for a host read
+    std::string host_weight_text(const Val& v, const HostTensor& h);  // "" when it stays a literal
     std::map<std::string, HostExpr> host_;              // by value name
     std::map<const HostTensor*, HostExpr> host_by_ptr_;  // ... and by data (values a subgraph renames)
     std::map<const ggml_tensor*, std::string> tensor_var_;  // every named tensor's C++ expression

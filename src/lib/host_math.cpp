@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ggml-backend.h"
 #include "lib/host_util.h"
 #include "onnx2ggml/ops.h"
 
@@ -407,6 +408,15 @@ HostTensor host_ints(DType t, const Shape& s, const Ints& v) {
     if (int64_t(v.size()) != shape_numel(s)) throw OpError("host_ints: value count does not match the shape");
     return HostTensor::from_i64(t, s, v);
 }
+HostTensor host_weight(const ggml_tensor* t, const Shape& s) {
+    if (!t || t->type != GGML_TYPE_F32 || ggml_nelements(t) != shape_numel(s))
+        throw OpError("host_weight: the weight is not an F32 tensor of " + std::to_string(shape_numel(s)) + " elements");
+    HostTensor out = HostTensor::alloc(DType::FLOAT, s);
+    if (t->buffer) ggml_backend_tensor_get(t, out.mut(), 0, out.nbytes);
+    else std::memcpy(out.mut(), t->data, out.nbytes);
+    return out;
+}
+
 HostTensor host_floats(DType t, const Shape& s, const std::vector<double>& v) {
     if (int64_t(v.size()) != shape_numel(s)) throw OpError("host_floats: value count does not match the shape");
     return HostTensor::from_f64(t, s, v);

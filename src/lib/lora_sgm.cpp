@@ -19,8 +19,11 @@ bool read_index(const std::string& s, size_t& pos, int& v) {
     return true;
 }
 
-// A ResBlock's layers: in_layers.2 is conv1, out_layers.3 conv2, emb_layers.1 the time projection.
+// A ResBlock's layers: in_layers.2 is conv1, out_layers.3 conv2, emb_layers.1 the time projection, and the
+// norms before them (for checkpoint import; LoRAs do not touch norms).
 std::string resnet_layer(const std::string& rest) {
+    if (rest == "in_layers_0") return "norm1";
+    if (rest == "out_layers_0") return "norm2";
     if (rest == "in_layers_2") return "conv1";
     if (rest == "out_layers_3") return "conv2";
     if (rest == "emb_layers_1") return "time_emb_proj";
@@ -34,7 +37,8 @@ std::string join(const std::string& head, const std::string& tail) { return tail
 
 std::string sgm_unet_path(const std::string& p, int layers) {
     static const std::pair<const char*, const char*> fixed[] = {
-        {"input_blocks_0_0", "conv_in"}, {"out_2", "conv_out"}, {"time_embed_0", "time_embedding_linear_1"},
+        {"input_blocks_0_0", "conv_in"}, {"out_0", "conv_norm_out"}, {"out_2", "conv_out"},
+        {"time_embed_0", "time_embedding_linear_1"},
         {"time_embed_2", "time_embedding_linear_2"}, {"label_emb_0_0", "add_embedding_linear_1"},
         {"label_emb_0_2", "add_embedding_linear_2"}};
     for (auto& [sgm, diffusers] : fixed)

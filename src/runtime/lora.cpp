@@ -1,6 +1,7 @@
 // LoRA on ONNX models (src/runtime/lora.h): weight tracing and the merge into initializers.
 #include "runtime/lora.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <new>
@@ -119,12 +120,43 @@ std::vector<o2g::LoraTarget> lora_targets(const Model& m) {
     return named;
 }
 
+std::vector<std::string> node_module_paths(const Node& n) {
+    std::vector<std::string> r;
+    for (const std::string& p : {path_from_node(n.name), path_from_scopes(n.scopes)})
+        if (!p.empty() && std::find(r.begin(), r.end(), p) == r.end()) r.push_back(p);
+    return r;
+}
+
+void set_initializer(Model& m, const std::string& name, const std::vector<float>& w) {
+    std::shared_ptr<TensorData>& slot = m.graph.initializers.at(name);
+    const TensorData& td = *slot;
+    O2G_CHECK(size_t(td.numel()) == w.size(), m.path, ": initializer '", name, "' has ", td.numel(),
+              " elements, not ", w.size());
+    O2G_CHECK(float_weight(td.dtype), m.path, ": initializer '", name, "' is ", dtype_name(td.dtype), ", not a float");
+    // 64-byte aligned, so that CPU sessions can still map the weight without a copy.
+    const size_t n = size_t(td.numel()) * dtype_size(td.dtype);
+    std::shared_ptr<uint8_t> buf(static_cast<uint8_t*>(::operator new(n ? n : 1, std::align_val_t(64))),
+                                 [](uint8_t* p) { ::operator delete(p, std::align_val_t(64)); });
+    if (td.dtype == DType::FLOAT) std::memcpy(buf.get(), w.data(), n);
+    else if (td.dtype == DType::FLOAT16)
+        ggml_fp32_to_fp16_row(w.data(), reinterpret_cast<ggml_fp16_t*>(buf.get()), int64_t(w.size()));
+    else
+        ggml_fp32_to_bf16_row(w.data(), reinterpret_cast<ggml_bf16_t*>(buf.get()), int64_t(w.size()));
+    auto merged = std::make_shared<TensorData>();
+    merged->name = td.name;
+    merged->dtype = td.dtype;
+    merged->dims = td.dims;
+    merged->data = buf.get();
+    merged->nbytes = n;
+    merged->keep = buf;
+    slot = merged;
+}
+
 void apply_lora(Model& m, const std::vector<LoraFile>& files, bool quiet) {
     if (files.empty()) return;
     std::vector<o2g::LoraTarget> targets = lora_targets(m);
     o2g::merge_lora(files, targets, m.path, quiet, [&](size_t i, const std::function<void(float*)>& add) {
-        std::shared_ptr<TensorData>& slot = m.graph.initializers.at(targets[i].weight);
-        const TensorData& td = *slot;
+        const TensorData& td = *m.graph.initializers.at(targets[i].weight);
         HostTensor h;
         h.dtype = td.dtype;
         h.shape = td.dims;
@@ -132,23 +164,7 @@ void apply_lora(Model& m, const std::vector<LoraFile>& files, bool quiet) {
         h.nbytes = td.nbytes;
         std::vector<float> w = h.to_f32();
         add(w.data());
-        // 64-byte aligned, so that CPU sessions can still map the weight without a copy.
-        const size_t n = td.nbytes;
-        std::shared_ptr<uint8_t> buf(static_cast<uint8_t*>(::operator new(n ? n : 1, std::align_val_t(64))),
-                                     [](uint8_t* p) { ::operator delete(p, std::align_val_t(64)); });
-        if (td.dtype == DType::FLOAT) std::memcpy(buf.get(), w.data(), n);
-        else if (td.dtype == DType::FLOAT16)
-            ggml_fp32_to_fp16_row(w.data(), reinterpret_cast<ggml_fp16_t*>(buf.get()), int64_t(w.size()));
-        else
-            ggml_fp32_to_bf16_row(w.data(), reinterpret_cast<ggml_bf16_t*>(buf.get()), int64_t(w.size()));
-        auto merged = std::make_shared<TensorData>();
-        merged->name = td.name;
-        merged->dtype = td.dtype;
-        merged->dims = td.dims;
-        merged->data = buf.get();
-        merged->nbytes = n;
-        merged->keep = buf;
-        slot = merged;
+        set_initializer(m, targets[i].weight, w);
     });
 }
 

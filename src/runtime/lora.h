@@ -14,6 +14,12 @@ namespace onnx2ggml {
 // are stored (a MatMul weight fed through Transpose is [out, in]; one the exporter folded is [in, out]).
 std::vector<o2g::LoraTarget> lora_targets(const Model& m);
 
+// Module paths a node's name or torch.export scope metadata give ("unet.down_blocks.0.resnets.0.norm1").
+std::vector<std::string> node_module_paths(const Node& n);
+
+// Replaces a float initializer's data (given as f32, stored in its own dtype) by an owned, aligned copy.
+void set_initializer(Model& m, const std::string& name, const std::vector<float>& w);
+
 // Merges the files into m's initializers (changed ones are replaced by owned copies, in their own dtype).
 void apply_lora(Model& m, const std::vector<LoraFile>& files, bool quiet);
 

@@ -14,6 +14,7 @@
 #include "onnx2ggml/program.h"
 #include "passes/pipeline.h"
 #include "runtime/builder.h"
+#include "runtime/checkpoint_import.h"
 #include "runtime/lora.h"
 #include "runtime/unsupported.h"
 
@@ -47,6 +48,11 @@ class SessionImpl : public Session {
 public:
     SessionImpl(std::shared_ptr<Model> model, const SessionOptions& opts) {
         model_ = std::move(model);
+        if (!opts.weights_file.empty()) {  // into a copy too
+            auto own = std::make_shared<Model>(*model_);
+            apply_weights_file(*own, opts.weights_file, opts.quiet);
+            model_ = std::move(own);
+        }
         if (!opts.lora.empty()) {  // merged into a copy: the caller's model keeps its weights
             auto merged = std::make_shared<Model>(*model_);
             apply_lora(*merged, opts.lora, opts.quiet);

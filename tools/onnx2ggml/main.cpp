@@ -27,6 +27,7 @@ using namespace onnx2ggml;
 
 namespace onnx2ggml {
 int cmd_tokenize(const std::vector<std::string>& args);  // tokenize.cpp
+int cmd_import_weights(const std::vector<std::string>& args, const char* usage);  // import_weights.cpp
 }
 
 namespace {
@@ -36,11 +37,14 @@ const char* kUsage =
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
     "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
+    "                [--weights-file FILE.gguf]\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
-    "                [--lora FILE.safetensors[:SCALE] ...]\n"
+    "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf]\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
+    "  onnx2ggml import-weights MODEL.onnx CHECKPOINT.safetensors -o WEIGHTS.gguf\n"
+    "                [--part auto|unet|vae|text_encoder|diffusers] [--allow-partial]\n"
     "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n"
     "  onnx2ggml tokenize [--vocab FILE] [--pad ID] [--length N] [--no-special] TEXT   (CLIP BPE token ids)\n";
 
@@ -193,6 +197,7 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     else if (a == "--precision") opts.precision = next();
     else if (a == "--portable") opts.portable = true;
     else if (a == "--lora") opts.lora.push_back(parse_lora_arg(next()));
+    else if (a == "--weights-file") opts.weights_file = next();
     else return false;
     return true;
 }
@@ -360,6 +365,7 @@ int main(int argc, char** argv) {
         }
         if (cmd == "bench") return cmd_bench(args);
         if (cmd == "tokenize") return cmd_tokenize(args);
+        if (cmd == "import-weights") return cmd_import_weights(args, kUsage);
         if (cmd == "--help" || cmd == "-h" || cmd == "help") {
             fputs(kUsage, stdout);
             return 0;

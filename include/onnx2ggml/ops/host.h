@@ -147,6 +147,8 @@ HostTensor host_gather_nd(const HostTensor& x, const HostTensor& indices, int64_
 // ---- between host and device ----
 // A host value as a constant device tensor of `type` (uploaded after allocation).
 ggml_tensor* host_constant(Ctx& ctx, const HostTensor& h, ggml_type type);
+// A float weight read back from its F32 tensor (compiled programs: a weight the graph reads on the host).
+HostTensor host_weight(const ggml_tensor* t, const Shape& s);
 // "o2g::DType::INT64": a type as generated code spells it.
 std::string dtype_literal(DType t);
 // A host literal in generated code.
