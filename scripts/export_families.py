@@ -466,7 +466,7 @@ def strip_node_metadata(graph):
                 strip_node_metadata(g)
 
 
-def export_external(wrapper, targs, names, io_spec, dyn, path, opset, fold=True):
+def export_external(wrapper, targs, names, io_spec, dyn, path, opset):
     """TorchScript export with every initializer in one 64-byte aligned external file <part>.onnx.data (the full-size
     graphs: protobuf caps an embedded model at 2 GB). Returns the graph without its weights."""
     import shutil
@@ -476,7 +476,7 @@ def export_external(wrapper, targs, names, io_spec, dyn, path, opset, fold=True)
     os.makedirs(tmpdir)
     tmp_path = os.path.join(tmpdir, os.path.basename(path))
     torch.onnx.export(wrapper, targs, tmp_path, dynamo=False, opset_version=opset, input_names=names,
-                      output_names=io_spec["outputs"], dynamic_axes=dyn, do_constant_folding=fold,
+                      output_names=io_spec["outputs"], dynamic_axes=dyn, do_constant_folding=True,
                       external_data=True)
     os.replace(tmp_path, path)
     for fn in os.listdir(tmpdir):  # per-tensor files written by the exporter
@@ -494,12 +494,6 @@ def main():
                     help="comma list; parts not named keep their entries in an existing DIR/manifest.json")
     ap.add_argument("--opset", type=int, default=17)
     ap.add_argument("--no-ort-check", action="store_true", help="skip the onnxruntime check after export")
-    ap.add_argument("--dynamo", action="store_true",
-                    help="export every part through torch.export (opset 18 at least), as Flux always is; with "
-                         "external data the weights stream from the model's tensors (SD3, SDXL UNet in 24 GB)")
-    ap.add_argument("--no-constant-folding", action="store_true",
-                    help="keep the weights' Transposes in the graph instead of folding a transposed copy of each "
-                         "(the exporter then holds no second copy of the weights: SDXL's UNet in 24 GB)")
     args = ap.parse_args()
     os.makedirs(os.path.join(args.out_dir, "ref"), exist_ok=True)
     prefix = os.path.basename(os.path.normpath(args.out_dir))
@@ -528,8 +522,7 @@ def main():
         for o in io_spec["outputs"]:
             dyn[o] = {0: "batch"}
         path = os.path.join(args.out_dir, part + ".onnx")
-        # the TorchScript trace of Flux's rotary embedding fixes its lengths; --dynamo: torch.export for any part
-        dynamo = part == "flux_transformer" or args.dynamo
+        dynamo = part == "flux_transformer"  # the TorchScript trace of Flux's rotary embedding fixes its lengths
         t0 = time.perf_counter()
         with warnings.catch_warnings(), torch.no_grad(), rms_norm_decomposed():
             warnings.simplefilter("ignore")
@@ -537,22 +530,11 @@ def main():
                 ex = sd15_data.make_inputs(f"export/{part}", io_spec["inputs"], io_spec["cases"][1], 1)
                 targs = tuple(torch.from_numpy(ex[n]) for n in names)  # batch 2: size 1 would be specialized
                 auto = {n: {ax: torch.export.Dim.AUTO for ax in io_spec["dynamic"][n]} for n in names}
-                if len(io_spec["cases"]) < 2:  # full size: the one case, all axes dynamic unless specialized
-                    targs = tuple(torch.from_numpy(example[n]) for n in names)
-                prog = torch.onnx.export(wrapper, targs, dynamo=True, opset_version=max(args.opset, 18),
-                                         input_names=names, output_names=io_spec["outputs"],
-                                         dynamic_shapes=auto, external_data=not args.small)
-                if args.small:
-                    proto = prog.model_proto
-                else:  # weights stream from the torch tensors into one file, then get 64-byte aligned
-                    from export_sd15 import _consolidate_external_data
-                    prog.save(path, external_data=True)
-                    del prog
-                    _consolidate_external_data(path, os.path.basename(path) + ".data")
-                    proto = onnx.load(path, load_external_data=False)
+                proto = torch.onnx.export(wrapper, targs, dynamo=True, opset_version=max(args.opset, 18),
+                                          input_names=names, output_names=io_spec["outputs"],
+                                          dynamic_shapes=auto).model_proto
             elif not args.small:
-                proto = export_external(wrapper, targs, names, io_spec, dyn, path, args.opset,
-                                        fold=not args.no_constant_folding)
+                proto = export_external(wrapper, targs, names, io_spec, dyn, path, args.opset)
             else:
                 buf = io.BytesIO()
                 torch.onnx.export(wrapper, targs, buf, dynamo=False, opset_version=args.opset, input_names=names,
@@ -561,7 +543,7 @@ def main():
         t_export = time.perf_counter() - t0
         strip_node_metadata(proto.graph)
         proto.producer_name, proto.doc_string = f"onnx2ggml-export_families (torch {torch.__version__.split('+')[0]})", ""
-        if args.small:
+        if args.small or dynamo:
             onnx.save(proto, path)
         else:
             with open(path, "wb") as f:
@@ -597,14 +579,12 @@ def main():
                  "cases": io_spec["cases"], "refs": refs, "opset": opset, "exporter": "torchscript",
                  "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
                  "params": sum(p.numel() for p in model.parameters()), "tolerance": {"rel": 1e-4},
-                 "external_data": not args.small,
-                 "constant_folding": not args.no_constant_folding,
+                 "external_data": not args.small and not dynamo,
                  "ops": sorted({n.op_type for n in proto.graph.node})}
         if part in NOTES:
             entry["note"] = NOTES[part]
         if dynamo:
             entry["exporter"] = "dynamo"
-        if part == "flux_transformer":
             entry["ort"] = {"skip": "onnxruntime has no float64 Cos, which Flux's rotary embedding exports"}
         kept[part] = entry
     manifest["parts"] = [kept.pop(p) for p in SMALL if p in kept] + list(kept.values())
