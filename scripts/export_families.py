@@ -12,6 +12,10 @@ checks them against PyTorch and onnxruntime:
   .venv/bin/python scripts/export_families.py --small --out-dir tests/models/families_small
   .venv/bin/python tests/sd15_tests.py --manifest tests/models/families_small/manifest.json
 --parts re-exports some parts and keeps the other entries of an existing manifest.
+Without --small: the real configs (FULL), one pipeline-like shape case per part (FULL_CASES) and every weight in one
+64-byte aligned external data file; figures in docs/models.md ("Families beyond SD 1.5, full size"):
+  .venv/bin/python scripts/export_families.py --out-dir build/families_full --parts sd2_unet --no-ort-check
+  .venv/bin/python tests/sd15_tests.py --manifest build/families_full/manifest.json --rss --filter sd2_unet
 
 Weights are random (seeded; ControlNet's zero-initialized output convs get random weights too, so that its outputs
 say something); --small uses reduced widths and depths (the committed fixtures). Every part goes through the
@@ -527,7 +531,8 @@ def main():
         with warnings.catch_warnings(), torch.no_grad(), rms_norm_decomposed():
             warnings.simplefilter("ignore")
             if dynamo:
-                ex = sd15_data.make_inputs(f"export/{part}", io_spec["inputs"], io_spec["cases"][1], 1)
+                ex = sd15_data.make_inputs(f"export/{part}", io_spec["inputs"], io_spec["cases"][-1],
+                                           len(io_spec["cases"]) - 1)
                 targs = tuple(torch.from_numpy(ex[n]) for n in names)  # batch 2: size 1 would be specialized
                 auto = {n: {ax: torch.export.Dim.AUTO for ax in io_spec["dynamic"][n]} for n in names}
                 proto = torch.onnx.export(wrapper, targs, dynamo=True, opset_version=max(args.opset, 18),
