@@ -12,6 +12,10 @@ checks them against PyTorch and onnxruntime:
   .venv/bin/python scripts/export_families.py --small --out-dir tests/models/families_small
   .venv/bin/python tests/sd15_tests.py --manifest tests/models/families_small/manifest.json
 --parts re-exports some parts and keeps the other entries of an existing manifest.
+Without --small: the real configs (FULL), one pipeline-like shape case per part (FULL_CASES) and every weight in one
+64-byte aligned external data file; figures in docs/models.md ("Families beyond SD 1.5, full size"):
+  .venv/bin/python scripts/export_families.py --out-dir build/families_full --parts sd2_unet --no-ort-check
+  .venv/bin/python tests/sd15_tests.py --manifest build/families_full/manifest.json --rss --filter sd2_unet
 
 --sdxl-pipeline exports instead a small but coherent SDXL pipeline (the fixture of examples/txt2img's SDXL mode and
 of scripts/sdxl_txt2img_reference.py): text_encoder (CLIP-L-like, penultimate hidden state), text_encoder_2
@@ -31,6 +35,7 @@ import io
 import json
 import os
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -40,6 +45,7 @@ from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+sys.path.insert(0, HERE)
 import metrics  # noqa: E402
 import sd15_data  # noqa: E402
 
@@ -95,8 +101,26 @@ SMALL.update({
     "esrgan_x4": dict(num_in_ch=3, num_out_ch=3, scale=4, num_feat=8, num_grow_ch=4, num_block=2),
     "esrgan_x2": dict(num_in_ch=3, num_out_ch=3, scale=2, num_feat=8, num_grow_ch=4, num_block=1),
 })
-FULL = {k: {} for k in SMALL}  # diffusers' / transformers' defaults (not run here: see docs/models.md)
+FULL = {k: {} for k in SMALL}  # diffusers' / transformers' defaults where they are the real model's config
 FULL.update({
+    # stabilityai/stable-diffusion-3-medium transformer (2 B): 24 joint blocks of 24 heads of 64
+    "sd3_transformer": dict(sample_size=128, patch_size=2, in_channels=16, num_layers=24, attention_head_dim=64,
+                            num_attention_heads=24, joint_attention_dim=4096, caption_projection_dim=1536,
+                            pooled_projection_dim=2048, out_channels=16, pos_embed_max_size=192),
+    # stabilityai/stable-diffusion-xl-base-1.0 UNet (2.6 B)
+    "sdxl_unet": dict(sample_size=128, in_channels=4, out_channels=4, layers_per_block=2,
+                      block_out_channels=(320, 640, 1280),
+                      down_block_types=("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+                      up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+                      cross_attention_dim=2048, attention_head_dim=(5, 10, 20), use_linear_projection=True,
+                      addition_embed_type="text_time", addition_time_embed_dim=256,
+                      projection_class_embeddings_input_dim=2816, transformer_layers_per_block=(1, 2, 10)),
+    # lllyasviel/sd-controlnet-* (SD 1.5's UNet encoder, context 768)
+    "controlnet": dict(cross_attention_dim=768),
+    # SDXL's text_encoder_2 (OpenCLIP bigG/14 text tower with projection)
+    "clip_g": dict(vocab_size=49408, hidden_size=1280, intermediate_size=5120, num_hidden_layers=32,
+                   num_attention_heads=20, max_position_embeddings=77, projection_dim=1280, hidden_act="gelu",
+                   bos_token_id=49406, eos_token_id=49407),
     "sd2_unet": dict(sample_size=96, block_out_channels=(320, 640, 1280, 1280), cross_attention_dim=1024,
                      attention_head_dim=(5, 10, 20, 20), use_linear_projection=True, upcast_attention=True),
     "sd2_text_encoder": dict(vocab_size=49408, hidden_size=1024, intermediate_size=4096, num_hidden_layers=23,
@@ -111,6 +135,27 @@ FULL.update({
     "esrgan_x2": dict(num_in_ch=3, num_out_ch=3, scale=2, num_feat=64, num_grow_ch=32, num_block=23),
 })
 FULL["sdxl_vae_decoder"] = FULL["sdxl_vae_encoder"]
+# Full size: one shape case per part, as the real pipeline feeds it at a modest resolution (SD 1.5's full-size
+# figures use the same: a 256x256 image, a 32x32 latent, batch 2 for classifier-free guidance, 77 tokens).
+FULL_CASES = {
+    "sd3_transformer": {"hidden_states": [1, 16, 32, 32], "encoder_hidden_states": [1, 154, 4096],
+                        "pooled_projections": [1, 2048], "timestep": [1]},
+    "flux_transformer": {"hidden_states": [1, 256, 64], "encoder_hidden_states": [1, 256, 4096],
+                         "pooled_projections": [1, 768], "timestep": [1], "img_ids": [256, 3], "txt_ids": [256, 3]},
+    "sdxl_unet": {"sample": [2, 4, 32, 32], "timestep": [2], "encoder_hidden_states": [2, 77, 2048],
+                  "text_embeds": [2, 1280], "time_ids": [2, 6]},
+    "controlnet": {"sample": [2, 4, 32, 32], "timestep": [2], "encoder_hidden_states": [2, 77, 768],
+                   "controlnet_cond": [2, 3, 256, 256]},
+    "taesd_decoder": {"latent": [1, 4, 64, 64]},
+    "clip_g": {"input_ids": [1, 77]},
+    "sd2_unet": {"sample": [2, 4, 32, 32], "timestep": [2], "encoder_hidden_states": [2, 77, 1024]},
+    "sd2_text_encoder": {"input_ids": [1, 77]},
+    "t5_encoder": {"input_ids": [1, 77]},
+    "sdxl_vae_encoder": {"sample": [1, 3, 256, 256]},
+    "sdxl_vae_decoder": {"latent": [1, 4, 32, 32]},
+    "esrgan_x4": {"image": [1, 3, 64, 64]},
+    "esrgan_x2": {"image": [1, 3, 128, 128]},
+}
 NOTES = {
     "sd2_unet": "SD 2.x (768-v) is v-prediction: that is the scheduler's prediction_type, not part of this graph",
     "sd2_text_encoder": "penultimate_hidden_state is hidden_states[-2] (the clip-skip-2 input, before the final "
@@ -464,6 +509,26 @@ def strip_node_metadata(graph):
                 strip_node_metadata(g)
 
 
+def export_external(wrapper, targs, names, io_spec, dyn, path, opset):
+    """TorchScript export with every initializer in one 64-byte aligned external file <part>.onnx.data (the full-size
+    graphs: protobuf caps an embedded model at 2 GB). Returns the graph without its weights."""
+    import shutil
+    from export_sd15 import _consolidate_external_data
+    tmpdir = path + ".parts"
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    os.makedirs(tmpdir)
+    tmp_path = os.path.join(tmpdir, os.path.basename(path))
+    torch.onnx.export(wrapper, targs, tmp_path, dynamo=False, opset_version=opset, input_names=names,
+                      output_names=io_spec["outputs"], dynamic_axes=dyn, do_constant_folding=True,
+                      external_data=True)
+    os.replace(tmp_path, path)
+    for fn in os.listdir(tmpdir):  # per-tensor files written by the exporter
+        os.replace(os.path.join(tmpdir, fn), os.path.join(os.path.dirname(path), fn))
+    os.rmdir(tmpdir)
+    _consolidate_external_data(path, os.path.basename(path) + ".data")
+    return onnx.load(path, load_external_data=False)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="reduced widths/depths (the committed test fixtures)")
@@ -473,7 +538,9 @@ def main():
     ap.add_argument("--sdxl-pipeline", action="store_true",
                     help="the small SDXL pipeline (text_encoder, text_encoder_2, unet, vae_decoder) instead")
     ap.add_argument("--opset", type=int, default=17)
+    ap.add_argument("--no-ort-check", action="store_true", help="skip the onnxruntime check after export")
     args = ap.parse_args()
+    args.small = args.small or args.sdxl_pipeline  # the pipeline fixture is small: weights embedded, fixture shapes
     table = SDXL_PIPELINE if args.sdxl_pipeline else SMALL
     # part name -> (kind: what part_io, build and WRAPPERS know, config, seed)
     resolve = (lambda p: SDXL_PIPELINE[p]) if args.sdxl_pipeline else \
@@ -493,7 +560,11 @@ def main():
     for part in (args.parts or ",".join(table)).split(","):
         kind, cfg, seed = resolve(part)
         io_spec = part_io(kind, cfg)
+        if not args.small:
+            io_spec["cases"] = [FULL_CASES[part]]
+        t0 = time.perf_counter()
         model = build(kind, cfg, seed=seed)
+        t_build = time.perf_counter() - t0
         names = [i["name"] for i in io_spec["inputs"]]
         wrapper = WRAPPERS[kind](model)
         example = sd15_data.make_inputs(f"export/{part}", io_spec["inputs"], io_spec["cases"][0], 0)
@@ -503,34 +574,51 @@ def main():
             dyn[o] = {0: "batch"}
         path = os.path.join(args.out_dir, part + ".onnx")
         dynamo = kind == "flux_transformer"  # the TorchScript trace of Flux's rotary embedding fixes its lengths
+        t0 = time.perf_counter()
         with warnings.catch_warnings(), torch.no_grad(), rms_norm_decomposed():
             warnings.simplefilter("ignore")
             if dynamo:
-                ex = sd15_data.make_inputs(f"export/{part}", io_spec["inputs"], io_spec["cases"][1], 1)
+                ex = sd15_data.make_inputs(f"export/{part}", io_spec["inputs"], io_spec["cases"][-1],
+                                           len(io_spec["cases"]) - 1)
                 targs = tuple(torch.from_numpy(ex[n]) for n in names)  # batch 2: size 1 would be specialized
                 auto = {n: {ax: torch.export.Dim.AUTO for ax in io_spec["dynamic"][n]} for n in names}
                 proto = torch.onnx.export(wrapper, targs, dynamo=True, opset_version=max(args.opset, 18),
                                           input_names=names, output_names=io_spec["outputs"],
                                           dynamic_shapes=auto).model_proto
+            elif not args.small:
+                proto = export_external(wrapper, targs, names, io_spec, dyn, path, args.opset)
             else:
                 buf = io.BytesIO()
                 torch.onnx.export(wrapper, targs, buf, dynamo=False, opset_version=args.opset, input_names=names,
                                   output_names=io_spec["outputs"], dynamic_axes=dyn, do_constant_folding=True)
                 proto = onnx.load_from_string(buf.getvalue())
+        t_export = time.perf_counter() - t0
         strip_node_metadata(proto.graph)
         proto.producer_name, proto.doc_string = f"onnx2ggml-export_families (torch {torch.__version__.split('+')[0]})", ""
-        onnx.save(proto, path)
+        if args.small or dynamo:
+            onnx.save(proto, path)
+        else:
+            with open(path, "wb") as f:
+                f.write(proto.SerializeToString())
+        size = os.path.getsize(path) + (os.path.getsize(path + ".data") if os.path.exists(path + ".data") else 0)
+        print(f"{part}: {sum(p.numel() for p in model.parameters())} params, {len(proto.graph.node)} nodes, "
+              f"{size / 1e6:.2f} MB, build {t_build:.1f}s, export {t_export:.1f}s", flush=True)
         refs = []
         for ci, case in enumerate(io_spec["cases"]):
             feeds = sd15_data.make_inputs(f"{prefix}/{part}", io_spec["inputs"], case, ci)
+            t0 = time.perf_counter()
             with torch.no_grad():
                 ys = wrapper(*(torch.from_numpy(feeds[n]) for n in names))
+            print(f"{part} case {ci}: PyTorch eager {time.perf_counter() - t0:.2f}s "
+                  f"({torch.get_num_threads()} threads)", flush=True)
             ys = ys if isinstance(ys, tuple) else (ys,)
             refs.append({})
             for o, y in zip(io_spec["outputs"], ys):
                 rel = f"ref/{part}.{ci}.{o}.npy"
                 np.save(os.path.join(args.out_dir, rel), y.numpy().astype(np.float32))
                 refs[-1][o] = rel
+            if args.no_ort_check:
+                continue
             try:  # onnxruntime as a second opinion, where it has every kernel
                 import onnxruntime as ort
                 got = ort.InferenceSession(path).run(None, feeds)
@@ -543,6 +631,7 @@ def main():
                  "cases": io_spec["cases"], "refs": refs, "opset": opset, "exporter": "torchscript",
                  "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
                  "params": sum(p.numel() for p in model.parameters()), "tolerance": {"rel": 1e-4},
+                 "external_data": not args.small and not dynamo,
                  "ops": sorted({n.op_type for n in proto.graph.node})}
         if kind in NOTES:
             entry["note"] = NOTES[kind]
