@@ -42,7 +42,8 @@ ggml_tensor* conv3d_core(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, int64_t N, in
                          const int s[3], const int pd[3], const int d[3]) {
     x = f32_cont(ctx, x);
     k = f32_cont(ctx, k);
-    const int64_t cg = C / group, mg = M / group, KK = k->ne[0] * k->ne[1] * k->ne[2], S = x->ne[0] * x->ne[1] * x->ne[2];
+    const int64_t cg = C / group, mg = M / group;
+    const int64_t KK = k->ne[0] * k->ne[1] * k->ne[2], S = x->ne[0] * x->ne[1] * x->ne[2];
     ggml_tensor* k2 = ggml_reshape_2d(ctx, k, KK * cg, M);  // [KK*C/g, M]
     ggml_tensor* x3 = ggml_reshape_3d(ctx, x, S, C, N);
     ggml_tensor* out = nullptr;

@@ -1,5 +1,6 @@
 // Pooling ONNX ops: MaxPool (1-22) and AveragePool (1-22), 1-D to 3-D with dilations, GlobalAveragePool (1-22),
-// GlobalMaxPool (1-22), LpPool (1-22). Rows read attributes into params; the lowering is the op library's (src/lib/pool.cpp).
+// GlobalMaxPool (1-22), LpPool (1-22). Rows read attributes into params; the lowering is the op library's
+// (src/lib/pool.cpp).
 #include "ops/op.h"
 
 namespace onnx2ggml {
