@@ -12,8 +12,8 @@ namespace o2g {
 namespace {
 
 // 3-D or dilated pooling, which ggml's pools cannot do: the (padded) input as [W, H, D, B] (1-D and 2-D inputs with
-// size-1 dims added, N*C in B), an F32 ggml_im2col_3d of the windows, and each window reduced by a ggml pool over
-// its row.
+// size-1 dims added, N*C in B); undilated windows pooled one plane then one axis at a time, dilated ones gathered by
+// an F32 ggml_im2col_3d and each reduced by a ggml pool over its row.
 ggml_tensor* pool_im2col(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_max) {
     const WindowGeometry g =
         conv_geometry(spatial_sizes(x, p.dims), p.kernel, p.auto_pad, p.pads, p.strides, p.dilations, p.ceil_mode);
@@ -58,14 +58,28 @@ ggml_tensor* pool_im2col(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_
         const int64_t ne[4] = {P[0], P[1], P[2], 1};
         x = ggml_add(ctx, x, ctx.constant_f32(ne, m));
     }
-    // im2col reads only the kernel's shape from its first argument
-    const int64_t kne[4] = {k[0], k[1], k[2], 1};
-    ggml_tensor* shape = ctx.constant_f32(kne, std::vector<float>(size_t(k[0] * k[1] * k[2]), 0.0f));
-    ggml_tensor* col = ggml_im2col_3d(ctx, shape, x, 1, int(s[0]), int(s[1]), int(s[2]), 0, 0, 0, int(d[0]),
-                                      int(d[1]), int(d[2]), GGML_TYPE_F32);  // [KK, OW, OH, OD*B]
-    const int64_t KK = col->ne[0], NP = out[0] * out[1] * out[2] * B;
-    ggml_tensor* y = ggml_pool_2d(ctx, ggml_reshape_2d(ctx, col, KK, NP), is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG,
-                                  int(KK), 1, int(KK), 1, 0, 0);  // [1, NP]
+    const ggml_op_pool op = is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG;
+    const int64_t KK = k[0] * k[1] * k[2];
+    ggml_tensor* y;
+    if (d[0] == 1 && d[1] == 1 && d[2] == 1) {
+        // Undilated: separable, a 2-D pool over (W, H), then a pool along D moved to dim 0 (an im2col would copy
+        // every value KK times).
+        y = ggml_pool_2d(ctx, ggml_reshape_3d(ctx, cont(ctx, x), P[0], P[1], P[2] * B), op, int(k[0]), int(k[1]),
+                         int(s[0]), int(s[1]), 0, 0);  // [OW, OH, PD*B]
+        if (k[2] > 1 || s[2] > 1) {
+            y = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, y, out[0] * out[1], P[2], B), 1, 0, 2, 3));
+            y = ggml_pool_2d(ctx, y, op, int(k[2]), 1, int(s[2]), 1, 0, 0);  // [OD, OW*OH, B]
+            y = ggml_cont(ctx, ggml_permute(ctx, y, 1, 0, 2, 3));
+        }
+    } else {
+        // im2col reads only the kernel's shape from its first argument
+        const int64_t kne[4] = {k[0], k[1], k[2], 1};
+        ggml_tensor* shape = ctx.constant_f32(kne, std::vector<float>(size_t(KK), 0.0f));
+        ggml_tensor* col = ggml_im2col_3d(ctx, shape, x, 1, int(s[0]), int(s[1]), int(s[2]), 0, 0, 0, int(d[0]),
+                                          int(d[1]), int(d[2]), GGML_TYPE_F32);  // [KK, OW, OH, OD*B]
+        y = ggml_pool_2d(ctx, ggml_reshape_2d(ctx, col, KK, out[0] * out[1] * out[2] * B), op, int(KK), 1, int(KK), 1,
+                         0, 0);  // [1, OW*OH*OD*B]
+    }
     y = ggml_reshape_4d(ctx, y, out[0], out[1], out[2], B);
     if (!is_max && padded) {
         // the pool divided by the full window; rescale by the ONNX divisor (taps inside the counted range)
