@@ -61,7 +61,7 @@ def conv_cases():
     case("Conv", R(1, 3, 16), W(5, 3, 3), W(5), strides=[2], pads=[1, 2])  # 1D
     case("Conv", R(1, 4, 15), W(4, 1, 5), group=4, dilations=[2], pads=[4, 4])  # 1D depthwise dilated
     # 3-D Conv is not supported yet: it must fail with a clear error (xfail).
-    case("Conv", R(1, 2, 5, 6, 7), W(3, 2, 3, 3, 3), W(3), pads=[1, 1, 1, 1, 1, 1], xfail="3-D Conv")
+    case("Conv", R(1, 2, 5, 6, 7), W(3, 2, 3, 3, 3), W(3), pads=[1, 1, 1, 1, 1, 1])
     case("Conv", x, R(4, 3, 3, 3), R(4), pads=[1, 1, 1, 1])  # weights as graph inputs
 
 
@@ -384,7 +384,7 @@ def pool_cases():
     case("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
     case("MaxPool", x, kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 0, 1])  # asymmetric
     # pooling dilations are not supported yet: clear error expected (xfail).
-    case("MaxPool", x, kernel_shape=[2, 2], dilations=[2, 2], xfail="pooling dilations")
+    case("MaxPool", x, kernel_shape=[2, 2], dilations=[2, 2])
     case("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
     case("MaxPool", R(2, 3, 11), kernel_shape=[3], strides=[2], pads=[1, 1])  # 1D
     case("MaxPool", R(1, 2, 4, 4, lo=-10, hi=-1), kernel_shape=[3, 3], pads=[1, 1, 1, 1])  # pads never win

@@ -211,7 +211,7 @@ Ints check_conv(const ggml_tensor* x, const ggml_tensor* w, int dims, int64_t gr
                 bool transpose) {
     const char* op = transpose ? "transposed convolution" : "convolution";
     if (dims != 1 && dims != 2)
-        throw OpError(std::string("only 1-D and 2-D ") + op + " is supported, not " + std::to_string(dims) + "-D");
+        throw OpError(std::string("only 1-D to 3-D ") + op + " is supported, not " + std::to_string(dims) + "-D");
     const int64_t C = x->ne[dims], wa = w->ne[dims], wb = w->ne[dims + 1];
     const bool ok = group >= 1 && C % group == 0 && (transpose ? wb == C : wa * group == C && wb % group == 0);
     if (!ok)
@@ -229,6 +229,7 @@ Ints check_conv(const ggml_tensor* x, const ggml_tensor* w, int dims, int64_t gr
 // ---- Conv ----
 
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p) {
+    if (p.dims == 3) return conv3d(ctx, x, w, bias, p);
     const int d1 = p.dims;
     Ints kernel = check_conv(x, w, d1, p.group, p.kernel, false);
     WindowGeometry g = conv_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides, p.dilations);
@@ -278,8 +279,6 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
 
 // ---- ConvTranspose ----
 
-namespace {
-
 // ConvTranspose weight [Cin, Cog, kH, kW] -> Conv weight [Cog*group, Cin/group, kH, kW], spatially flipped.
 void flip_for_conv_transpose(const float* f, float* o, int64_t Cin, int64_t Cog, int64_t kH, int64_t kW,
                              int64_t group) {
@@ -309,6 +308,8 @@ ggml_tensor* flip_in_graph(Ctx& ctx, ggml_tensor* w, int64_t Cin, int64_t Cog, i
     return ggml_reshape_4d(ctx, t, kW, kH, Cig, Cog * group);
 }
 
+namespace {
+
 // Inserts (s-1) zeros between elements along ggml dim 0 (W) or 1 (H).
 ggml_tensor* dilate_input(Ctx& ctx, ggml_tensor* x, int dim, int64_t s) {
     if (s == 1) return x;
@@ -331,6 +332,7 @@ ggml_tensor* dilate_input(Ctx& ctx, ggml_tensor* x, int dim, int64_t s) {
 }  // namespace
 
 ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvTransposeParams& p) {
+    if (p.dims == 3) return conv_transpose3d(ctx, x, w, bias, p);
     const int d1 = p.dims;
     Ints kernel = check_conv(x, w, d1, p.group, p.kernel, true);
     WindowGeometry g = conv_transpose_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides,

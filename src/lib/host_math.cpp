@@ -165,6 +165,7 @@ void HostMapParams::fields(FieldWriter& f) const {
         "HOST_BITWISE_NOT", "HOST_CLIP"};
     f.field("fn", fn >= 0 && fn <= HOST_CLIP ? std::string("o2g::") + names[fn] : std::to_string(fn));
     f.field("out", dtype_literal(out));
+    if (b_trailing) f("b_trailing", b_trailing);
 }
 
 std::string dtype_literal(DType t) {
@@ -172,8 +173,14 @@ std::string dtype_literal(DType t) {
     return d ? std::string("o2g::DType::") + d : "o2g::DType(" + std::to_string(int(t)) + ")";
 }
 
-HostTensor host_map(const std::vector<HostTensor>& xs, const HostMapParams& p) {
-    if (xs.empty()) throw OpError("host_map needs an input");
+HostTensor host_map(const std::vector<HostTensor>& xs_in, const HostMapParams& p) {
+    if (xs_in.empty()) throw OpError("host_map needs an input");
+    std::vector<HostTensor> aligned;
+    if (p.b_trailing > 0 && xs_in.size() > 1) {  // B's shape gets trailing 1s; the data stays
+        aligned = xs_in;
+        aligned[1].shape.insert(aligned[1].shape.end(), size_t(p.b_trailing), 1);
+    }
+    const std::vector<HostTensor>& xs = aligned.empty() ? xs_in : aligned;
     size_t n = xs.size();
     bool clip = p.fn == HOST_CLIP;
     size_t nb = clip ? 1 : n;  // Clip's bounds are scalars, not broadcast inputs

@@ -66,7 +66,11 @@ ggml_tensor* gather_dims(Ctx& ctx, ggml_tensor* x, const bool front[4], bool bac
 ggml_tensor* batch_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias, ggml_tensor* mean,
                         ggml_tensor* var, const BatchNormParams& p) {
     check_dim(p.channel_dim, "batch_norm");
-    const int64_t C = x->ne[p.channel_dim];
+    // ne[3] may fold N*C (a rank-5 input): the C-element vectors along it then tile over N.
+    const int64_t C = p.channel_dim == 3 ? ggml_nelements(scale) : x->ne[p.channel_dim];
+    if (C < 1 || x->ne[p.channel_dim] % C)
+        throw OpError("batch_norm: " + std::to_string(C) + " channels do not divide ne[" +
+                      std::to_string(p.channel_dim) + "] = " + std::to_string(x->ne[p.channel_dim]));
     for (ggml_tensor* v : {scale, bias, mean, var})
         if (ggml_nelements(v) != C)
             throw OpError("batch_norm: " + std::to_string(ggml_nelements(v)) + " parameters for " +

@@ -11,11 +11,109 @@ namespace o2g {
 
 namespace {
 
+// 3-D or dilated pooling, which ggml's pools cannot do: the (padded) input as [W, H, D, B] (1-D and 2-D inputs with
+// size-1 dims added, N*C in B); undilated windows pooled one plane then one axis at a time, dilated ones gathered by
+// an F32 ggml_im2col_3d and each reduced by a ggml pool over its row.
+ggml_tensor* pool_im2col(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_max) {
+    const WindowGeometry g =
+        conv_geometry(spatial_sizes(x, p.dims), p.kernel, p.auto_pad, p.pads, p.strides, p.dilations, p.ceil_mode);
+    const int64_t ne_in[4] = {x->ne[0], x->ne[1], x->ne[2], x->ne[3]};
+    int64_t B = 1;
+    for (int i = p.dims; i < 4; i++) B *= x->ne[i];
+    // ggml order (W, H, D); axes past dims are size 1 with a unit window
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+    int64_t pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, pend[3] = {0, 0, 0};
+    for (int i = 0; i < p.dims; i++) {
+        const size_t a = size_t(p.dims - 1 - i);
+        in[i] = g.in[a], out[i] = g.out[a], k[i] = g.kernel[a], s[i] = g.strides[a], d[i] = g.dilations[a];
+        pb[i] = g.pad_begin[a], pe[i] = g.pad_end[a];
+        pend[i] = (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in[i] - pb[i];  // negative: a crop
+    }
+    x = ggml_reshape_4d(ctx, f32_cont(ctx, x), in[0], in[1], in[2], B);
+    int64_t P[3];
+    bool padded = false;
+    for (int i = 0; i < 3; i++) {
+        padded = padded || pb[i] || pend[i] > 0;
+        P[i] = in[i] + pb[i] + std::max<int64_t>(0, pend[i]);
+    }
+    if (padded || pend[0] || pend[1] || pend[2]) {
+        int64_t crop[3];
+        for (int i = 0; i < 3; i++) crop[i] = std::min<int64_t>(0, pend[i]);
+        x = ggml_pad_ext(ctx, x, int(pb[0]), int(std::max<int64_t>(0, pend[0])), int(pb[1]),
+                         int(std::max<int64_t>(0, pend[1])), int(pb[2]), int(std::max<int64_t>(0, pend[2])), 0, 0);
+        if (crop[0] || crop[1] || crop[2]) {  // windows never reach the cropped end
+            for (int i = 0; i < 3; i++) P[i] += crop[i];
+            x = ggml_cont(ctx, ggml_view_4d(ctx, x, P[0], P[1], P[2], B, x->nb[1], x->nb[2], x->nb[3], 0));
+        }
+    }
+    if (is_max && padded) {  // padding must never win a max
+        std::vector<float> m(size_t(P[0] * P[1] * P[2]));
+        for (int64_t z = 0; z < P[2]; z++)
+            for (int64_t y = 0; y < P[1]; y++)
+                for (int64_t xx = 0; xx < P[0]; xx++) {
+                    const int64_t iz = z - pb[2], iy = y - pb[1], ix = xx - pb[0];
+                    const bool inside = iz >= 0 && iz < in[2] && iy >= 0 && iy < in[1] && ix >= 0 && ix < in[0];
+                    m[size_t((z * P[1] + y) * P[0] + xx)] = inside ? 0.0f : -INFINITY;
+                }
+        const int64_t ne[4] = {P[0], P[1], P[2], 1};
+        x = ggml_add(ctx, x, ctx.constant_f32(ne, m));
+    }
+    const ggml_op_pool op = is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG;
+    const int64_t KK = k[0] * k[1] * k[2];
+    ggml_tensor* y;
+    if (d[0] == 1 && d[1] == 1 && d[2] == 1) {
+        // Undilated: separable, a 2-D pool over (W, H), then a pool along D moved to dim 0 (an im2col would copy
+        // every value KK times).
+        y = ggml_pool_2d(ctx, ggml_reshape_3d(ctx, cont(ctx, x), P[0], P[1], P[2] * B), op, int(k[0]), int(k[1]),
+                         int(s[0]), int(s[1]), 0, 0);  // [OW, OH, PD*B]
+        if (k[2] > 1 || s[2] > 1) {
+            y = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, y, out[0] * out[1], P[2], B), 1, 0, 2, 3));
+            y = ggml_pool_2d(ctx, y, op, int(k[2]), 1, int(s[2]), 1, 0, 0);  // [OD, OW*OH, B]
+            y = ggml_cont(ctx, ggml_permute(ctx, y, 1, 0, 2, 3));
+        }
+    } else {
+        // im2col reads only the kernel's shape from its first argument
+        const int64_t kne[4] = {k[0], k[1], k[2], 1};
+        ggml_tensor* shape = ctx.constant_f32(kne, std::vector<float>(size_t(KK), 0.0f));
+        ggml_tensor* col = ggml_im2col_3d(ctx, shape, x, 1, int(s[0]), int(s[1]), int(s[2]), 0, 0, 0, int(d[0]),
+                                          int(d[1]), int(d[2]), GGML_TYPE_F32);  // [KK, OW, OH, OD*B]
+        y = ggml_pool_2d(ctx, ggml_reshape_2d(ctx, col, KK, out[0] * out[1] * out[2] * B), op, int(KK), 1, int(KK), 1,
+                         0, 0);  // [1, OW*OH*OD*B]
+    }
+    y = ggml_reshape_4d(ctx, y, out[0], out[1], out[2], B);
+    if (!is_max && padded) {
+        // the pool divided by the full window; rescale by the ONNX divisor (taps inside the counted range)
+        auto count = [&](int64_t o, int i) {
+            const int64_t lo = p.count_include_pad ? -pb[i] : 0, hi = p.count_include_pad ? in[i] + pe[i] : in[i];
+            int64_t c = 0;
+            for (int64_t t = 0; t < k[i]; t++) {
+                const int64_t pos = o * s[i] - pb[i] + t * d[i];
+                c += pos >= lo && pos < hi;
+            }
+            return c;
+        };
+        std::vector<float> m(size_t(out[0] * out[1] * out[2]));
+        for (int64_t z = 0; z < out[2]; z++)
+            for (int64_t yy = 0; yy < out[1]; yy++)
+                for (int64_t xx = 0; xx < out[0]; xx++) {
+                    const int64_t c = count(z, 2) * count(yy, 1) * count(xx, 0);
+                    m[size_t((z * out[1] + yy) * out[0] + xx)] = float(double(KK) / double(std::max<int64_t>(c, 1)));
+                }
+        const int64_t ne[4] = {out[0], out[1], out[2], 1};
+        y = ggml_mul(ctx, y, ctx.constant_f32(ne, m));
+    }
+    // back to the input's layout: the pooled dims, then the kept ones
+    int64_t ne[4] = {ne_in[0], ne_in[1], ne_in[2], ne_in[3]};
+    for (int i = 0; i < p.dims; i++) ne[i] = out[i];
+    return ggml_reshape_4d(ctx, y, ne[0], ne[1], ne[2], ne[3]);
+}
+
 ggml_tensor* pool(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_max) {
-    if (p.dims != 1 && p.dims != 2)
-        throw OpError("only 1-D and 2-D pooling is supported, not " + std::to_string(p.dims) + "-D");
-    for (int64_t d : p.dilations)
-        if (d != 1) throw OpError("pooling dilations are not supported (ggml pooling has no dilation)");
+    if (p.dims < 1 || p.dims > 3)
+        throw OpError("only 1-D to 3-D pooling is supported, not " + std::to_string(p.dims) + "-D");
+    bool dilated = false;
+    for (int64_t d : p.dilations) dilated = dilated || d != 1;
+    if (p.dims == 3 || dilated) return pool_im2col(ctx, x, p, is_max);
     WindowGeometry g =
         conv_geometry(spatial_sizes(x, p.dims), p.kernel, p.auto_pad, p.pads, p.strides, p.dilations, p.ceil_mode);
     Ints k = g.kernel, s = g.strides, pb = g.pad_begin, pe = g.pad_end, out = g.out, in_sp = g.in;

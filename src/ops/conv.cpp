@@ -1,5 +1,5 @@
-// Convolution ONNX ops: Conv (1-22), ConvTranspose (1-22), DeformConv (19-22), CausalConvWithState (27).
-// Rows read attributes into params; the lowering is the op library's (src/lib/conv.cpp).
+// Convolution ONNX ops: Conv (1-22) and ConvTranspose (1-22), 1-D to 3-D, DeformConv (19-22), CausalConvWithState
+// (27). Rows read attributes into params; the lowering is the op library's (src/lib/conv.cpp, conv3d.cpp).
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -24,10 +24,15 @@ ggml_tensor* optional(Lower& L, int i) { return L.has(i) ? L.t(i) : nullptr; }
 
 }  // namespace
 
-// ---- Conv (1-D and 2-D) ----
+// A 3-D result [OW, OH, OD, M*N] as its rank-5 ONNX shape.
+void out_3d(Lower& L, ggml_tensor* y, int64_t M) {
+    L.out_shape(0, y, L.dtype(0), {L.shape(0)[0], M, y->ne[2], y->ne[1], y->ne[0]});
+}
+
+// ---- Conv (1-D to 3-D) ----
 void lower_Conv(Lower& L) {
     int sp = L.rank(0) - 2;
-    if (sp != 1 && sp != 2) L.error("only 1-D and 2-D convolutions are supported");
+    if (sp < 1 || sp > 3) L.error("only 1-D to 3-D convolutions are supported");
     if (L.rank(1) != L.rank(0)) L.error("the weight's rank must be the input's");
     check_lengths(L, sp, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}});
     o2g::ConvParams p;
@@ -40,13 +45,17 @@ void lower_Conv(Lower& L) {
     p.group = L.node.get_int("group", 1);
     if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, sp, {{"pads", 2}});
     if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
+    if (sp == 3) {
+        p.out_channels = L.shape(1)[0];  // a weight dim: fixed by the model
+        return out_3d(L, O2G_CALL(L, o2g::conv, L.t(0), L.t(1), optional(L, 2), p), p.out_channels);
+    }
     L.out(0, O2G_CALL(L, o2g::conv, L.t(0), L.t(1), optional(L, 2), p), L.dtype(0), L.rank(0));
 }
 
-// ---- ConvTranspose (1-D and 2-D) ----
+// ---- ConvTranspose (1-D to 3-D) ----
 void lower_ConvTranspose(Lower& L) {
     int sp = L.rank(0) - 2;
-    if (sp != 1 && sp != 2) L.error("only 1-D and 2-D transposed convolutions are supported");
+    if (sp < 1 || sp > 3) L.error("only 1-D to 3-D transposed convolutions are supported");
     if (L.rank(1) != L.rank(0)) L.error("the weight's rank must be the input's");
     check_lengths(L, sp, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"output_padding", 1}});
     o2g::ConvTransposeParams p;
@@ -63,6 +72,10 @@ void lower_ConvTranspose(Lower& L) {
     if (!p.output_shape.empty() && p.output_shape.size() < size_t(sp))
         L.error("output_shape has " + std::to_string(p.output_shape.size()) + " values for " + std::to_string(sp) +
                 " spatial axes");
+    if (sp == 3) {
+        p.out_channels = L.shape(1)[1] * p.group;  // weight dims: fixed by the model
+        return out_3d(L, O2G_CALL(L, o2g::conv_transpose, L.t(0), L.t(1), optional(L, 2), p), p.out_channels);
+    }
     L.out(0, O2G_CALL(L, o2g::conv_transpose, L.t(0), L.t(1), optional(L, 2), p), L.dtype(0), L.rank(0));
 }
 

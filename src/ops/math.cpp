@@ -24,6 +24,41 @@ Shape checked_bshape(Lower& L) {
 
 using BinFn = ggml_tensor* (*)(o2g::Ctx&, ggml_tensor*, ggml_tensor*);
 
+// Before opset 7, B broadcasts into A only with broadcast=1, its dims matched against A's from `axis` (default: A's
+// trailing dims, which numpy broadcasting already does). The size-1 dims B needs after it to match numpy's rules.
+int64_t legacy_trailing(Lower& L) {
+    if (L.n_in() != 2 || !L.node.get_int("broadcast", 0) || !L.node.has("axis")) return 0;
+    const int ra = L.rank(0), rb = L.rank(1);
+    int64_t axis = L.node.get_int("axis", 0);
+    if (axis < 0) axis += ra;
+    if (axis < 0 || axis + rb > ra)
+        L.error("axis " + std::to_string(L.node.get_int("axis", 0)) + " does not place B (rank " + std::to_string(rb) +
+                ") inside A (rank " + std::to_string(ra) + ")");
+    for (int i = 0; i < rb; i++)
+        if (L.shape(1)[size_t(i)] != 1 && L.shape(1)[size_t(i)] != L.shape(0)[size_t(axis + i)])
+            L.error("B's shape does not match A's from axis " + std::to_string(axis));
+    return ra - axis - rb;
+}
+
+// A legacy binary op: B given its trailing 1s (o2g::unsqueeze), then the op as from opset 7.
+void legacy_binary(Lower& L, BinFn fn, const char* name, DType dt) {
+    const int64_t t = legacy_trailing(L);
+    if (!t) {
+        L.out_shape(0, L.call(name, fn, L.t(0), L.t(1)), dt, checked_bshape(L));
+        return;
+    }
+    const int rb = L.rank(1);
+    o2g::Ints axes;
+    for (int64_t i = 0; i < t; i++) axes.push_back(rb + i);
+    ggml_tensor* b = O2G_CALL(L, o2g::unsqueeze, L.t(1), axes, o2g::UnsqueezeParams{rb});
+    Shape bs = L.shape(1);
+    bs.insert(bs.end(), size_t(t), 1);
+    Shape out = broadcast_shapes(L, L.shape(0), bs);
+    if (!folded_compatible(L.shape(0), out) || !folded_compatible(bs, out))
+        L.error("broadcast across folded dims (rank > 4)");
+    L.out_shape(0, L.call(name, fn, L.t(0), b), dt, out);
+}
+
 }  // namespace
 
 // ---- binary arithmetic ----
@@ -52,6 +87,26 @@ void host_Sub(Lower& L) { host_fn(L, o2g::HOST_SUB, L.dtype(0)); }
 void host_Mul(Lower& L) { host_fn(L, o2g::HOST_MUL, L.dtype(0)); }
 void host_Div(Lower& L) { host_fn(L, o2g::HOST_DIV, L.dtype(0)); }
 void host_Pow(Lower& L) { host_fn(L, o2g::HOST_POW, L.dtype(0)); }  // the type follows the base
+
+// ---- opsets 1-6: the broadcast and axis attributes (Add, Sub, Mul, Div; Pow and comparisons/logic at opset 1) ----
+#define O2G_LEGACY(NAME, FN, HOST_FN, DT)                                                          \
+    void lower_##NAME##_1(Lower& L) { legacy_binary(L, FN, #FN, DT); }                              \
+    void host_##NAME##_1(Lower& L) {                                                               \
+        O2G_HOST(L, 0, o2g::host_map, std::vector<HostArg>{L.hv(0), L.hv(1)},                       \
+                 o2g::HostMapParams{HOST_FN, DT, legacy_trailing(L)});                              \
+    }
+O2G_LEGACY(Add, o2g::add, o2g::HOST_ADD, L.dtype(0))
+O2G_LEGACY(Sub, o2g::sub, o2g::HOST_SUB, L.dtype(0))
+O2G_LEGACY(Mul, o2g::mul, o2g::HOST_MUL, L.dtype(0))
+O2G_LEGACY(Div, o2g::div, o2g::HOST_DIV, L.dtype(0))
+O2G_LEGACY(Pow, o2g::pow, o2g::HOST_POW, L.dtype(0))
+O2G_LEGACY(Equal, o2g::equal, o2g::HOST_EQUAL, DType::BOOL)
+O2G_LEGACY(Less, o2g::less, o2g::HOST_LESS, DType::BOOL)
+O2G_LEGACY(Greater, o2g::greater, o2g::HOST_GREATER, DType::BOOL)
+O2G_LEGACY(And, o2g::logical_and, o2g::HOST_AND, DType::BOOL)
+O2G_LEGACY(Or, o2g::logical_or, o2g::HOST_OR, DType::BOOL)
+O2G_LEGACY(Xor, o2g::logical_xor, o2g::HOST_XOR, DType::BOOL)
+#undef O2G_LEGACY
 
 void lower_Mod(Lower& L) {
     Shape out = checked_bshape(L);
@@ -200,11 +255,16 @@ void host_Where(Lower& L) { O2G_HOST(L, 0, o2g::host_where, L.hv(0), L.hv(1), L.
 
 const std::vector<OpDef>& math_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "Add", .since = 1, .ggml = lower_Add, .host = host_Add, .math = true},
-        {.op = "Sub", .since = 1, .ggml = lower_Sub, .host = host_Sub, .math = true},
-        {.op = "Mul", .since = 1, .ggml = lower_Mul, .host = host_Mul, .math = true},
-        {.op = "Div", .since = 1, .ggml = lower_Div, .host = host_Div, .math = true},
-        {.op = "Pow", .since = 1, .ggml = lower_Pow, .host = host_Pow, .math = true},
+        {.op = "Add", .since = 1, .ggml = lower_Add_1, .host = host_Add_1, .math = true},
+        {.op = "Add", .since = 7, .ggml = lower_Add, .host = host_Add, .math = true},
+        {.op = "Sub", .since = 1, .ggml = lower_Sub_1, .host = host_Sub_1, .math = true},
+        {.op = "Sub", .since = 7, .ggml = lower_Sub, .host = host_Sub, .math = true},
+        {.op = "Mul", .since = 1, .ggml = lower_Mul_1, .host = host_Mul_1, .math = true},
+        {.op = "Mul", .since = 7, .ggml = lower_Mul, .host = host_Mul, .math = true},
+        {.op = "Div", .since = 1, .ggml = lower_Div_1, .host = host_Div_1, .math = true},
+        {.op = "Div", .since = 7, .ggml = lower_Div, .host = host_Div, .math = true},
+        {.op = "Pow", .since = 1, .ggml = lower_Pow_1, .host = host_Pow_1, .math = true},
+        {.op = "Pow", .since = 7, .ggml = lower_Pow, .host = host_Pow, .math = true},
         {.op = "Mod", .since = 10, .ggml = lower_Mod, .host = host_Mod, .math = true},
         {.op = "Sum", .since = 1, .ggml = lower_Sum, .host = host_Sum, .math = true},
         {.op = "Mean", .since = 1, .ggml = lower_Mean, .host = host_Mean, .math = true},
@@ -238,14 +298,20 @@ const std::vector<OpDef>& math_ops() {
         {.op = "IsNaN", .since = 9, .ggml = lower_IsNaN},
         {.op = "IsInf", .since = 10, .ggml = lower_IsInf},
         {.op = "Not", .since = 1, .ggml = lower_Not, .host = host_Not},
-        {.op = "Equal", .since = 1, .ggml = lower_Equal, .host = host_Equal},
-        {.op = "Less", .since = 1, .ggml = lower_Less, .host = host_Less},
+        {.op = "Equal", .since = 1, .ggml = lower_Equal_1, .host = host_Equal_1},
+        {.op = "Equal", .since = 7, .ggml = lower_Equal, .host = host_Equal},
+        {.op = "Less", .since = 1, .ggml = lower_Less_1, .host = host_Less_1},
+        {.op = "Less", .since = 7, .ggml = lower_Less, .host = host_Less},
         {.op = "LessOrEqual", .since = 12, .ggml = lower_LessOrEqual, .host = host_LessOrEqual},
-        {.op = "Greater", .since = 1, .ggml = lower_Greater, .host = host_Greater},
+        {.op = "Greater", .since = 1, .ggml = lower_Greater_1, .host = host_Greater_1},
+        {.op = "Greater", .since = 7, .ggml = lower_Greater, .host = host_Greater},
         {.op = "GreaterOrEqual", .since = 12, .ggml = lower_GreaterOrEqual, .host = host_GreaterOrEqual},
-        {.op = "And", .since = 1, .ggml = lower_And, .host = host_And},
-        {.op = "Or", .since = 1, .ggml = lower_Or, .host = host_Or},
-        {.op = "Xor", .since = 1, .ggml = lower_Xor, .host = host_Xor},
+        {.op = "And", .since = 1, .ggml = lower_And_1, .host = host_And_1},
+        {.op = "And", .since = 7, .ggml = lower_And, .host = host_And},
+        {.op = "Or", .since = 1, .ggml = lower_Or_1, .host = host_Or_1},
+        {.op = "Or", .since = 7, .ggml = lower_Or, .host = host_Or},
+        {.op = "Xor", .since = 1, .ggml = lower_Xor_1, .host = host_Xor_1},
+        {.op = "Xor", .since = 7, .ggml = lower_Xor, .host = host_Xor},
         {.op = "BitShift", .since = 11, .host = host_BitShift},
         {.op = "BitwiseAnd", .since = 18, .host = host_BitwiseAnd},
         {.op = "BitwiseOr", .since = 18, .host = host_BitwiseOr},

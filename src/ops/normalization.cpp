@@ -1,4 +1,4 @@
-// Normalization ops: BatchNormalization (1-15), InstanceNormalization (1-22), GroupNormalization (18, 21),
+// Normalization ops: BatchNormalization (1-15, rank 1-5), InstanceNormalization (1-22), GroupNormalization (18, 21),
 // LayerNormalization (17), RMSNormalization (23), LpNormalization (1-22), MeanVarianceNormalization (9, 13), LRN
 // (1, 13), and onnx2ggml.GroupNorm (fuse_group_norm).
 #include "ops/op.h"
@@ -18,11 +18,13 @@ void check_rank(Lower& L, int r) {
 void lower_BatchNormalization(Lower& L) {
     if (L.node.get_int("training_mode", 0) != 0) L.error("training_mode=1 is not supported");
     const int r = L.rank(0);
-    check_rank(L, r);
+    if (r != 5) check_rank(L, r);  // rank 5 folds N*C into ne[3], which the per-channel vectors tile
     o2g::BatchNormParams p;
     p.eps = L.node.get_float("epsilon", 1e-5f);
     p.channel_dim = r >= 2 ? r - 2 : 1;  // rank 1: one channel (a size-1 ggml dim)
-    L.out(0, O2G_CALL(L, o2g::batch_norm, L.t(0), L.t(1), L.t(2), L.t(3), L.t(4), p), L.dtype(0), r);
+    ggml_tensor* y = O2G_CALL(L, o2g::batch_norm, L.t(0), L.t(1), L.t(2), L.t(3), L.t(4), p);
+    if (r == 5) return L.out_shape(0, y, L.dtype(0), L.shape(0));
+    L.out(0, y, L.dtype(0), r);
 }
 
 void lower_InstanceNormalization(Lower& L) {

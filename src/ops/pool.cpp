@@ -1,5 +1,6 @@
-// Pooling ONNX ops: MaxPool (1-22), AveragePool (1-22), GlobalAveragePool (1-22), GlobalMaxPool (1-22),
-// LpPool (1-22). Rows read attributes into params; the lowering is the op library's (src/lib/pool.cpp).
+// Pooling ONNX ops: MaxPool (1-22) and AveragePool (1-22), 1-D to 3-D with dilations, GlobalAveragePool (1-22),
+// GlobalMaxPool (1-22), LpPool (1-22). Rows read attributes into params; the lowering is the op library's
+// (src/lib/pool.cpp).
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -9,7 +10,7 @@ namespace {
 // MaxPool / AveragePool attributes.
 o2g::PoolParams pool_params(Lower& L) {
     int sp = L.rank(0) - 2;
-    if (sp != 1 && sp != 2) L.error("only 1-D and 2-D pooling is supported");
+    if (sp < 1 || sp > 3) L.error("only 1-D to 3-D pooling is supported");
     o2g::PoolParams p;
     p.dims = sp;
     p.auto_pad = o2g::auto_pad_value(L.node.get_string("auto_pad", "NOTSET"));
@@ -20,9 +21,14 @@ o2g::PoolParams pool_params(Lower& L) {
     p.ceil_mode = L.node.get_int("ceil_mode", 0) != 0;
     p.count_include_pad = L.node.get_int("count_include_pad", 0) != 0;
     if (int(p.kernel.size()) != sp) L.error("kernel_shape has wrong length");
-    for (auto v : p.dilations)
-        if (v != 1) L.error("pooling dilations are not supported");
     return p;
+}
+
+// A pooled result; rank 5 keeps N and C folded in ne[3].
+void pool_out(Lower& L, ggml_tensor* y) {
+    const Shape& xs = L.shape(0);
+    if (xs.size() < 5) return L.out(0, y, L.dtype(0), int(xs.size()));
+    L.out_shape(0, y, L.dtype(0), {xs[0], xs[1], y->ne[2], y->ne[1], y->ne[0]});
 }
 
 // Global pools keep N and C and reduce every spatial axis to 1.
@@ -39,9 +45,9 @@ void global_pool(Lower& L, ggml_tensor* (*fn)(o2g::Ctx&, ggml_tensor*, int), con
 
 void lower_MaxPool(Lower& L) {
     if (L.node.outputs.size() > 1 && !L.node.outputs[1].empty()) L.error("MaxPool Indices output is not supported");
-    L.out(0, O2G_CALL(L, o2g::max_pool, L.t(0), pool_params(L)), L.dtype(0), L.rank(0));
+    pool_out(L, O2G_CALL(L, o2g::max_pool, L.t(0), pool_params(L)));
 }
-void lower_AveragePool(Lower& L) { L.out(0, O2G_CALL(L, o2g::avg_pool, L.t(0), pool_params(L)), L.dtype(0), L.rank(0)); }
+void lower_AveragePool(Lower& L) { pool_out(L, O2G_CALL(L, o2g::avg_pool, L.t(0), pool_params(L))); }
 
 void lower_GlobalAveragePool(Lower& L) { global_pool(L, o2g::global_avg_pool, "o2g::global_avg_pool"); }
 void lower_GlobalMaxPool(Lower& L) { global_pool(L, o2g::global_max_pool, "o2g::global_max_pool"); }

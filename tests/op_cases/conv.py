@@ -36,3 +36,13 @@ case("DeformConv", R(2, 2, 7, 7), W(3, 2, 2, 2), R(2, 8, 3, 4, lo=-2, hi=2), Non
 case("CausalConvWithState", R(2, 3, 7), W(3, 1, 4), W(3), R(2, 3, 3), outputs=2, opset=27)
 case("CausalConvWithState", R(1, 5, 6), W(5, 1, 3), None, None, activation="silu", outputs=2, opset=27)
 case("CausalConvWithState", R(1, 2, 1), R(2, 1, 4), None, R(1, 2, 3), activation="swish", outputs=2, opset=27)
+
+# 3-D Conv and ConvTranspose (rank 5, N*C folded in ggml's last dim): an F32 im2col_3d and one product per group.
+case("Conv", R(2, 3, 5, 6, 7), W(4, 3, 3, 3, 3), W(4), pads=[1, 1, 1, 1, 1, 1])
+case("Conv", R(1, 4, 6, 7, 8), W(6, 2, 2, 3, 3), W(6), group=2, strides=[2, 1, 2], dilations=[1, 2, 1],
+     pads=[0, 1, 2, 1, 0, 1])
+case("Conv", R(1, 2, 5, 5, 5), W(3, 2, 3, 3, 3), auto_pad="SAME_UPPER", strides=[2, 2, 2])
+case("Conv", R(2, 3, 4, 5, 6), R(5, 3, 1, 3, 3))  # weight as a graph input
+case("ConvTranspose", R(1, 3, 3, 4, 5), W(3, 2, 3, 3, 3), W(2), strides=[2, 2, 2], pads=[1, 0, 1, 1, 1, 0])
+case("ConvTranspose", R(2, 4, 3, 3, 4), W(4, 1, 2, 3, 2), W(2), group=2, strides=[1, 2, 2], output_padding=[0, 1, 1])
+case("ConvTranspose", R(1, 2, 3, 4, 3), R(2, 3, 3, 2, 2), dilations=[2, 1, 1])  # weight flipped in the graph

@@ -57,3 +57,43 @@ case("BitwiseNot", R(6, dtype="uint8", lo=0, hi=255), opset=18)
 case("Mul", R(1, 1, 4, 3, 2, 2), R(2, 3, 4, 3, 1, 2))
 case("Add", R(2, 3, 4, 5, 6), R(5, 6))
 case("Sub", R(2, 3, 4, 5, 6), R(1, 3, 1, 1, 1))
+
+
+def legacy_as_7(model):
+    """Opsets 1-6 broadcast/axis written as opset 7: B unsqueezed to trailing 1s, then numpy broadcasting (neither
+    onnxruntime nor onnx.reference runs the axis attribute)."""
+    from onnx import helper
+
+    m = type(model)()
+    m.CopyFrom(model)
+    node = m.graph.node[0]
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    del node.attribute[:]
+    if "axis" in attrs:
+        ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in m.graph.input}
+        ra, rb = ranks[node.input[0]], ranks[node.input[1]]
+        axis = attrs["axis"] % ra
+        trailing = list(range(rb, ra - axis))
+        if trailing:
+            m.graph.node.insert(0, helper.make_node("Unsqueeze", [node.input[1]], ["b_aligned"], axes=trailing))
+            m.graph.node[1].input[1] = "b_aligned"
+    del m.opset_import[:]
+    m.opset_import.append(helper.make_opsetid("", 7))
+    return m
+
+
+# Opsets 1-6: B broadcasts into A only with broadcast=1, from `axis` (default: A's trailing dims).
+for op in ("Add", "Sub", "Mul", "Div"):
+    case(op, R(2, 3, 4, 5), R(3, 4, lo=0.5, hi=2), broadcast=1, axis=1, opset=6, ref_model=legacy_as_7)
+case("Add", R(2, 3, 4, 5), R(3), broadcast=1, axis=1, opset=6, ref_model=legacy_as_7)  # per channel (Caffe2 bias)
+case("Mul", R(2, 3, 4, 5), R(2), broadcast=1, axis=0, opset=6, ref_model=legacy_as_7)
+case("Sub", R(2, 3, 4, 5), R(4, 5), broadcast=1, opset=6, ref_model=legacy_as_7)  # trailing dims
+case("Div", R(2, 3, 4, 5), R(5, lo=0.5, hi=2), broadcast=1, axis=-1, opset=6, ref_model=legacy_as_7)
+case("Add", R(3, 4), R(3, 4), opset=6, ref_model=legacy_as_7)
+case("Add", R(2, 3, 4, 5), R(3, 4), broadcast=1, axis=1, opset=1, ref_model=legacy_as_7)
+case("Pow", R(2, 3, 4, lo=0.5, hi=2), R(3, lo=0.5, hi=2), broadcast=1, axis=1, opset=1, ref_model=legacy_as_7)
+case("Greater", R(2, 3, 4), R(3), broadcast=1, axis=1, opset=1, ref_model=legacy_as_7)
+case("Equal", V([[1, 2, 3], [4, 5, 6]], "int64"), V([2, 5], "int64"), broadcast=1, axis=0, opset=1,
+     ref_model=legacy_as_7)  # integers: the host path
+case("Mul", V([[1, 2, 3], [4, 5, 6]], "int64"), V([2, 5], "int64"), broadcast=1, axis=0, opset=6,
+     ref_model=legacy_as_7)

@@ -14,3 +14,6 @@ case("Einsum", R(2, 3, 4, 2, 2, 5), equation="nhwpqc->nchpwq", opset=12)  # SD3 
 case("Einsum", R(2, 3), R(3, 4), equation="ij,jk", opset=12)  # implicit output
 case("Einsum", R(2, 3, 5), R(2, 5, 4), equation="bij,bjk->bki", opset=12)
 case("Einsum", R(3, 4), R(4, 5), equation="ij,jk->ijk", opset=12)  # outer products, no contraction
+# Opset 6: C broadcasts only with broadcast=1 (unidirectionally, as from opset 7).
+case("Gemm", R(6, 5), W(5, 4), W(4), broadcast=1, alpha=0.5, opset=6)
+case("Gemm", R(5, 6), W(4, 5), W(6, 4), transA=1, transB=1, opset=6)

@@ -20,5 +20,7 @@ case("LayerNormalization", R(3, 4, 6), W(4, 6), axis=1, outputs=3, epsilon=1e-3)
 # Parameters as graph inputs: computed in the graph rather than folded.
 case("BatchNormalization", R(2, 3, 4, 4), R(3), R(3), R(3), R(3, lo=0.5, hi=2.0), opset=15)
 case("BatchNormalization", R(4), W(1), W(1), W(1), W(1, lo=0.5, hi=2.0), opset=15)  # rank 1: one channel
+case("BatchNormalization", R(2, 3, 4, 5, 6), W(3), W(3), W(3), W(3, lo=0.5, hi=2.0), opset=15)  # rank 5 (3-D)
+case("BatchNormalization", R(2, 4, 3, 2, 5), R(4), R(4), R(4), R(4, lo=0.5, hi=2.0), opset=15)
 case("GroupNormalization", R(2, 6, 5), R(6), R(6), num_groups=2, opset=21)
 case("GroupNormalization", R(3, 8), W(8), W(8), num_groups=4, opset=21)  # no spatial dims

@@ -27,3 +27,19 @@ case("LpPool", R(1, 2, 8, 8), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0
 case("LpPool", R(1, 2, 4, 5, 6), kernel_shape=[2, 2, 3], strides=[1, 2, 2], p=2, opset=18)
 case("LpPool", R(1, 2, 7, 7), kernel_shape=[3, 3], p=2, opset=2)  # first opset with p as an int
 case("LpPool", R(1, 2, 7, 7), kernel_shape=[3, 3], p=3, opset=18)
+
+# Dilated and 3-D MaxPool / AveragePool (an im2col of the windows, each reduced): pads, ceil_mode, strides,
+# count_include_pad, 1-D to 3-D.
+case("MaxPool", R(1, 3, 9, 10), kernel_shape=[3, 2], dilations=[2, 3], strides=[1, 2])
+case("MaxPool", R(1, 2, 8, 8), kernel_shape=[3, 3], dilations=[2, 2], pads=[1, 2, 2, 1], ceil_mode=1, strides=[2, 2])
+case("AveragePool", R(1, 2, 9, 9), kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 1, 1, 2], opset=19)
+case("AveragePool", R(1, 2, 9, 9), kernel_shape=[3, 2], dilations=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1,
+     opset=19)
+case("MaxPool", R(2, 3, 11), kernel_shape=[3], dilations=[3], pads=[2, 1])
+case("MaxPool", R(1, 2, 5, 6, 7), kernel_shape=[2, 3, 2])
+case("MaxPool", R(2, 3, 6, 7, 5), kernel_shape=[3, 3, 3], strides=[2, 2, 1], pads=[1, 1, 0, 1, 1, 1])
+case("MaxPool", R(1, 2, 7, 7, 7), kernel_shape=[2, 2, 2], strides=[2, 2, 2], ceil_mode=1, dilations=[2, 1, 1])
+case("AveragePool", R(1, 3, 6, 7, 8), kernel_shape=[3, 2, 3], strides=[2, 1, 2], pads=[1, 0, 1, 1, 1, 0])
+case("AveragePool", R(2, 2, 6, 7, 8), kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1],
+     count_include_pad=1)
+case("AveragePool", R(1, 2, 7, 8, 6), kernel_shape=[2, 3, 2], auto_pad="SAME_UPPER", strides=[2, 2, 2])

@@ -33,13 +33,14 @@ WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int a
 Ints spatial_sizes(const ggml_tensor* x, int dims);
 
 struct ConvParams {
-    int dims = 2;                  // spatial dims: 1 or 2
+    int dims = 2;                  // spatial dims: 1, 2 or 3
     int auto_pad = AUTO_PAD_NOTSET;
     Ints kernel;                   // kernel_shape; empty: the weight's
     Ints pads;                     // empty: 0
     Ints strides;                  // empty: 1
     Ints dilations;                // empty: 1
     int64_t group = 1;
+    int64_t out_channels = 0;      // 3-D: M, which the folded ne[3] (M*N, and the weight's M*C/group) cannot tell
     void fields(FieldWriter& f) const {
         f("dims", dims);
         f("auto_pad", auto_pad);
@@ -48,16 +49,18 @@ struct ConvParams {
         f("strides", strides);
         f("dilations", dilations);
         f("group", group);
+        if (out_channels) f("out_channels", out_channels);
     }
 };
 // Conv: x [W, H, C, N] (1-D: [L, C, N]), w [kW, kH, C/group, M] ([k, C/group, M]), bias [M] or null ->
 // [OW, OH, M, N]. On the CPU a depthwise conv takes our depthwise kernel and a 3x3 stride-1 conv with a constant
 // weight the Winograd kernel (weights transformed once); otherwise an F32 im2col and one matrix product (a 1x1
-// conv at batch 1 is the product alone), per group when 1 < group < C.
+// conv at batch 1 is the product alone), per group when 1 < group < C. 3-D: x [W, H, D, N*C], w [kW, kH, kD,
+// M*C/group] -> [OW, OH, OD, M*N] (rank 5 folded), through ggml_im2col_3d in F32.
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p);
 
 struct ConvTransposeParams {
-    int dims = 2;  // spatial dims: 1 or 2
+    int dims = 2;  // spatial dims: 1, 2 or 3
     int auto_pad = AUTO_PAD_NOTSET;
     Ints kernel;          // kernel_shape; empty: the weight's
     Ints pads;            // empty: 0
@@ -66,6 +69,7 @@ struct ConvTransposeParams {
     Ints output_padding;  // empty: 0
     Ints output_shape;    // empty: from the other attributes
     int64_t group = 1;
+    int64_t out_channels = 0;  // 3-D: M, which the folded ne[3] cannot tell
     void fields(FieldWriter& f) const {
         f("dims", dims);
         f("auto_pad", auto_pad);
@@ -76,11 +80,13 @@ struct ConvTransposeParams {
         f("output_padding", output_padding);
         f("output_shape", output_shape);
         f("group", group);
+        if (out_channels) f("out_channels", out_channels);
     }
 };
 // ConvTranspose: x [W, H, C, N] (1-D: [L, C, N]), w [kW, kH, M/group, C] ([k, M/group, C]), bias [M] or null
 // -> [OW, OH, M, N]: the input dilated by the strides and padded, convolved with the flipped weight (flipped once
-// for a constant weight, in the graph otherwise).
+// for a constant weight, in the graph otherwise). 3-D: x [W, H, D, N*C], w [kW, kH, kD, C*M/group] -> [OW, OH,
+// OD, M*N], the same way with a 3-D convolution.
 ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvTransposeParams& p);
 
 struct DeformConvParams {

@@ -20,6 +20,7 @@ enum HostFn {
 struct HostMapParams {
     int fn = HOST_ADD;   // HostFn
     DType out = DType::INT64;  // result type (BOOL for comparisons and logic)
+    int64_t b_trailing = 0;    // opset <= 6 axis broadcasting: size-1 dims appended to input 1's shape
     void fields(FieldWriter& f) const;
 };
 // fn over the inputs, broadcast together (one input for unary fns, any number for SUM/MAX/MIN/MEAN). CLIP takes

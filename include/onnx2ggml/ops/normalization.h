@@ -8,7 +8,7 @@ namespace o2g {
 
 struct BatchNormParams {
     float eps = 1e-5f;
-    int channel_dim = 2;  // ggml dim of the channels (ONNX axis 1)
+    int channel_dim = 2;  // ggml dim of the channels (ONNX axis 1); 3 may hold N*C (a rank-5 input, folded)
     void fields(FieldWriter& f) const { f("eps", eps); f("channel_dim", channel_dim); }
 };
 // Inference batch norm per channel. With constant weights (the usual case) as x * a + c, a = scale / sqrt(var + eps)

@@ -7,12 +7,12 @@
 namespace o2g {
 
 struct PoolParams {
-    int dims = 2;  // spatial dims: 1 or 2
+    int dims = 2;  // spatial dims: 1, 2 or 3 (3-D: x folded to [W, H, D, N*C])
     int auto_pad = AUTO_PAD_NOTSET;
     Ints kernel;     // kernel_shape (required)
     Ints pads;       // empty: 0
     Ints strides;    // empty: 1
-    Ints dilations;  // empty: 1 (ggml pooling has no dilation: others are refused)
+    Ints dilations;  // empty: 1
     bool ceil_mode = false;
     bool count_include_pad = false;  // AveragePool: padding counts in the divisor
     void fields(FieldWriter& f) const {
@@ -26,8 +26,9 @@ struct PoolParams {
         f("count_include_pad", count_include_pad);
     }
 };
-// MaxPool / AveragePool: x [W, H, C, N] (1-D: [L, C, N]) -> [OW, OH, C, N]. ggml's valid pooling over the
-// padded input; padding never wins a max, and averages are rescaled to ONNX's divisor.
+// MaxPool / AveragePool: x [W, H, C, N] (1-D: [L, C, N]; 3-D: [W, H, D, N*C]) -> [OW, OH, C, N]. ggml's valid
+// pooling over the padded input; padding never wins a max, and averages are rescaled to ONNX's divisor. 3-D and
+// dilated windows, which ggml's pools lack, are gathered by an F32 ggml_im2col_3d and each reduced by a ggml pool.
 ggml_tensor* max_pool(Ctx& ctx, ggml_tensor* x, const PoolParams& p);
 ggml_tensor* avg_pool(Ctx& ctx, ggml_tensor* x, const PoolParams& p);
 
