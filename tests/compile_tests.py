@@ -45,8 +45,9 @@ MARKER = "/tmp/onnx2ggml_injection_marker"
 BATCH = 60  # generated sources per unity-build target
 # Models compile refuses today, and why; the test fails when one of them starts to compile (drop it here then).
 KNOWN_REFUSALS = {}
-# The families_small parts compiled here (each adds a build): those with rank > 4 shapes.
-FAMILIES_COMPILED = {"esrgan_x2", "sd3_transformer", "flux_transformer"}
+# The families_small parts compiled here (each adds a build): those with rank > 4 shapes, and ControlNet (its
+# hint and latent sizes are tied, so the second probe scales the first).
+FAMILIES_COMPILED = {"esrgan_x2", "sd3_transformer", "flux_transformer", "controlnet"}
 
 
 def sh(cmd, **kw):

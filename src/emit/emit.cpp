@@ -124,9 +124,11 @@ std::string dim_symbol(const ValueInfo& vi, size_t a) {
 // Symbolic dim j (in order of appearance) gets base * (j + 1 + shift): distinct values make comments name dims.
 // Host-read inputs hold `data` + shift, or an example's data (+ shift when shift_examples), as their type.
 Probe run_probe(const Model& m, const GraphPlan& plan, const std::map<std::string, Tensor>& examples, int64_t base,
-                bool distinct, int shift, int data, bool shift_examples) {
+                bool distinct, int shift, int data, bool shift_examples,
+                const std::map<std::string, int64_t>* preset = nullptr) {
     Probe pr;
     pr.shift = shift;
+    if (preset) pr.dims = *preset;
     auto host_read = [&](const ValueInfo& vi) { return !dtype_is_float(vi.dtype) || plan.need_host.count(vi.name); };
     // In the first probe an example fixes the symbolic dims it has, before the probe picks the others; the second
 // picks its own (and uses an example only where its shape still fits).
@@ -267,6 +269,17 @@ std::vector<Probe> probe_pair(const Model& m, const GraphPlan& plan, const std::
         Probe pr = run_probe(m, plan, ex, t.base, t.distinct, 1, value - 1, false);  // the same data
         if (pr.rec && other_dims(pr)) probes.push_back(std::move(pr));
         if (probes.size() == 2) probes[1].same_data = true;
+    }
+    // Dims tied by a ratio (ControlNet's hint is 8x the latent): every dim of the first probe scaled.
+    for (int64_t k : {2, 3}) {
+        if (probes.size() == 2 || !symbolic_dims) break;
+        std::map<std::string, int64_t> scaled = probes[0].dims;
+        for (auto& [d, v] : scaled) v *= k;
+        Probe pr = run_probe(m, plan, ex, 0, false, 1, value - 1, false, &scaled);
+        if (pr.rec && other_dims(pr)) {
+            probes.push_back(std::move(pr));
+            probes[1].same_data = true;
+        }
     }
     if (probes.size() == 1) probes[0].same_data = true;  // only one data value builds
     return probes;
