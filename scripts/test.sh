@@ -29,6 +29,11 @@ run $PY tests/pass_tests.py
 run $PY tests/txt2img_test.py
 run $PY tests/node_tests.py -j 2 --check
 run $PY tests/compile_tests.py
+# The Python package (pip install . against .deps/ggml-install; build folder kept for reruns): onnxruntime's API
+# compared with onnxruntime itself, and the node tests through onnx's own BackendTest runner.
+run .venv/bin/pip install -q --no-build-isolation . -C build-dir=build-python
+run $PY tests/python_api_tests.py --threads 2
+run $PY tests/backend_api_tests.py -j 2 --check
 
 # The ggml-op paths other backends take, on the CPU (custom CPU kernels off where a path exists).
 run env ONNX2GGML_PORTABLE=1 $PY tests/op_tests.py -j 2 -q
