@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -113,8 +114,9 @@ def _lora_list(lora) -> list[tuple[str, float]]:
     return out
 
 
-def _ggml_devices() -> list[tuple[str, str]]:
-    return _core.devices()
+@functools.lru_cache(maxsize=None)
+def _ggml_devices() -> tuple[tuple[str, str], ...]:
+    return tuple(_core.devices())
 
 
 def _device_of_provider(provider) -> str:
