@@ -67,15 +67,49 @@ class Recorder(unittest.TestResult):
 
 
 def run_shard(shard: int, shards: int, filt: str | None, out_path: str) -> int:
+    """Runs this shard's tests not yet in out_path (one JSON line per test), so a crash loses only its test."""
     tests = node_tests(filt)
-    names = sorted(tests)[shard::shards]
-    rec = Recorder()
-    for n in names:
-        print(f"START {n}", flush=True)
-        tests[n].run(rec)
-    with open(out_path, "w") as f:
-        json.dump(rec.outcome, f)
+    done = set()
+    if os.path.exists(out_path):
+        with open(out_path) as f:
+            done = {json.loads(ln)[0] for ln in f if ln.strip()}
+    with open(out_path, "a") as out:
+        for n in sorted(tests)[shard::shards]:
+            if n in done:
+                continue
+            out.write(json.dumps([n, "crash", "the process died in this test"]) + "\n")
+            out.flush()  # replaced by the outcome below unless the process dies
+            rec = Recorder()
+            tests[n].run(rec)
+            out.write(json.dumps([n, *rec.outcome.get(n, ("error", "no outcome"))]) + "\n")
+            out.flush()
     return 0
+
+
+def run_shards(shards: int, filt: str | None, tmp: str) -> tuple[dict, list]:
+    """{test: (status, why)} over all shards, restarting a shard after a crash; and the crashes."""
+    outcome, crashed = {}, []
+    pending = list(range(shards))
+    while pending:
+        procs = []
+        for i in pending:
+            out = os.path.join(tmp, f"{i}.jsonl")
+            cmd = [sys.executable, os.path.abspath(__file__), "--shard", f"{i}/{shards}", "--out", out]
+            if filt:
+                cmd += ["--filter", filt]
+            procs.append((i, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out))
+        pending = []
+        for i, p, out in procs:
+            rc = p.wait()
+            if rc != 0:
+                pending.append(i)
+    for i in range(shards):
+        with open(os.path.join(tmp, f"{i}.jsonl")) as f:
+            for ln in f:
+                n, status, why = json.loads(ln)
+                outcome[n] = (status, why)
+    crashed = [n for n, (s, _) in outcome.items() if s == "crash"]
+    return outcome, crashed
 
 
 DOCS = os.path.join(os.path.dirname(HERE), "docs", "conformance.md")
@@ -126,26 +160,8 @@ def main(argv=None) -> int:
         return run_shard(i, n, args.filter, args.out)
 
     t0 = time.monotonic()
-    outcome, crashed = {}, []
     with tempfile.TemporaryDirectory(prefix="o2g_backend_") as tmp:
-        procs = []
-        for i in range(args.j):
-            out = os.path.join(tmp, f"{i}.json")
-            cmd = [sys.executable, os.path.abspath(__file__), "--shard", f"{i}/{args.j}", "--out", out]
-            if args.filter:
-                cmd += ["--filter", args.filter]
-            log = open(os.path.join(tmp, f"{i}.log"), "w+")
-            procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), out, log))
-        for p, out, log in procs:
-            rc = p.wait()
-            if rc != 0 or not os.path.exists(out):
-                log.seek(0)
-                lines = log.read().splitlines()
-                last = [ln for ln in lines if ln.startswith("START ")]
-                crashed.append(f"shard exited {rc} during {last[-1][6:] if last else '?'}: {' | '.join(lines[-3:])}")
-                continue
-            with open(out) as f:
-                outcome.update(json.load(f))
+        outcome, crashed = run_shards(args.j, args.filter, tmp)
     seconds = time.monotonic() - t0
 
     with open(ALLOWLIST) as f:
@@ -164,7 +180,7 @@ def main(argv=None) -> int:
     for n in extra:
         print(f"  passes here, not in the allow-list: {n}")
     for c in crashed:
-        print(f"  CRASH: {c}")
+        print(f"  CRASH (process died): {c}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(outcome, f, indent=0, sort_keys=True)

@@ -171,6 +171,11 @@ class InferenceSession:
                                    bool(opts.portable), _lora_list(opts.lora), opts.log_severity_level >= 2)
         self._inputs = [NodeArg(*i) for i in self._sess.inputs()]
         self._outputs = [NodeArg(*o) for o in self._sess.outputs()]
+        for kind, args in (("input", self._inputs), ("output", self._outputs)):
+            for a in args:
+                if not a.type.startswith("tensor("):
+                    raise _core.Error(f"{kind} '{a.name}' is not a tensor: only tensors cross the Python API "
+                                      "(sequences and optionals run inside a graph)")
         self._model_path = None if isinstance(model, bytes) else model
 
     def get_inputs(self) -> list[NodeArg]:
@@ -209,7 +214,7 @@ class InferenceSession:
         want = {i.name: i._code for i in self._inputs}
         feeds = []
         for name, value in input_feed.items():
-            a = np.ascontiguousarray(value)
+            a = np.asarray(value, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
             code = _input_code(a, want.get(name, 0))
             feeds.append((name, code, list(a.shape), a.reshape(-1).view(np.uint8)))
         results = self._sess.run(feeds)  # the GIL is released while the graph runs
