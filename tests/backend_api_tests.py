@@ -143,7 +143,7 @@ def write_docs(outcome, passed, allow, regressions, extra) -> None:
     if MARKER in text:
         text = text[: text.index(MARKER)].rstrip("\n") + "\n"
     with open(DOCS, "w") as f:
-        f.write(text + "\n" + "\n".join(lines))
+        f.write(text + "\n" + "\n".join(lines).rstrip("\n") + "\n")
 
 
 def main(argv=None) -> int:
