@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: loader fuzzing, malformed inputs (under AddressSanitizer),
 # op tests and model tests against onnxruntime, the official ONNX node tests against the allow-list,
-# and `onnx2ggml compile` (generated programs built and compared bit for bit with `onnx2ggml run`); then the same
+# `onnx2ggml compile` (generated programs built and compared bit for bit with `onnx2ggml run`), and the Python
+# package (onnxruntime's API against onnxruntime, node tests through onnx's BackendTest runner); then the same
 # suites on a real non-CPU backend, Vulkan on Mesa's lavapipe, and on the CPU through the portable path
 # (docs/backends.md). ONNX2GGML_NO_VULKAN=1 skips the Vulkan job.
 set -euo pipefail
