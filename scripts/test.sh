@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: loader fuzzing, malformed inputs (under AddressSanitizer),
 # op tests and model tests against onnxruntime, the official ONNX node tests against the allow-list,
-# and `onnx2ggml compile` (generated programs built and compared bit for bit with `onnx2ggml run`); then the same
+# `onnx2ggml compile` (generated programs built and compared bit for bit with `onnx2ggml run`), and the Python
+# package (onnxruntime's API against onnxruntime, node tests through onnx's BackendTest runner); then the same
 # suites on a real non-CPU backend, Vulkan on Mesa's lavapipe, and on the CPU through the portable path
 # (docs/backends.md). ONNX2GGML_NO_VULKAN=1 skips the Vulkan job.
 set -euo pipefail
@@ -32,6 +33,11 @@ run $PY tests/tokenizer_test.py
 run $PY tests/txt2img_test.py
 run $PY tests/node_tests.py -j 2 --check
 run $PY tests/compile_tests.py
+# The Python package (pip install . against .deps/ggml-install; build folder kept for reruns): onnxruntime's API
+# compared with onnxruntime itself, and the node tests through onnx's own BackendTest runner.
+run .venv/bin/pip install -q --no-build-isolation . -C build-dir=build-python
+run $PY tests/python_api_tests.py --threads 2
+run $PY tests/backend_api_tests.py -j 2 --check
 
 # The ggml-op paths other backends take, on the CPU (custom CPU kernels off where a path exists).
 run env ONNX2GGML_PORTABLE=1 $PY tests/op_tests.py -j 2 -q

@@ -57,6 +57,7 @@ REASONS_FILE = os.path.join(TESTS_DIR, "node_test_reasons.tsv")
 ALLOWLIST_FILE = os.path.join(TESTS_DIR, "node_tests_allowlist.txt")
 DOCS_FILE = os.path.join(REPO_ROOT, "docs", "conformance.md")
 CATEGORIES = ("not-yet", "by-design", "ggml-limit")
+BACKEND_API_MARKER = "## Through onnx's BackendTest runner"
 
 # The backend test runner's defaults (onnx/backend/test/loader).
 DEFAULT_RTOL = 1e-3
@@ -375,8 +376,14 @@ def write_docs(results: list[Result], runner_desc: str) -> None:
     lines += failure_summary(results)
     lines += per_op_tables(results)
     os.makedirs(os.path.dirname(DOCS_FILE), exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    if os.path.exists(DOCS_FILE):  # the section tests/backend_api_tests.py --write-docs keeps at the end
+        with open(DOCS_FILE) as f:
+            old = f.read()
+        if BACKEND_API_MARKER in old:
+            text += "\n" + old[old.index(BACKEND_API_MARKER):]
     with open(DOCS_FILE, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(text)
 
 
 def failure_summary(results: list[Result]) -> list[str]:

@@ -1,0 +1,147 @@
+// The Python module's C++ side: opens sessions (file or bytes), describes graph inputs/outputs, runs with the GIL
+// released. Tensors cross as flat byte arrays plus a dtype code and a shape; the numpy views are made in session.py.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "ggml-backend.h"
+#include "onnx2ggml/ir.h"
+#include "onnx2ggml/onnx2ggml.h"
+
+namespace nb = nanobind;
+using namespace onnx2ggml;
+
+namespace {
+
+using Bytes = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// (name, dtype code, dims: int or str or None, has_shape, is_tensor)
+nb::list describe(const std::vector<ValueInfo>& infos) {
+    nb::list out;
+    for (const ValueInfo& vi : infos) {
+        nb::list dims;
+        for (const Dim& d : vi.dims) {
+            if (d.known()) dims.append(nb::int_(d.value));
+            else if (!d.param.empty()) dims.append(nb::str(d.param.c_str()));
+            else dims.append(nb::none());
+        }
+        out.append(nb::make_tuple(vi.name, int(vi.dtype), dims, vi.has_shape, vi.is_tensor));
+    }
+    return out;
+}
+
+class PySession {
+public:
+    PySession(nb::object model, int threads, const std::string& device, const std::string& weights,
+              const std::string& precision, bool portable, const std::vector<std::pair<std::string, float>>& lora,
+              bool quiet) {
+        SessionOptions o;
+        o.threads = threads;
+        o.device = device;
+        o.weights = weights;
+        o.precision = precision;
+        o.portable = portable;
+        o.quiet = quiet;
+        for (auto& [path, scale] : lora) o.lora.push_back({path, scale});
+        if (nb::isinstance<nb::bytes>(model)) {
+            nb::bytes b = nb::cast<nb::bytes>(model);
+            auto keep = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(b.data()),
+                                                               static_cast<const uint8_t*>(b.data()) + b.size());
+            nb::gil_scoped_release release;
+            auto m = parse_model(keep->data(), keep->size(), "<bytes>", ".", keep);
+            session_ = Session::open(m, o);
+        } else {
+            std::string path = nb::cast<std::string>(model);
+            nb::gil_scoped_release release;
+            session_ = Session::open(path, o);
+        }
+    }
+
+    nb::list inputs() const { return describe(session_->model().graph.inputs); }
+    nb::list outputs() const { return describe(session_->model().graph.outputs); }
+    std::string device() const { return session_->device(); }
+
+    // feeds: name -> (dtype code, shape, bytes). Returns one (dtype code, shape, bytes) per graph output; the bytes
+    // array owns the session's output buffer (no copy).
+    nb::list run(const std::vector<std::tuple<std::string, int, std::vector<int64_t>, Bytes>>& feeds) {
+        std::map<std::string, Tensor> inputs;
+        for (auto& [name, dtype, shape, bytes] : feeds) {
+            Tensor t;
+            t.dtype = DType(dtype);
+            t.shape = shape;
+            t.data.assign(bytes.data(), bytes.data() + bytes.size());
+            if (!inputs.emplace(name, std::move(t)).second) throw std::runtime_error("input '" + name + "' given twice");
+        }
+        std::vector<Tensor> outs;
+        {
+            nb::gil_scoped_release release;
+            outs = session_->run(inputs);
+        }
+        nb::list result;
+        for (Tensor& t : outs) {
+            auto* owned = new std::vector<uint8_t>(std::move(t.data));
+            nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
+            size_t n = owned->size();
+            nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>> bytes(owned->data(), {n}, owner);
+            result.append(nb::make_tuple(int(t.dtype), t.shape, bytes));
+        }
+        return result;
+    }
+
+    nb::dict stats() const {
+        const RunStats& s = session_->stats();
+        nb::dict d;
+        d["nodes"] = s.nodes;
+        d["ggml_nodes"] = s.ggml_nodes;
+        d["host_nodes"] = s.host_nodes;
+        d["host_float_nodes"] = s.host_float_nodes;
+        d["cache_hit"] = s.cache_hit;
+        d["build_ms"] = s.build_ms;
+        d["compute_ms"] = s.compute_ms;
+        d["compute_buffer_mb"] = s.compute_buffer_mb;
+        d["weights_mb"] = s.weights_mb;
+        return d;
+    }
+
+private:
+    std::unique_ptr<Session> session_;
+};
+
+// ggml device names (CPU, CUDA0, Vulkan0, ...) with their type: "cpu", "gpu" or "accel".
+std::vector<std::pair<std::string, std::string>> devices() {
+    ggml_backend_load_all();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        auto type = ggml_backend_dev_type(d);
+        const char* kind = type == GGML_BACKEND_DEVICE_TYPE_CPU ? "cpu" : type == GGML_BACKEND_DEVICE_TYPE_GPU ? "gpu" : "accel";
+        out.emplace_back(ggml_backend_dev_name(d), kind);
+    }
+    return out;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+    m.doc() = "onnx2ggml's C++ runtime (use onnx2ggml.InferenceSession)";
+    nb::exception<std::runtime_error>(m, "Error", PyExc_RuntimeError);
+    nb::class_<PySession>(m, "Session")
+        .def(nb::init<nb::object, int, const std::string&, const std::string&, const std::string&,
+                      bool, const std::vector<std::pair<std::string, float>>&, bool>(),
+             nb::arg("model"), nb::arg("threads"), nb::arg("device"), nb::arg("weights"), nb::arg("precision"), nb::arg("portable"),
+             nb::arg("lora"), nb::arg("quiet"))
+        .def("inputs", &PySession::inputs)
+        .def("outputs", &PySession::outputs)
+        .def("device", &PySession::device)
+        .def("run", &PySession::run)
+        .def("stats", &PySession::stats);
+    m.def("devices", &devices);
+}

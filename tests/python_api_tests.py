@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""API parity of the Python package with onnxruntime: the same calls on onnxruntime.InferenceSession and
+onnx2ggml.InferenceSession must give the same input/output names, shapes (symbolic dims as strings) and types, and
+the same outputs (dtype, shape, values within each fixture's tolerance), for the model fixtures of
+tests/models/manifest.json and tests/models/sd15_small (first shape case of each), plus a model with inputs of every
+numpy dtype. Also checks run() with chosen outputs, bytes models, errors and the GIL being released.
+
+Usage: tests/python_api_tests.py [--filter REGEX] [--threads N]   (needs `pip install .` in this venv)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnxruntime  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+import metrics  # noqa: E402
+import model_data  # noqa: E402
+import sd15_data  # noqa: E402
+import onnx2ggml  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+failures: list[str] = []
+
+
+def check(cond: bool, what: str) -> None:
+    print(f"  {'ok  ' if cond else 'FAIL'} {what}", flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def sessions(model, threads: int):
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = threads
+    ref = onnxruntime.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    o = onnx2ggml.SessionOptions()
+    o.intra_op_num_threads = threads
+    ours = onnx2ggml.InferenceSession(model, o, providers=["CPUExecutionProvider"])
+    return ref, ours
+
+
+def same_interface(label: str, ref, ours) -> None:
+    for kind in ("get_inputs", "get_outputs"):
+        want = [(a.name, a.shape, a.type) for a in getattr(ref, kind)()]
+        got = [(a.name, a.shape, a.type) for a in getattr(ours, kind)()]
+        check(want == got, f"{label}: {kind}() {got}" + ("" if want == got else f", onnxruntime {want}"))
+    check(ours.get_providers() == ref.get_providers(), f"{label}: get_providers() {ours.get_providers()}")
+
+
+def same_outputs(label: str, want: list, got: list, tol: float) -> None:
+    check(len(want) == len(got), f"{label}: {len(got)} outputs (onnxruntime {len(want)})")
+    for i, (w, g) in enumerate(zip(want, got)):
+        if not isinstance(g, np.ndarray) or g.dtype != w.dtype or g.shape != w.shape:
+            check(False, f"{label}: output {i} {getattr(g, 'dtype', type(g))} {getattr(g, 'shape', '')}, "
+                         f"onnxruntime {w.dtype} {w.shape}")
+            continue
+        e = metrics.errors(w, g) if w.dtype.kind == "f" else None
+        ok = np.array_equal(w, g) if e is None else (e.rel <= tol)
+        check(ok, f"{label}: output {i} {g.dtype} {list(g.shape)}" + ("" if e is None else f" rel {e.rel:.2e}"))
+
+
+def fixture_cases(filt: str | None):
+    """(label, model path, feeds, tolerance) for the first shape case of every fixture."""
+    with open(os.path.join(HERE, "models", "manifest.json")) as f:
+        for e in json.load(f)["models"]:
+            path = os.path.join(HERE, "models", e["file"])
+            if e.get("external_data"):
+                path = model_data.regenerate_external_data(path, os.path.join(REPO, "build", "model_data", e["name"]))
+            yield e["name"], path, model_data.make_inputs(e, e["cases"][0], 0), e.get("tolerance", {}).get("rel", 1e-4)
+    sd_dir = os.path.join(HERE, "models", "sd15_small")
+    with open(os.path.join(sd_dir, "manifest.json")) as f:
+        m = json.load(f)
+    for e in m["parts"]:
+        feeds = sd15_data.make_inputs(e["name"], e["inputs"], e["cases"][0], 0)
+        yield f"sd15_small/{e['name']}", os.path.join(sd_dir, e["file"]), feeds, e.get("tolerance", {}).get("rel", 1e-4)
+
+
+def dtype_model() -> tuple[bytes, dict]:
+    """Inputs of every numpy dtype onnx2ggml holds: each passes through Identity and is cast to float and doubled."""
+    types = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.DOUBLE: np.float64,
+             TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8, TensorProto.INT16: np.int16,
+             TensorProto.INT32: np.int32, TensorProto.INT64: np.int64, TensorProto.BOOL: np.bool_}
+    nodes, inputs, outputs, feeds = [], [], [], {}
+    rng = np.random.default_rng(0)
+    for t, dt in types.items():
+        name = np.dtype(dt).name
+        inputs.append(helper.make_tensor_value_info(f"x_{name}", t, ["n", 3]))
+        outputs += [helper.make_tensor_value_info(f"id_{name}", t, ["n", 3]),
+                    helper.make_tensor_value_info(f"f_{name}", TensorProto.FLOAT, ["n", 3])]
+        nodes += [helper.make_node("Identity", [f"x_{name}"], [f"id_{name}"]),
+                  helper.make_node("Cast", [f"x_{name}"], [f"c_{name}"], to=TensorProto.FLOAT),
+                  helper.make_node("Add", [f"c_{name}", f"c_{name}"], [f"f_{name}"])]
+        feeds[f"x_{name}"] = (rng.standard_normal((2, 3)) * 20).astype(dt)
+    graph = helper.make_graph(nodes, "dtypes", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString(), feeds
+
+
+def gil_released(sess, feeds) -> int:
+    """Python steps another thread makes while sess.run() runs (none if run() held the GIL)."""
+    steps, running = [0], [True]
+
+    def count():
+        while running[0]:
+            steps[0] += 1
+            time.sleep(0)
+
+    t = threading.Thread(target=count)
+    t.start()
+    time.sleep(0.01)
+    before = steps[0]
+    t0 = time.perf_counter()
+    sess.run(None, feeds)
+    dt = time.perf_counter() - t0
+    during = steps[0] - before
+    running[0] = False
+    t.join()
+    return during if dt > 0.05 else -1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--filter", default=None, help="regex on the fixture name")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    print(f"onnx2ggml {onnx2ggml.__version__} from {os.path.dirname(onnx2ggml.__file__)}")
+
+    for label, path, feeds, tol in fixture_cases(args.filter):
+        if args.filter and not re.search(args.filter, label):
+            continue
+        t0 = time.perf_counter()
+        ref, ours = sessions(path, args.threads)
+        same_interface(label, ref, ours)
+        want = ref.run(None, feeds)
+        got = ours.run(None, feeds)
+        same_outputs(label, want, got, tol)
+        names = [o.name for o in ref.get_outputs()][::-1]
+        same_outputs(f"{label} run({names})", ref.run(names, feeds), ours.run(names, feeds), tol)
+        if "unet" in label:
+            steps = gil_released(ours, feeds)
+            check(steps != 0, f"{label}: GIL released while the graph runs ({steps} Python steps meanwhile)")
+        print(f"  {label}: {time.perf_counter() - t0:.1f} s", flush=True)
+
+    if not args.filter or re.search(args.filter, "dtypes"):
+        blob, feeds = dtype_model()
+        ref, ours = sessions(blob, args.threads)
+        same_interface("dtypes (bytes)", ref, ours)
+        # ints and bools exact; float64 within 1e-6 (ggml has no f64: doubles pass through f32)
+        same_outputs("dtypes (bytes)", ref.run(None, feeds), ours.run(None, feeds), 1e-6)
+
+        bad = {"x_float32": np.zeros((2, 3), np.float32)}
+        for label, call in [("missing input", lambda s: s.run(None, bad)),
+                            ("unknown output", lambda s: s.run(["nope"], feeds)),
+                            ("wrong dtype", lambda s: s.run(None, {**feeds, "x_float32": feeds["x_float64"]})),
+                            ("bad file", lambda s: type(s)(b"not an onnx model"))]:
+            try:
+                call(ref)
+                ref_raised = False
+            except Exception:  # noqa: BLE001
+                ref_raised = True
+            try:
+                call(ours)
+                check(False, f"error on {label}: no exception (onnxruntime raised: {ref_raised})")
+            except onnx2ggml.Error as e:
+                msg = str(e)
+                check(ref_raised and "\n" not in msg and isinstance(e, RuntimeError),
+                      f"error on {label}: onnx2ggml.Error '{msg[:150]}'")
+
+    opts = onnx2ggml.SessionOptions()
+    opts.max_memory = 1 << 30
+    check(opts.max_memory == 1 << 30 and "another issue" in onnx2ggml.SessionOptions.__doc__,
+          "SessionOptions.max_memory stored, documented as not yet read")
+    print()
+    if failures:
+        print(f"{len(failures)} checks FAILED")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
