@@ -33,7 +33,7 @@ run $PY tests/tokenizer_test.py
 run $PY tests/txt2img_test.py
 run $PY tests/node_tests.py -j 2 --check
 run $PY tests/compile_tests.py
-# The Python package (pip install . against .deps/ggml-install; build folder kept for reruns): onnxruntime's API
+# The Python package (pip install . builds ggml from .deps/ggml position-independent; build folder kept for reruns): onnxruntime's API
 # compared with onnxruntime itself, and the node tests through onnx's own BackendTest runner.
 run .venv/bin/pip install -q --no-build-isolation . -C build-dir=build-python
 run $PY tests/python_api_tests.py --threads 2
