@@ -285,6 +285,16 @@ def input_cases(h: Harness, good: str) -> None:
     gone = os.path.join(h.work, "inputs", "gone.npy")
     h.case("input file missing", lambda: expect_error(h.run(good, [f"{INPUT_NAME}={gone}"]), "gone.npy"))
 
+    # A sequence-typed graph output (SplitToSequence): refused when the session opens (it crashed at run before).
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 6])
+    seq = onnx.helper.make_tensor_sequence_value_info("seq", onnx.TensorProto.FLOAT, None)
+    node = onnx.helper.make_node("SplitToSequence", ["x"], ["seq"], axis=1)
+    seq_model = onnx.helper.make_model(onnx.helper.make_graph([node], "seq_out", [x], [seq]),
+                                       opset_imports=[onnx.helper.make_opsetid("", 17)])
+    seq_path = h.write("inputs/sequence_output.onnx", seq_model.SerializeToString())
+    seq_x = h.save_npy("seq_x.npy", rng.standard_normal((3, 6)).astype(np.float32))
+    h.case("sequence-typed graph output", lambda: expect_error(h.run(seq_path, [f"x={seq_x}"]), "seq", "not a tensor"))
+
 
 def unknown_op_cases(h: Harness) -> None:
     path = h.write("unknown/model.onnx", unknown_ops_model().SerializeToString())

@@ -59,6 +59,11 @@ public:
             model_ = std::move(merged);
         }
         check_supported(*model_);
+        // Sequences, maps and optionals run inside a graph; only tensors cross the API.
+        for (const auto* list : {&model_->graph.inputs, &model_->graph.outputs})
+            for (const ValueInfo& vi : *list)
+                O2G_CHECK(vi.is_tensor, model_->path, ": graph ", list == &model_->graph.inputs ? "input" : "output",
+                          " '", vi.name, "' is not a tensor (a sequence, map or optional); only tensors cross the API");
         plan_ = plan_graph(*model_);
         init_device(opts);
         profiling_ = opts.profile;
