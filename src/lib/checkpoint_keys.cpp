@@ -13,16 +13,6 @@ namespace {
 
 bool starts_with(const std::string& s, const std::string& t) { return s.compare(0, t.size(), t) == 0; }
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> parts;
-    for (size_t b = 0, e; b <= s.size(); b = e + 1) {
-        e = s.find('.', b);
-        if (e == std::string::npos) e = s.size();
-        parts.push_back(s.substr(b, e - b));
-    }
-    return parts;
-}
-
 std::string join(const std::vector<std::string>& p, size_t from, size_t to, char sep) {
     std::string r;
     for (size_t i = from; i < to && i < p.size(); i++) r += (i > from ? std::string(1, sep) : "") + p[i];
@@ -37,7 +27,7 @@ bool is_index(const std::string& s) {
 std::string unet_name(const std::string& key, int layers) {
     size_t dot = key.rfind('.');
     if (dot == std::string::npos) return "";
-    std::vector<std::string> mod = split(key.substr(0, dot));
+    std::vector<std::string> mod = split_path(key.substr(0, dot));
     std::string path = sgm_unet_path(join(mod, 0, mod.size(), '_'), layers);
     return path.empty() ? "" : path + "_" + key.substr(dot + 1);
 }
@@ -45,7 +35,7 @@ std::string unet_name(const std::string& key, int layers) {
 // The original VAE (encoder.down.N.block.M, mid.attn_1.q, decoder.up.N counted from the bottom) in diffusers'
 // AutoencoderKL names, dotted; `levels` is the number of decoder levels.
 std::string vae_name(const std::string& key, int levels, bool& squeeze) {
-    std::vector<std::string> p = split(key);
+    std::vector<std::string> p = split_path(key);
     squeeze = false;
     if (p.size() < 2) return "";
     const std::string& param = p.back();
@@ -91,6 +81,16 @@ std::string flat(std::string s) {
 
 }  // namespace
 
+std::vector<std::string> split_path(const std::string& s) {
+    std::vector<std::string> parts;
+    for (size_t b = 0, e; b <= s.size(); b = e + 1) {
+        e = s.find('.', b);
+        if (e == std::string::npos) e = s.size();
+        parts.push_back(s.substr(b, e - b));
+    }
+    return parts;
+}
+
 std::string part_words(const std::string& part) {
     if (part == "unet") return "UNet";
     if (part == "vae") return "VAE";
@@ -108,7 +108,7 @@ CheckpointParts read_checkpoint_keys(const SafetensorsFile& f) {
     int unet_layers = 0, vae_levels = 0, last_input = 0;
     for (const SafeTensor& t : f.tensors()) {
         if (starts_with(t.name, kUnet + "input_blocks.")) {
-            std::vector<std::string> p = split(t.name.substr(kUnet.size()));
+            std::vector<std::string> p = split_path(t.name.substr(kUnet.size()));
             if (p.size() > 3 && is_index(p[1])) {
                 int i = std::atoi(p[1].c_str());
                 last_input = std::max(last_input, i);
@@ -117,7 +117,7 @@ CheckpointParts read_checkpoint_keys(const SafetensorsFile& f) {
             }
         }
         if (starts_with(t.name, kVae + "decoder.up.")) {
-            std::vector<std::string> p = split(t.name.substr(kVae.size()));
+            std::vector<std::string> p = split_path(t.name.substr(kVae.size()));
             if (p.size() > 2 && is_index(p[2])) vae_levels = std::max(vae_levels, std::atoi(p[2].c_str()) + 1);
         }
     }

@@ -30,6 +30,9 @@ struct CheckpointParts {
 // Keys with none of the LDM prefixes are taken as diffusers names of a single part ("").
 CheckpointParts read_checkpoint_keys(const SafetensorsFile& f);
 
+// A dotted parameter path in its parts ("down_blocks.0.conv" -> down_blocks, 0, conv).
+std::vector<std::string> split_path(const std::string& s);
+
 // Words for a part in messages ("UNet", "VAE", ...).
 std::string part_words(const std::string& part);
 

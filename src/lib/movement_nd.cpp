@@ -160,18 +160,28 @@ Ints concat_shape(const Ints& a, const Ints& b, int64_t axis) {
     return s;
 }
 
-Ints slice_shape(const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes_in, const Ints& steps) {
+namespace {
+// Slice's axes as non-negative axes of a rank-r tensor (empty: 0..n-1), its arguments checked.
+Ints slice_axes(int64_t r, const Ints& starts, const Ints& ends, const Ints& axes_in, const Ints& steps) {
     size_t n = starts.size();
-    int64_t r = int64_t(shape.size());
     Ints axes = axes_in;
     if (axes.empty())
         for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
     if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
         throw OpError("Slice: starts, ends, axes and steps differ in length");
+    for (int64_t& a : axes) {
+        if (a < -r || a >= r) throw OpError("Slice: axis " + std::to_string(a) + " for rank " + std::to_string(r));
+        if (a < 0) a += r;
+    }
+    return axes;
+}
+}  // namespace
+
+Ints slice_shape(const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes_in, const Ints& steps) {
+    const Ints axes = slice_axes(int64_t(shape.size()), starts, ends, axes_in, steps);
     Ints s = shape;
-    for (size_t i = 0; i < n; i++) {
-        int64_t a = axes[i] < 0 ? axes[i] + r : axes[i], st = steps.empty() ? 1 : steps[i], first, count;
-        if (a < 0 || a >= r) throw OpError("Slice: axis " + std::to_string(axes[i]) + " for rank " + std::to_string(r));
+    for (size_t i = 0; i < axes.size(); i++) {
+        int64_t a = axes[i], st = steps.empty() ? 1 : steps[i], first, count;
         if (st == 0) throw OpError("Slice: step is 0");
         slice_range(s[size_t(a)], starts[i], ends[i], st, first, count);
         s[size_t(a)] = count;
@@ -181,17 +191,10 @@ Ints slice_shape(const Ints& shape, const Ints& starts, const Ints& ends, const 
 
 ggml_tensor* slice_nd(Ctx& ctx, ggml_tensor* x, const Ints& shape, const Ints& starts, const Ints& ends, const Ints& axes_in,
                       const Ints& steps) {
-    size_t n = starts.size();
-    int64_t r = int64_t(shape.size());
-    Ints axes = axes_in;
-    if (axes.empty())
-        for (size_t i = 0; i < n; i++) axes.push_back(int64_t(i));
-    if (ends.size() != n || axes.size() != n || (!steps.empty() && steps.size() != n))
-        throw OpError("Slice: starts, ends, axes and steps differ in length");
+    const Ints axes = slice_axes(int64_t(shape.size()), starts, ends, axes_in, steps);
     Ints s = shape;
-    for (size_t i = 0; i < n; i++) {
-        int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
-        if (a < 0 || a >= r) throw OpError("Slice: axis " + std::to_string(axes[i]) + " for rank " + std::to_string(r));
+    for (size_t i = 0; i < axes.size(); i++) {
+        int64_t a = axes[i];
         // The tensor seen as [outer, dim a, inner]: a rank-3 slice of its middle dim.
         Ints s3 = {prod(Ints(s.begin(), s.begin() + a)), s[size_t(a)], prod(Ints(s.begin() + a + 1, s.end()))};
         int64_t ne[4];

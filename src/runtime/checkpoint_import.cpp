@@ -28,16 +28,6 @@ bool float_init(const TensorData& t) {
     return t.dtype == DType::FLOAT || t.dtype == DType::FLOAT16 || t.dtype == DType::BFLOAT16;
 }
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> parts;
-    for (size_t b = 0, e; b <= s.size(); b = e + 1) {
-        e = s.find('.', b);
-        if (e == std::string::npos) e = s.size();
-        parts.push_back(s.substr(b, e - b));
-    }
-    return parts;
-}
-
 std::string shape_text(const std::vector<int64_t>& s) {
     std::string r = "[";
     for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -71,7 +61,7 @@ std::map<std::string, std::vector<Candidate>> candidates(const Model& m) {
     for (auto& [name, t] : inits) {
         if (!float_init(*t)) continue;
         out[name];
-        if (param_name(name)) out[name].push_back({split(name), false, true});
+        if (param_name(name)) out[name].push_back({o2g::split_path(name), false, true});
     }
     // The TorchScript exporter merges equal tensors into one initializer that Identity nodes pass on under each
     // parameter's own name.
@@ -85,12 +75,12 @@ std::map<std::string, std::vector<Candidate>> candidates(const Model& m) {
         std::string r = root_of(n.inputs[0]);
         if (!out.count(r)) continue;
         root[n.outputs[0]] = r;
-        if (param_name(n.outputs[0])) out[r].push_back({split(n.outputs[0]), false, true});
+        if (param_name(n.outputs[0])) out[r].push_back({o2g::split_path(n.outputs[0]), false, true});
     }
     for (const o2g::LoraTarget& t : lora_targets(m)) {
         if (t.gain != 1 || !out.count(t.weight)) continue;
         for (const std::string& p : t.paths)
-            out[t.weight].push_back({split(p + ".weight"), t.layout == o2g::LoraLayout::InOut, true});
+            out[t.weight].push_back({o2g::split_path(p + ".weight"), t.layout == o2g::LoraLayout::InOut, true});
     }
     for (const Node& n : m.graph.nodes) {
         if (!n.domain.empty()) continue;
@@ -105,7 +95,7 @@ std::map<std::string, std::vector<Candidate>> candidates(const Model& m) {
                                       op == "GroupNormalization") && i == 2))
                 role = "bias";
             if (role.empty()) continue;
-            for (const std::string& p : node_module_paths(n)) it->second.push_back({split(p + "." + role), false, false});
+            for (const std::string& p : node_module_paths(n)) it->second.push_back({o2g::split_path(p + "." + role), false, false});
         }
     }
     return out;
