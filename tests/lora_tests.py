@@ -15,9 +15,17 @@
 4. Malformed safetensors (truncated header, offsets past the end of the file, bad JSON, wrong sizes, unsupported
    dtypes, a missing file): one clean error line naming the file, never a crash.
 
-Parts 2 to 4 need no torch: their LoRAs come from the ONNX graph's own weight names.
+5. Against committed diffusers references (no torch; runs in CI, and after part 1 when torch is there):
+   tests/models/lora/cases.json lists each case (model, LoRA files with scales, input case, outputs, what it checks);
+   `onnx2ggml run --lora` on the committed LoRA files must match diffusers' fused outputs stored next to them (max
+   abs and max rel error printed, rel <= 1e-4, every module merged, no warning). A missing file fails the test.
+   `--write-fixtures` (needs torch) rewrites that folder from part 1: the LoRA files it generated (seeded) and the
+   outputs diffusers got, never ours. The SGM-named SDXL kohya case is left out (its file is the largest, 296 KB).
 
-Usage: .venv/bin/python tests/lora_tests.py [--cli build/onnx2ggml] [--threads 2] [--no-compile] [--keep DIR]
+Parts 2 to 5 need no torch: their LoRAs come from the ONNX graph's own weight names or from tests/models/lora.
+
+Usage: .venv/bin/python tests/lora_tests.py [--cli build/onnx2ggml] [--threads 2] [--no-compile] [--no-torch]
+                                            [--keep DIR] [--write-fixtures]
 """
 from __future__ import annotations
 
@@ -40,8 +48,13 @@ import sd15_data  # noqa: E402
 
 SD15 = os.path.join(REPO_ROOT, "tests/models/sd15_small")
 FAMILIES = os.path.join(REPO_ROOT, "tests/models/families_small")
+FIXTURES = os.path.join(REPO_ROOT, "tests/models/lora")
 TOL = 1e-4
 failures: list[str] = []
+recorded: list[dict] = []  # the diffusers cases, for --write-fixtures
+# Cases left out of tests/models/lora to keep it small: kohya's SGM-named SDXL LoRA is the largest file (296 KB; with
+# it the folder is 884 KiB). It still runs against diffusers whenever torch is installed.
+NOT_COMMITTED = ("sdxl unet, kohya with SGM",)
 
 
 def report(ok, what):
@@ -236,7 +249,9 @@ def torch_cases(a, work):
                                 f"against the stored reference)")
         return err.rel <= 1e-5
 
-    def compare(what, model_path, feeds, loras, n_modules, want, base, out_name):
+    def compare(what, model_path, feeds, loras, n_modules, want, base, out_name, src):
+        recorded.append(dict(what=what, model=model_path, loras=loras, n_modules=n_modules, want=want,
+                             out_name=out_name, src=src))
         r, got = run_cli(a.cli, model_path, feeds, loras, os.path.join(work, "out_" + what.split()[0]), a.threads)
         if got is None:
             report(False, f"{what}: onnx2ggml failed: {r.stderr.strip()[-600:]}")
@@ -284,7 +299,7 @@ def torch_cases(a, work):
         n_conv = sum(1 for d, _ in k_mods.values() if d.ndim == 4)
         compare(f"sd15 unet, kohya ({len(k_mods)} modules, {n_conv} conv) at 0.8 + PEFT ({len(p_mods)}) at 0.5",
                 os.path.join(SD15, part["file"]), feeds, [kfile + ":0.8", pfile + ":0.5"], len(k_mods) + len(p_mods),
-                want, base, "out_sample")
+                want, base, "out_sample", (SD15, "unet", 0))
 
     # SD 1.5 text encoder: diffusers/PEFT keys, alpha from lora_adapter_metadata (alpha 6, rank 4), scale 1.
     prefix, part = manifest_part(SD15, "text_encoder")
@@ -304,7 +319,8 @@ def torch_cases(a, work):
         with torch.no_grad():
             want = te(input_ids=ids).last_hidden_state.numpy()
         compare(f"sd15 text encoder, PEFT ({len(mods)} modules, alpha 6 / rank 4 from metadata)",
-                os.path.join(SD15, part["file"]), feeds, [tfile], len(mods), want, base, "last_hidden_state")
+                os.path.join(SD15, part["file"]), feeds, [tfile], len(mods), want, base, "last_hidden_state",
+                (SD15, "text_encoder", 1))
 
     # SDXL-style UNet: diffusers/PEFT keys with lora_alpha and an alpha_pattern, Linear and Conv2d, scale 0.7.
     prefix, part = manifest_part(FAMILIES, "sdxl_unet")
@@ -330,7 +346,8 @@ def torch_cases(a, work):
         with torch.no_grad():
             want = wrapper(*args).numpy()
         compare(f"sdxl unet, PEFT ({len(mods)} modules, alpha 8 and an alpha_pattern) at 0.7",
-                os.path.join(FAMILIES, part["file"]), feeds, [xfile + ":0.7"], len(mods), want, base, "out_sample")
+                os.path.join(FAMILIES, part["file"]), feeds, [xfile + ":0.7"], len(mods), want, base, "out_sample",
+                (FAMILIES, "sdxl_unet", 0))
 
         # kohya's SDXL spelling: SGM/LDM block names (lora_unet_input_blocks_4_1_...), every Linear and Conv2d.
         xl = export_families.build("sdxl_unet", cfg, seed=1234)
@@ -347,7 +364,8 @@ def torch_cases(a, work):
             want = wrapper(*args).numpy()
         n_conv = sum(1 for d, _ in mods.values() if d.ndim == 4)
         compare(f"sdxl unet, kohya with SGM block names ({len(mods)} modules, {n_conv} conv)",
-                os.path.join(FAMILIES, part["file"]), feeds, [sfile], len(mods), want, base, "out_sample")
+                os.path.join(FAMILIES, part["file"]), feeds, [sfile], len(mods), want, base, "out_sample",
+                (FAMILIES, "sdxl_unet", 0))
 
     # Flux transformer, exported by torch.export: its folded MatMul weights are named "val_N" and its nodes
     # "node_MatMul_N", so the module comes from the scope metadata. diffusers/PEFT keys, every Linear, scale 0.6.
@@ -371,7 +389,78 @@ def torch_cases(a, work):
         with torch.no_grad():
             want = wrapper(*args).numpy()
         compare(f"flux transformer (torch.export), PEFT ({len(mods)} modules) at 0.6",
-                os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.6"], len(mods), want, base, "sample")
+                os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.6"], len(mods), want, base, "sample",
+                (FAMILIES, "flux_transformer", 0))
+
+
+# ----------------------------------------------------------------------------- part 1b: committed references
+
+def write_fixtures(out_dir=FIXTURES):
+    """The recorded diffusers cases -> out_dir: the LoRA files, diffusers' fused outputs (.npy), cases.json."""
+    os.makedirs(out_dir, exist_ok=True)
+    for n in os.listdir(out_dir):
+        if n.endswith((".npy", ".safetensors")) or n == "cases.json":
+            os.remove(os.path.join(out_dir, n))
+    cases = []
+    for i, c in enumerate(c for c in recorded if not c["what"].startswith(NOT_COMMITTED)):
+        loras = []
+        for spec in c["loras"]:
+            path, _, scale = spec.partition(":")
+            shutil.copyfile(path, os.path.join(out_dir, os.path.basename(path)))
+            loras.append({"file": os.path.basename(path), "scale": float(scale) if scale else 1.0})
+        manifest_dir, part_name, ci = c["src"]
+        ref = f"case{i}.{c['out_name']}.npy"
+        np.save(os.path.join(out_dir, ref), c["want"].astype(np.float32))
+        cases.append({"what": c["what"], "manifest": os.path.relpath(manifest_dir, REPO_ROOT), "part": part_name,
+                      "case": ci, "loras": loras, "outputs": {c["out_name"]: ref}, "modules_merged": c["n_modules"],
+                      "checks": f"max rel error <= {TOL} against diffusers load_lora_weights + fuse_lora; every "
+                                f"LoRA module merged, no warning"})
+    with open(os.path.join(out_dir, "cases.json"), "w") as f:
+        json.dump({"source": "tests/lora_tests.py --write-fixtures (diffusers load_lora_weights + fuse_lora, "
+                             "PyTorch eager, float32)", "tolerance_rel": TOL, "cases": cases}, f, indent=1)
+        f.write("\n")
+    total = sum(os.path.getsize(os.path.join(out_dir, n)) for n in os.listdir(out_dir))
+    print(f"wrote {len(cases)} cases into {os.path.relpath(out_dir, REPO_ROOT)} ({total / 1024:.0f} KiB)")
+
+
+def fixture_cases(a, work):
+    """`onnx2ggml run --lora` on the committed LoRA files against the committed diffusers outputs (no torch)."""
+    index = os.path.join(FIXTURES, "cases.json")
+    if not os.path.exists(index):
+        report(False, f"committed diffusers references: {os.path.relpath(index, REPO_ROOT)} is missing")
+        return
+    with open(index) as f:
+        spec = json.load(f)
+    tol = spec.get("tolerance_rel", TOL)
+    for i, c in enumerate(spec["cases"]):
+        what = "committed reference: " + c["what"]
+        needed = [l["file"] for l in c["loras"]] + list(c["outputs"].values())
+        missing = [n for n in needed if not os.path.exists(os.path.join(FIXTURES, n))]
+        if missing:
+            report(False, f"{what}: missing {', '.join(missing)} in tests/models/lora")
+            continue
+        manifest_dir = os.path.join(REPO_ROOT, c["manifest"])
+        prefix, part = manifest_part(manifest_dir, c["part"])
+        feeds = case_inputs(prefix, part, c["case"])
+        loras = [f"{os.path.join(FIXTURES, l['file'])}:{l['scale']!r}" for l in c["loras"]]
+        r, got = run_cli(a.cli, os.path.join(manifest_dir, part["file"]), feeds, loras,
+                         os.path.join(work, f"fix{i}"), a.threads)
+        if got is None:
+            report(False, f"{what}: onnx2ggml failed: {r.stderr.strip()[-600:]}")
+            continue
+        merged = sum(int(n) for n in re.findall(r"(\d+) modules merged", r.stderr))
+        warned = [l for l in r.stderr.splitlines() if "warning" in l]
+        ok, msg = merged == c["modules_merged"] and not warned, []
+        for name, ref in c["outputs"].items():
+            if name not in got:
+                ok = False
+                msg.append(f"{name}: no such output")
+                continue
+            err = metrics.errors(np.load(os.path.join(FIXTURES, ref)), got[name])
+            ok = ok and err.rel <= tol
+            msg.append(f"{name}: max abs {err.abs:.2e}, max rel {err.rel:.2e}")
+        report(ok, f"{what}: {'; '.join(msg)} (bar rel {tol:g}; {merged} of {c['modules_merged']} modules merged)" +
+               (f" {warned}" if warned else ""))
 
 
 # ----------------------------------------------------------------------------- part 2: compiled program
@@ -532,6 +621,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-compile", action="store_true", help="skip the compiled-program test")
     ap.add_argument("--no-torch", action="store_true", help="skip the comparisons against diffusers")
+    ap.add_argument("--write-fixtures", action="store_true",
+                    help="(needs torch) write the LoRA files and diffusers' outputs into tests/models/lora")
     ap.add_argument("--keep", default=None, help="work in this folder and keep it")
     ap.add_argument("--mutations", type=int, default=30, help="mutated safetensors files to try")
     a = ap.parse_args()
@@ -541,6 +632,12 @@ def main():
         reports_and_errors(a, work)
         if not a.no_torch:
             torch_cases(a, work)
+            if a.write_fixtures:
+                if not recorded:
+                    report(False, "--write-fixtures: no diffusers case ran (torch, diffusers and peft needed)")
+                else:
+                    write_fixtures()
+        fixture_cases(a, work)
         if not a.no_compile:
             compiled_program(a, work)
     finally:
