@@ -1,9 +1,11 @@
 // Parts the txt2img pipelines share: token ids, DDIM, guidance, the initial latent, VAE decoding, PNG.
 #include "pipeline.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -145,6 +147,22 @@ void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int w, 
     chunk("IHDR", ihdr);
     chunk("IDAT", z);
     chunk("IEND", {});
+}
+
+Progress::Progress(int total, bool force) : total_(total), on_(force || isatty(fileno(stderr))) {
+    t0_ = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void Progress::step() {
+    done_++;
+    if (!on_) return;
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const double rate = done_ / std::max(now - t0_, 1e-9);
+    const int width = 30, filled = total_ > 0 ? width * done_ / total_ : width;
+    fprintf(stderr, "\rstep %d/%d [%s%s] %.2f steps/s", done_, total_, std::string(size_t(filled), '=').c_str(),
+            std::string(size_t(width - filled), ' ').c_str(), rate);
+    if (done_ >= total_) fputc('\n', stderr);
+    fflush(stderr);
 }
 
 }  // namespace txt2img

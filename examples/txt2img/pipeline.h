@@ -54,4 +54,16 @@ void decode_to_png(Session& vae, const std::vector<float>& x, float scaling_fact
 
 void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int w, int h);
 
+// The denoising steps as one progress line with steps per second, redrawn in place. Only on a terminal (stderr),
+// unless forced (--progress); a log or a pipe gets nothing.
+class Progress {
+public:
+    Progress(int total, bool force);
+    void step();  // after each step
+private:
+    int total_, done_ = 0;
+    bool on_;
+    double t0_;
+};
+
 }  // namespace txt2img

@@ -116,6 +116,7 @@ void sdxl_txt2img(const SdxlOptions& o) {
     int64_t lh = o.height / 8, lw = o.width / 8, n = 4 * lh * lw;
     std::vector<float> x = initial_latent(o.init_latent, o.seed, lh, lw);
     Ddim sched(o.steps);
+    Progress progress(o.steps, o.progress);
     for (int t : sched.timesteps) {
         Tensor s = make(DType::FLOAT, {2, 4, lh, lw});
         std::memcpy(s.data.data(), x.data(), size_t(n) * 4);
@@ -124,7 +125,7 @@ void sdxl_txt2img(const SdxlOptions& o) {
                                 {un_in[i_ctx].name, ctx}, {un_in[i_pool].name, pool},
                                 {un_in[i_ids].name, time_ids}})[0];
         sched.step(x, guide(eps, o.guidance), t);
-        fprintf(stderr, "step t=%d done\n", t);
+        progress.step();
     }
     if (!o.save_latent.empty()) save_latent_npy(o.save_latent, x, lh, lw);
 

@@ -20,6 +20,7 @@ struct SdxlOptions {
     unsigned seed = 42;
     float guidance = 5.0f;
     std::string init_latent, save_latent, out = "txt2img.png";
+    bool progress = false;  // the progress line even when stderr is not a terminal
 };
 
 // Runs the pipeline and writes the PNG (and the final latent); throws std::runtime_error with context.

@@ -6,7 +6,8 @@
 //           [--negative-prompt TEXT] [--vocab bpe_simple_vocab_16e6.txt.gz]
 //           [--tokens ids.npy] [--uncond-tokens ids.npy] [--bos N] [--eos N] [--pad N]   (CLIP's 49406/49407/49407 by default)
 //           [--seed 42] [--steps 20] [--guidance 7.5] [--width 512] [--height 512] [--threads N]
-//           [--init-latent x.npy] [--save-latent out.npy] [-o image.png]
+//           [--init-latent x.npy] [--save-latent out.npy] [--progress] [-o image.png]
+// A progress line with steps per second is drawn on a terminal only; --progress draws it anyway.
 //
 // --prompt goes through onnx2ggml's CLIP BPE tokenizer (the ids of transformers' CLIPTokenizer, which diffusers
 // uses), padded to 77 with --pad; the negative prompt defaults to "". The merges file is the one scripts/setup.sh
@@ -66,7 +67,7 @@ std::vector<int64_t> ids_from(const std::string& path) { return path.empty() ? s
 int main(int argc, char** argv) {
     std::string te_path, unet_path, vae_path, tokens_path, uncond_path, out = "txt2img.png", init_latent, save_latent;
     std::string prompt_text, negative_text, vocab_path;
-    bool have_prompt = false, have_negative_text = false;
+    bool have_prompt = false, have_negative_text = false, force_progress = false;
     std::string te2_path, tokens2_path, uncond2_path;  // SDXL
     Special sp;
     int64_t pad_2 = 0;
@@ -103,13 +104,14 @@ int main(int argc, char** argv) {
         else if (a == "--threads") threads = std::stoi(next());
         else if (a == "--init-latent") init_latent = next();
         else if (a == "--save-latent") save_latent = next();
+        else if (a == "--progress") force_progress = true;
         else if (a == "-o" || a == "--output") out = next();
         else {
             fprintf(stderr, "usage: txt2img --text-encoder TE.onnx --unet UNET.onnx --vae-decoder VAE.onnx (--prompt TEXT | --tokens IDS.npy)\n"
                             "               [--negative-prompt TEXT] [--vocab BPE.txt.gz]\n"
                             "               [--uncond-tokens IDS.npy] [--bos N] [--eos N] [--pad N]\n"
                             "               [--seed N] [--steps N] [--guidance G] [--width W] [--height H] [--threads N]\n"
-                            "               [--init-latent X.npy] [--save-latent OUT.npy] [-o IMAGE.png]\n"
+                            "               [--init-latent X.npy] [--save-latent OUT.npy] [--progress] [-o IMAGE.png]\n"
                             "       SDXL: add --text-encoder-2 TE2.onnx [--tokens-2 IDS.npy] [--uncond-tokens-2 IDS.npy]\n"
                             "               [--pad-2 N]   (SDXL's VAE; 1024x1024 and guidance 5 by default)\n");
             return 2;
@@ -142,7 +144,7 @@ int main(int argc, char** argv) {
             o.eos = sp.eos, o.pad = sp.pad, o.pad_2 = pad_2;
             o.steps = steps, o.threads = threads, o.seed = seed;
             o.width = width.value_or(1024), o.height = height.value_or(1024), o.guidance = guidance.value_or(5.0f);
-            o.init_latent = init_latent, o.save_latent = save_latent, o.out = out;
+            o.init_latent = init_latent, o.save_latent = save_latent, o.out = out, o.progress = force_progress;
             sdxl_txt2img(o);
             return 0;
         }
@@ -175,6 +177,7 @@ int main(int argc, char** argv) {
             else if (nm.find("hidden") != std::string::npos || nm.find("context") != std::string::npos) i_ctx = int(k);
             else if (nm.find("sample") != std::string::npos || nm.find("latent") != std::string::npos) i_sample = int(k);
         }
+        Progress progress(steps, force_progress);
         for (int t : sched.timesteps) {
             Tensor s = make(DType::FLOAT, {2, 4, lh, lw});
             std::memcpy(s.data.data(), x.data(), size_t(n) * 4);
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
                                     {un_in[size_t(i_t)].name, timestep_tensor(un_in[size_t(i_t)], t, 2)},
                                     {un_in[size_t(i_ctx)].name, ctx}})[0];
             sched.step(x, guide(eps, g), t);
-            fprintf(stderr, "step t=%d done\n", t);
+            progress.step();
         }
         if (!save_latent.empty()) save_latent_npy(save_latent, x, lh, lw);
 
