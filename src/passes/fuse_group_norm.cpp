@@ -12,9 +12,11 @@ namespace {
 
 bool all_equal(const TensorData* t, int64_t n, float v) {
     if (!t || t->dtype != DType::FLOAT || t->numel() != n) return false;
-    const float* f = reinterpret_cast<const float*>(t->data);
-    for (int64_t i = 0; i < n; i++)
-        if (f[i] != v) return false;
+    for (int64_t i = 0; i < n; i++) {
+        float f;
+        std::memcpy(&f, t->data + i * int64_t(sizeof f), sizeof f);  // raw_data may be unaligned
+        if (f != v) return false;
+    }
     return true;
 }
 
@@ -41,7 +43,8 @@ void fuse_group_norm(const Model& m, GraphPlan& plan) {
         if (!r1 || g.uses[in.inputs[0]] != 1 || r1->get_int("allowzero", 0) != 0) continue;
         const TensorData* shape = g.constant(r1->inputs[1]);
         if (!shape || shape->dtype != DType::INT64 || shape->numel() != 3) continue;
-        const int64_t* sv = reinterpret_cast<const int64_t*>(shape->data);
+        int64_t sv[3];
+        std::memcpy(sv, shape->data, sizeof sv);  // raw_data may be unaligned
         const int64_t G = sv[1];
         if (sv[0] != 0 || G <= 0 || sv[2] != -1) continue;
         if (!all_equal(g.constant(in.inputs[1]), G, 1.f) || !all_equal(g.constant(in.inputs[2]), G, 0.f)) continue;

@@ -1,5 +1,6 @@
 // Pattern-matching helpers shared by fusion passes: producers, use counts and constants of the live graph.
 #pragma once
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -79,7 +80,7 @@ inline Attribute float_attr(const std::string& name, float v) {
 inline bool scalar_constant(GraphIndex& g, const std::string& v, float& out) {
     const TensorData* t = g.constant(v);
     if (!t || t->dtype != DType::FLOAT || t->numel() != 1) return false;
-    out = *reinterpret_cast<const float*>(t->data);
+    std::memcpy(&out, t->data, sizeof out);  // raw_data inside the protobuf need not be 4-byte aligned
     return true;
 }
 
