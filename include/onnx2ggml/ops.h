@@ -49,7 +49,7 @@ struct Ctx {
     // Storage type of constant MatMul/Gemm weights (F16, BF16, Q8_0: reduced precision where rows allow).
     ggml_type matmul_type = GGML_TYPE_F32;
     // Largest buffer the device allocates (ggml_backend_buft_get_max_size; 0: no limit). Ops that would make one
-    // large tensor (attention's score matrix) split the work under it, so the scheduler keeps it on the device.
+    // tensor larger split the work (attention's score matrix) so the scheduler keeps it on the device.
     size_t max_alloc = 0;
     // Host data created while building (index tables, masks), uploaded once the graph is allocated.
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
