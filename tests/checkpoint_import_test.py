@@ -33,7 +33,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_common import DEFAULT_CLI, ERROR_PREFIX, REPO_ROOT, SANITIZER_MARKERS, sanitize_name  # noqa: E402
+from cli_common import DEFAULT_CLI, ERROR_PREFIX, REPO_ROOT, SANITIZER_MARKERS, run_arrays, sanitize_name  # noqa: E402
 import metrics  # noqa: E402
 import sd15_data  # noqa: E402
 
@@ -55,21 +55,7 @@ def sh(cmd):
 
 def run(cli, model, feeds, out_dir, extra=()):
     """-> (CompletedProcess, {output name: array} or None)."""
-    os.makedirs(out_dir, exist_ok=True)
-    args = [cli, "run", model, "--output-dir", out_dir, "--threads", "2"] + list(extra)
-    for name, arr in feeds.items():
-        p = os.path.join(out_dir, "in_" + sanitize_name(name))
-        np.save(p, arr)
-        args += ["--input", f"{name}={p}"]
-    r = sh(args)
-    if r.returncode:
-        return r, None
-    outs = {}
-    for line in r.stdout.splitlines():  # "NAME: float32 [..] -> PATH"
-        m = re.match(r"(.*?): \S+ \S+ -> (.*)$", line)
-        if m:
-            outs[m.group(1)] = np.load(m.group(2))
-    return r, outs
+    return run_arrays(cli, model, feeds, out_dir, 2, extra)
 
 
 def one_error_line(r, needle):

@@ -157,6 +157,25 @@ def run_model(
     return run_cli(prefix, args, timeout)
 
 
+def run_arrays(cli: str, model: str, feeds: dict, out_dir: str, threads: int = 2, extra=()):
+    """`onnx2ggml run` on numpy inputs (saved into out_dir) -> (CompletedProcess, {output name: array} or None)."""
+    os.makedirs(out_dir, exist_ok=True)
+    args = [cli, "run", model, "--output-dir", out_dir, "--threads", str(threads)] + list(extra)
+    for name, arr in feeds.items():
+        p = os.path.join(out_dir, "in_" + sanitize_name(name))
+        np.save(p, arr)
+        args += ["--input", f"{name}={p}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode:
+        return r, None
+    outs = {}
+    for line in r.stdout.splitlines():  # "NAME: float32 [..] -> PATH"
+        m = re.match(r"(.*?): \S+ \S+ -> (.*)$", line)
+        if m:
+            outs[m.group(1)] = np.load(m.group(2))
+    return r, outs
+
+
 def _text(data) -> str:
     if data is None:
         return ""

@@ -42,7 +42,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_common import DEFAULT_CLI, ERROR_PREFIX, REPO_ROOT, SANITIZER_MARKERS, sanitize_name  # noqa: E402
+from cli_common import DEFAULT_CLI, ERROR_PREFIX, REPO_ROOT, SANITIZER_MARKERS, run_arrays, sanitize_name  # noqa: E402
 import metrics  # noqa: E402
 import sd15_data  # noqa: E402
 
@@ -148,27 +148,12 @@ def sgm_name(path, layers, up_attn):
 # ----------------------------------------------------------------------------- onnx2ggml
 
 def run_cli(cli, model, feeds, loras, out_dir, threads, extra=()):
-    """-> (CompletedProcess, {output name: array} or None)."""
-    os.makedirs(out_dir, exist_ok=True)
-    args = [cli, "run", model, "--output-dir", out_dir, "--threads", str(threads)] + list(extra)
-    for name, arr in feeds.items():
-        p = os.path.join(out_dir, "in_" + sanitize_name(name))
-        np.save(p, arr)
-        args += ["--input", f"{name}={p}"]
-    for lf in loras:
-        args += ["--lora", lf]
-    r = sh(args)
+    """-> (CompletedProcess, {output name: array} or None); a crash or sanitizer report is a failure."""
+    r, outs = run_arrays(cli, model, feeds, out_dir, threads, list(extra) + [x for lf in loras for x in ("--lora", lf)])
     bad = [m for m in SANITIZER_MARKERS if m in r.stderr]
     if bad or r.returncode < 0:
         report(False, f"{os.path.basename(model)}: crashed or a sanitizer report ({bad or r.returncode}): "
                       f"{r.stderr.strip()[-400:]}")
-    if r.returncode != 0:
-        return r, None
-    outs = {}
-    for line in r.stdout.splitlines():  # "NAME: float32 [..] -> PATH"
-        m = re.match(r"(.*?): \S+ \S+ -> (.*)$", line)
-        if m:
-            outs[m.group(1)] = np.load(m.group(2))
     return r, outs
 
 
