@@ -13,6 +13,10 @@ scripts/build.sh
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_ASAN=ON -DCMAKE_PREFIX_PATH="$PWD/.deps/ggml-install" >/dev/null
 cmake --build build-asan -j"$(nproc)" --target onnx2ggml_cli test_proto_fuzz
 export ASAN_OPTIONS=detect_leaks=0
+# A ThreadSanitizer build of the concurrency test. Its sessions run ggml with one thread each: ggml's CPU threads
+# (OpenMP, not instrumented) would be reported as races TSan cannot see through; the threads checked are ours.
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_TSAN=ON -DCMAKE_PREFIX_PATH="$PWD/.deps/ggml-install" >/dev/null
+cmake --build build-tsan -j"$(nproc)" --target test_concurrency
 PY=.venv/bin/python
 status=0
 run() { echo; echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
@@ -20,6 +24,7 @@ run ctest --test-dir build --output-on-failure
 run build-asan/test_proto_fuzz examples/small_cnn.onnx 3000
 run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
 run $PY tests/lora_tests.py --cli build-asan/onnx2ggml --no-torch --no-compile --mutations 200
+run env TSAN_OPTIONS=halt_on_error=1 build-tsan/test_concurrency tests/models/vae_decoder_like.onnx 1
 run $PY tests/op_tests.py -j 2
 run $PY tests/op_tests.py --coverage
 run $PY tests/model_tests.py --threads 2

@@ -67,6 +67,11 @@ struct RunStats {
     std::vector<BackendShare> backends;      // main device first
 };
 
+// Threads: Session::open may be called from several threads at once, and distinct sessions run on distinct
+// threads independently (each has its own backends, graphs and buffers; a Model may be shared between them).
+// One session's run() may also be called from several threads: the calls are serialised, one at a time.
+// stats() and profile() describe the session's last finished run: read them from the thread that ran it, while
+// no other thread runs that session. Returned Tensors belong to the caller.
 class Session {
 public:
     static std::unique_ptr<Session> open(const std::string& model_path, const SessionOptions& opts = {});

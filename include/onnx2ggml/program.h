@@ -30,6 +30,8 @@ struct Backends {
     std::vector<ggml_backend_t> in_priority_order() const;
     ~Backends();
 };
+// ggml's backend registry and abort hook, set up once per process; safe to call from several threads.
+void load_backends();
 // Opens a ggml device by name ("" picks the first GPU, else the CPU) and prints which one unless quiet.
 // Never falls back silently: an unknown name is an error listing the devices there are. precision: exact|fast.
 std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet,

@@ -10,11 +10,13 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 
 #include "ggml-backend.h"
 #include "onnx2ggml/ir.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/program.h"
 
 namespace nb = nanobind;
 using namespace onnx2ggml;
@@ -83,7 +85,9 @@ public:
         std::vector<Tensor> outs;
         {
             nb::gil_scoped_release release;
+            std::lock_guard<std::mutex> lock(stats_mu_);  // Python threads may run this session at once
             outs = session_->run(inputs);
+            stats_ = session_->stats();
         }
         nb::list result;
         for (Tensor& t : outs) {
@@ -97,7 +101,12 @@ public:
     }
 
     nb::dict stats() const {
-        const RunStats& s = session_->stats();
+        RunStats s;
+        {
+            nb::gil_scoped_release release;
+            std::lock_guard<std::mutex> lock(stats_mu_);
+            s = stats_;
+        }
         nb::dict d;
         d["nodes"] = s.nodes;
         d["ggml_nodes"] = s.ggml_nodes;
@@ -113,11 +122,13 @@ public:
 
 private:
     std::unique_ptr<Session> session_;
+    mutable std::mutex stats_mu_;
+    RunStats stats_;  // of the last run from any Python thread, copied under stats_mu_
 };
 
 // ggml device names (CPU, CUDA0, Vulkan0, ...) with their type: "cpu", "gpu" or "accel".
 std::vector<std::pair<std::string, std::string>> devices() {
-    ggml_backend_load_all();
+    o2g::load_backends();
     std::vector<std::pair<std::string, std::string>> out;
     for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
         ggml_backend_dev_t d = ggml_backend_dev_get(i);

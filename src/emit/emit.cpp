@@ -20,6 +20,7 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 #include "gguf.h"
+#include "onnx2ggml/program.h"
 #include "ops/tensor.h"
 #include "passes/pipeline.h"
 #include "runtime/builder.h"
@@ -313,8 +314,7 @@ std::vector<std::string> probe_failures(const Model& m, const GraphPlan& plan, c
 
 // The probe builds compile writes down (throws when the graph cannot be written as a program).
 std::vector<Probe> record_program(const Model& m, const GraphPlan& plan, const CompileOptions& opts) {
-    static bool loaded = [] { ggml_backend_load_all(); return true; }();
-    (void)loaded;
+    o2g::load_backends();
     bool symbolic = false, symbolic_dims = false;
     for (auto& vi : m.graph.inputs) {
         for (auto& d : vi.dims) symbolic_dims |= !d.known();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -50,7 +51,9 @@ Backends::~Backends() {
 
 // Vulkan reads GGML_VK_DISABLE_F16 once, when it creates a device; so a process has one Vulkan precision.
 static void set_vulkan_precision(ggml_backend_dev_t dev, const std::string& precision) {
+    static std::mutex mu;
     static std::string chosen;
+    std::lock_guard<std::mutex> lock(mu);
     if (strncasecmp(ggml_backend_dev_name(dev), "Vulkan", 6) != 0) return;
     if (!chosen.empty() && chosen != precision)
         fail("precision '", precision, "' on ", ggml_backend_dev_name(dev), ": this process already opened Vulkan with '",
@@ -59,15 +62,19 @@ static void set_vulkan_precision(ggml_backend_dev_t dev, const std::string& prec
     if (precision == "exact") setenv("GGML_VK_DISABLE_F16", "1", 1);
 }
 
+// Sessions open on several threads at once: ggml's registry and abort hook are process-wide, set up once.
+void load_backends() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        ggml_set_abort_callback(on_ggml_abort);
+        ggml_backend_load_all();
+    });
+}
+
 std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet,
                                         const std::string& precision) {
     if (precision != "exact" && precision != "fast") fail("precision must be exact or fast, not '", precision, "'");
-    static bool loaded = false;
-    if (!loaded) {
-        ggml_set_abort_callback(on_ggml_abort);
-        ggml_backend_load_all();
-        loaded = true;
-    }
+    load_backends();
     ggml_backend_dev_t dev = nullptr;
     std::string names;
     for (size_t i = 0; i < ggml_backend_dev_count(); i++) {

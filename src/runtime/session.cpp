@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -105,6 +106,8 @@ private:
     std::vector<ProfileEntry> profile_;
     const Builder* builder_ = nullptr;  // of the graph being profiled
     double last_ms_ = 0;
+    // Calls of run() on one session share the graph cache, its buffers and the stats: one at a time.
+    std::mutex run_mu_;
 
     // Called by the scheduler around each node: asks, then reports it computed.
     static bool on_node(ggml_tensor* t, bool ask, void* user) {
@@ -214,6 +217,7 @@ std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>
 }
 
 std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs) {
+    std::lock_guard<std::mutex> lock(run_mu_);
     std::string key;
     auto ins = check_inputs(inputs, key);
     double t0 = now_ms();
