@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -85,7 +86,7 @@ public:
     const std::vector<IoInfo>& inputs() const { return inputs_; }
     const std::vector<IoInfo>& outputs() const { return outputs_; }
     // Runs at the inputs' shapes; the graph is built once per shape signature (and data of the `host` inputs) and
-    // kept.
+    // kept. Calls from several threads are serialised.
     std::vector<Tensor> run(const std::vector<const Tensor*>& inputs, BuildFn build, const void* weights);
     // The same with inputs by name; an unknown or missing name is an error.
     std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, BuildFn build, const void* weights);
@@ -99,6 +100,7 @@ private:
     std::unique_ptr<WeightFile> weights_;
     std::map<std::string, std::unique_ptr<Graph>> cache_;
     double build_ms_ = 0;
+    std::mutex run_mu_;  // run() shares the cache and its buffers
 };
 
 }  // namespace o2g

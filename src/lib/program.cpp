@@ -230,6 +230,7 @@ std::vector<Tensor> Program::run(const std::map<std::string, Tensor>& inputs, Bu
 }
 
 std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn build, const void* w) {
+    std::lock_guard<std::mutex> lock(run_mu_);
     if (ins.size() != inputs_.size()) fail(name_, ": ", ins.size(), " inputs given, the model has ", inputs_.size());
     std::string key;
     for (size_t i = 0; i < ins.size(); i++) {
