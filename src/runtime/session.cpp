@@ -15,6 +15,7 @@
 #include "passes/pipeline.h"
 #include "runtime/builder.h"
 #include "runtime/checkpoint_import.h"
+#include "runtime/load_progress.h"
 #include "runtime/lora.h"
 #include "runtime/unsupported.h"
 
@@ -48,6 +49,8 @@ class SessionImpl : public Session {
 public:
     SessionImpl(std::shared_ptr<Model> model, const SessionOptions& opts) {
         model_ = std::move(model);
+        weights_.progress = load_progress_wanted(*model_, opts.progress);
+        if (weights_.progress) read_weights_with_progress(*model_);
         if (!opts.weights_file.empty()) {  // into a copy too
             auto own = std::make_shared<Model>(*model_);
             apply_weights_file(*own, opts.weights_file, opts.quiet);
