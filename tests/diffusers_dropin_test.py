@@ -74,8 +74,11 @@ def main():
         np.random.RandomState(args.latent_seed).randn(*init.shape).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         folder = make_pipeline_dir(os.path.join(tmp, "pipeline"))
-        ort_pipe = OnnxStableDiffusionPipeline.from_pretrained(folder, provider="CPUExecutionProvider")
+        ort_pipe = OnnxStableDiffusionPipeline.from_pretrained(folder, provider="CPUExecutionProvider",
+                                                               provider_options={})
         ours = load_pipeline(folder, provider="CPUExecutionProvider")
+        for pipe in (ort_pipe, ours):
+            pipe.set_progress_bar_config(disable=True)
         print("parts:", {k: type(v.model).__module__ for k, v in ours.components.items() if hasattr(v, "model")})
         check(all(type(ours.components[k].model).__module__.startswith("onnx2ggml")
                   for k in ("text_encoder", "unet", "vae_decoder")), "load_pipeline: every part on onnx2ggml")
