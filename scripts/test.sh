@@ -49,6 +49,11 @@ run env ONNX2GGML_PORTABLE=1 $PY tests/op_tests.py -j 2 -q
 run env ONNX2GGML_PORTABLE=1 $PY tests/model_tests.py --threads 2
 run env ONNX2GGML_PORTABLE=1 $PY tests/node_tests.py -j 2 -q --check
 
+# diffusers' ONNX pipeline on onnx2ggml against onnxruntime. torch comes in here, after every other CPU test, because
+# tests/lora_tests.py changes what it checks when torch is importable (the Vulkan tests below do not import it).
+run scripts/setup.sh --with-torch
+run $PY tests/diffusers_dropin_test.py
+
 # Vulkan on lavapipe, exact precision: the bars of the CPU, and no ggml node computed off the device for the models.
 if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
   scripts/setup.sh --with-vulkan

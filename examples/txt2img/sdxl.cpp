@@ -59,6 +59,7 @@ void sdxl_txt2img(const SdxlOptions& o) {
         throw std::runtime_error("steps must be 1..1000 and the size a positive multiple of 8");
     onnx2ggml::SessionOptions opts;
     opts.threads = o.threads;
+    opts.progress = o.progress;  // a UNet of 1 GB or more shows its loading too
     auto te1 = Session::open(o.text_encoder, opts);
     opts.quiet = true;
     auto te2 = Session::open(o.text_encoder_2, opts);

@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
             throw std::runtime_error("steps must be 1..1000 and the size a positive multiple of 8");
         onnx2ggml::SessionOptions opts;
         opts.threads = threads;
+        opts.progress = force_progress;  // a UNet of 1 GB or more shows its loading too
         auto te = Session::open(te_path, opts);
         opts.quiet = true;
         auto unet = Session::open(unet_path, opts);

@@ -33,6 +33,9 @@ struct SessionOptions {
     // A weights GGUF (from `onnx2ggml import-weights` or `compile`) whose tensors replace the initializers of the
     // same names when the session opens (before any LoRA is merged).
     std::string weights_file;
+    // A progress line on stderr while a model of 1 GB or more reads and converts its weights, even when stderr is not
+    // a terminal (on a terminal it is shown anyway).
+    bool progress = false;
 };
 
 // Where the scheduler put a graph's nodes: per backend, its nodes, the nodes that compute (views and reshapes

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "runtime/load_progress.h"
 #include "ggml-cpu.h"
 
 namespace onnx2ggml {
@@ -95,9 +96,13 @@ void WeightCache::commit() {
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         buffers.push_back(buf);
     }
+    size_t total = 0;
+    for (auto& [t, h] : pending) total += ggml_nbytes(t);
+    LoadProgress shown("weights to " + std::string(ggml_backend_buft_name(buft)), total, progress && total >= (64u << 20));
     for (auto& [t, h] : pending) {
         auto bytes = device_bytes(h, t->type, ggml_get_name(t));
         if (!bytes.empty()) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+        shown.add(ggml_nbytes(t));
     }
     ctxs.push_back(pending_ctx);
     pending_ctx = nullptr;

@@ -20,6 +20,7 @@ struct WeightCache : o2g::WeightStore {
     bool native_cpu = false;  // the graph runs on the CPU: our CPU kernels (Winograd, attention) may be used
     ggml_type matmul_type = GGML_TYPE_F32;  // constant MatMul/Gemm weights (SessionOptions::weights)
     size_t max_alloc = 0;     // the device's largest buffer (0: no limit), see Ctx::max_alloc
+    bool progress = false;    // show commit()'s conversions and uploads (a big model, see load_progress.h)
     ggml_context* mapped_ctx = nullptr;
     std::vector<std::shared_ptr<const void>> keep;
     std::map<std::string, ggml_tensor*> tensors;

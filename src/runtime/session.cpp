@@ -16,6 +16,7 @@
 #include "passes/pipeline.h"
 #include "runtime/builder.h"
 #include "runtime/checkpoint_import.h"
+#include "runtime/load_progress.h"
 #include "runtime/lora.h"
 #include "runtime/unsupported.h"
 
@@ -49,6 +50,8 @@ class SessionImpl : public Session {
 public:
     SessionImpl(std::shared_ptr<Model> model, const SessionOptions& opts) {
         model_ = std::move(model);
+        weights_.progress = load_progress_wanted(*model_, opts.progress);
+        if (weights_.progress) read_weights_with_progress(*model_);
         if (!opts.weights_file.empty()) {  // into a copy too
             auto own = std::make_shared<Model>(*model_);
             apply_weights_file(*own, opts.weights_file, opts.quiet);
@@ -133,7 +136,6 @@ void SessionImpl::init_device(const SessionOptions& opts) {
 std::vector<const Tensor*> SessionImpl::check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key) {
     const Graph& g = model_->graph;
     std::vector<const Tensor*> ins(g.inputs.size(), nullptr);
-    std::map<std::string, int64_t> symbols;
     for (auto& [name, t] : inputs) {
         bool found = false;
         for (auto& vi : g.inputs) found |= vi.name == name;
@@ -160,17 +162,11 @@ std::vector<const Tensor*> SessionImpl::check_inputs(const std::map<std::string,
             expect += "]";
             O2G_CHECK(t.shape.size() == vi.dims.size(), model_->path, ": input '", vi.name, "' has shape ",
                       shape_str(t.shape), ", the model expects ", expect);
-            for (size_t d = 0; d < vi.dims.size(); d++) {
-                const Dim& dim = vi.dims[d];
-                if (dim.known())
-                    O2G_CHECK(dim.value == t.shape[d], model_->path, ": input '", vi.name, "' has shape ",
-                              shape_str(t.shape), ", the model expects ", expect);
-                else if (!dim.param.empty()) {
-                    auto [s, inserted] = symbols.emplace(dim.param, t.shape[d]);
-                    O2G_CHECK(inserted || s->second == t.shape[d], model_->path, ": input '", vi.name, "' dim '",
-                              dim.param, "' is ", t.shape[d], " but another input set it to ", s->second);
-                }
-            }
+            // Named dims are not checked against each other, as in onnxruntime: diffusers' ONNX pipelines feed a
+            // UNet timestep of [1] beside a sample of batch 2, both declared 'batch', and the graph broadcasts.
+            for (size_t d = 0; d < vi.dims.size(); d++)
+                O2G_CHECK(!vi.dims[d].known() || vi.dims[d].value == t.shape[d], model_->path, ": input '", vi.name,
+                          "' has shape ", shape_str(t.shape), ", the model expects ", expect);
         }
         ins[i] = &t;
         key += vi.name + ":" + std::to_string(int(t.dtype)) + shape_str(t.shape) + ";";

@@ -37,10 +37,11 @@ const char* kUsage =
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
     "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
-    "                [--weights-file FILE.gguf]\n"
+    "                [--weights-file FILE.gguf] [--progress]\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
-    "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf]\n"
+    "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--progress]\n"
+    "  (a model of 1 GB or more shows its loading on a terminal; --progress shows it anyway)\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
     "  onnx2ggml import-weights MODEL.onnx CHECKPOINT.safetensors -o WEIGHTS.gguf\n"
@@ -198,6 +199,7 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     else if (a == "--portable") opts.portable = true;
     else if (a == "--lora") opts.lora.push_back(parse_lora_arg(next()));
     else if (a == "--weights-file") opts.weights_file = next();
+    else if (a == "--progress") opts.progress = true;
     else return false;
     return true;
 }
