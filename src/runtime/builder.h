@@ -28,6 +28,7 @@ struct WeightCache : o2g::WeightStore {
     // Created during a build, allocated and uploaded after it.
     ggml_context* pending_ctx = nullptr;
     std::vector<std::pair<ggml_tensor*, HostTensor>> pending;
+    size_t made_bytes = 0;  // weight bytes transformed or uploaded so far (RunStats::transformed_weight_bytes)
 
     ggml_tensor* get(const std::string& key, const HostTensor& h, ggml_type type);
     std::map<const ggml_tensor*, std::pair<std::string, HostTensor>> sources;  // weight tensor -> key, host data

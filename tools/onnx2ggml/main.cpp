@@ -39,6 +39,7 @@ const char* kUsage =
     "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
     "                [--weights-file FILE.gguf]\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
+    "                [--new-shape [NAME=]FILE.npy ...]   (then times a graph build for these inputs' shapes)\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
     "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf]\n"
     "  onnx2ggml info MODEL.onnx\n"
@@ -204,7 +205,7 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
 
 int cmd_bench(const std::vector<std::string>& args) {
     std::string model;
-    std::vector<std::pair<std::string, std::string>> inputs;
+    std::vector<std::pair<std::string, std::string>> inputs, new_inputs;
     SessionOptions opts = default_options();
     int runs = 10, warmup = 2;
     for (size_t i = 0; i < args.size(); i++) {
@@ -214,6 +215,7 @@ int cmd_bench(const std::vector<std::string>& args) {
             return args[++i];
         };
         if (a == "--input" || a == "-i") add_input(inputs, next());
+        else if (a == "--new-shape") add_input(new_inputs, next());
         else if (session_option(a, next, opts)) {}
         else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
         else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
@@ -241,6 +243,14 @@ int cmd_bench(const std::vector<std::string>& args) {
     if (sorted.size() % 2 == 0) median = 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
     printf("model: %s\ndevice: %s\n", model.c_str(), session->device().c_str());
     printf("load: %.1f ms, graph build: %.1f ms, first run compute: %.1f ms\n", load_ms, first.build_ms, first.compute_ms);
+    if (!new_inputs.empty()) {  // what a user pays on changing resolution in an open session
+        auto other = read_inputs(session->model().graph, model, new_inputs);
+        session->run(other);
+        const RunStats& s = session->stats();
+        printf("new shape: graph build %.1f ms, first run compute %.1f ms, weights transformed %.1f MB\n", s.build_ms,
+               s.compute_ms, double(s.transformed_weight_bytes) / 1048576.0);
+        printf("first shape: weights transformed %.1f MB\n", double(first.transformed_weight_bytes) / 1048576.0);
+    }
     printf("nodes: %d (%d ggml, %d host), ggml graph nodes: %d\n", first.nodes, first.ggml_nodes, first.host_nodes,
            first.ggml_graph_nodes);
     printf("runs: %d (after %d warm-up)\n", runs, warmup);
