@@ -34,6 +34,7 @@ run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/sdxl_small/manif
 run $PY tests/lora_tests.py --threads 2
 run $PY tests/checkpoint_import_test.py
 run $PY tests/pass_tests.py
+run $PY tests/shape_change_test.py
 run $PY tests/tokenizer_test.py
 run $PY tests/txt2img_test.py
 run $PY tests/node_tests.py -j 2 --check

@@ -68,6 +68,9 @@ struct RunStats {
     double gflop = 0;              // dense conv/matmul/attention work per run (direct-convolution count)
     int splits = 0;                          // graph pieces the scheduler runs one after another
     std::vector<BackendShare> backends;      // main device first
+    // Weight bytes transformed or copied to the device while building this run's graph (0 on a cache hit, and
+    // for a new shape once the session has prepared its weights: they are kept per session).
+    size_t transformed_weight_bytes = 0;
 };
 
 // Threads: Session::open may be called from several threads at once, and distinct sessions run on distinct

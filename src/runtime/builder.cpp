@@ -68,6 +68,7 @@ ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind,
     HostTensor out = HostTensor::alloc(DType::FLOAT, {ne[3], ne[2], ne[1], ne[0]});
     std::vector<float> f = h.to_f32();
     make(f.data(), reinterpret_cast<float*>(out.mut()));
+    made_bytes += out.nbytes;
     // The original is often only read for this transform: give its mapped pages back (re-read if needed later).
     if (h.mapped) drop_pages(h.data, h.nbytes);
     return get(key, out, type);
@@ -103,6 +104,7 @@ void WeightCache::commit() {
         auto bytes = device_bytes(h, t->type, ggml_get_name(t));
         if (!bytes.empty()) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         shown.add(ggml_nbytes(t));
+        made_bytes += bytes.size();
     }
     ctxs.push_back(pending_ctx);
     pending_ctx = nullptr;

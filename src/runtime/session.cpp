@@ -217,6 +217,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     std::string key;
     auto ins = check_inputs(inputs, key);
     double t0 = now_ms();
+    size_t made0 = weights_.made_bytes;
     CachedGraph* c = nullptr;
     auto it = cache_.find(key);
     if (it != cache_.end()) {
@@ -237,6 +238,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     stats_.cache_hit = hit;
     stats_.build_ms = hit ? 0 : now_ms() - t0;
     stats_.ggml_graph_nodes = ggml_graph_n_nodes(c->graph);
+    stats_.transformed_weight_bytes = weights_.made_bytes - made0;
 
     double t1 = now_ms();
     if (ggml_graph_n_nodes(c->graph) > 0) {

@@ -38,7 +38,9 @@ const char* kUsage =
     "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
     "                [--weights-file FILE.gguf] [--progress]\n"
+    "                [--then --input ... --output-dir DIR2 [--stats FILE2.json]]...   (more runs, same session)\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
+    "                [--new-shape [NAME=]FILE.npy ...]   (then times a graph build for these inputs' shapes)\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
     "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--progress]\n"
     "  (a model of 1 GB or more shows its loading on a terminal; --progress shows it anyway)\n"
@@ -206,7 +208,7 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
 
 int cmd_bench(const std::vector<std::string>& args) {
     std::string model;
-    std::vector<std::pair<std::string, std::string>> inputs;
+    std::vector<std::pair<std::string, std::string>> inputs, new_inputs;
     SessionOptions opts = default_options();
     int runs = 10, warmup = 2;
     for (size_t i = 0; i < args.size(); i++) {
@@ -216,6 +218,7 @@ int cmd_bench(const std::vector<std::string>& args) {
             return args[++i];
         };
         if (a == "--input" || a == "-i") add_input(inputs, next());
+        else if (a == "--new-shape") add_input(new_inputs, next());
         else if (session_option(a, next, opts)) {}
         else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
         else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
@@ -243,6 +246,14 @@ int cmd_bench(const std::vector<std::string>& args) {
     if (sorted.size() % 2 == 0) median = 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
     printf("model: %s\ndevice: %s\n", model.c_str(), session->device().c_str());
     printf("load: %.1f ms, graph build: %.1f ms, first run compute: %.1f ms\n", load_ms, first.build_ms, first.compute_ms);
+    if (!new_inputs.empty()) {  // what a user pays on changing resolution in an open session
+        auto other = read_inputs(session->model().graph, model, new_inputs);
+        session->run(other);
+        const RunStats& s = session->stats();
+        printf("new shape: graph build %.1f ms, first run compute %.1f ms, weights transformed %.1f MB\n", s.build_ms,
+               s.compute_ms, double(s.transformed_weight_bytes) / 1048576.0);
+        printf("first shape: weights transformed %.1f MB\n", double(first.transformed_weight_bytes) / 1048576.0);
+    }
     printf("nodes: %d (%d ggml, %d host), ggml graph nodes: %d\n", first.nodes, first.ggml_nodes, first.host_nodes,
            first.ggml_graph_nodes);
     printf("runs: %d (after %d warm-up)\n", runs, warmup);
@@ -286,8 +297,13 @@ int cmd_compile(const std::vector<std::string>& args) {
 }
 
 int cmd_run(const std::vector<std::string>& args) {
-    std::string model, out_dir, stats_path;
-    std::vector<std::pair<std::string, std::string>> inputs;
+    std::string model;
+    // One run per group; `--then` starts the next, in the same session (graph cache and weights shared).
+    struct RunArgs {
+        std::vector<std::pair<std::string, std::string>> inputs;
+        std::string out_dir, stats_path;
+    };
+    std::vector<RunArgs> runs(1);
     SessionOptions opts = default_options();
     for (size_t i = 0; i < args.size(); i++) {
         const std::string& a = args[i];
@@ -295,55 +311,63 @@ int cmd_run(const std::vector<std::string>& args) {
             if (i + 1 >= args.size()) throw Error("option " + a + " needs a value\n" + kUsage);
             return args[++i];
         };
-        if (a == "--input" || a == "-i") add_input(inputs, next());
-        else if (a == "--output-dir" || a == "-o") out_dir = next();
+        if (a == "--input" || a == "-i") add_input(runs.back().inputs, next());
+        else if (a == "--output-dir" || a == "-o") runs.back().out_dir = next();
         else if (session_option(a, next, opts)) {}
-        else if (a == "--stats") stats_path = next();
+        else if (a == "--stats") runs.back().stats_path = next();
+        else if (a == "--then") runs.emplace_back();
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
     }
-    if (model.empty() || out_dir.empty()) throw Error(std::string("run needs MODEL and --output-dir\n") + kUsage);
+    if (model.empty()) throw Error(std::string("run needs MODEL and --output-dir\n") + kUsage);
+    for (const RunArgs& r : runs)
+        if (r.out_dir.empty()) throw Error(std::string("run needs MODEL and --output-dir\n") + kUsage);
     auto session = Session::open(model, opts);
     const Graph& g = session->model().graph;
-    auto feeds = read_inputs(session->model().graph, model, inputs);
-    auto outs = session->run(feeds);
-    struct stat st;
-    if (stat(out_dir.c_str(), &st) != 0) {
-        if (mkdir(out_dir.c_str(), 0755) != 0) throw Error("cannot create output directory '" + out_dir + "'");
-    } else if (!S_ISDIR(st.st_mode)) throw Error("'" + out_dir + "' is not a directory");
-    std::set<std::string> used;
-    for (size_t i = 0; i < outs.size(); i++) {
-        std::string base = sanitize(g.outputs[i].name), f = base;
-        for (int k = 1; used.count(f); k++) f = base + "_" + std::to_string(k);
-        used.insert(f);
-        std::string path = out_dir + "/" + f + ".npy";
-        write_npy(path, outs[i]);
-        printf("%s: %s %s -> %s\n", g.outputs[i].name.c_str(), dtype_name(outs[i].dtype), shape_str(outs[i].shape).c_str(),
-               path.c_str());
-    }
-    const RunStats& s = session->stats();
-    if (opts.profile) print_profile(*session);
-    if (!stats_path.empty()) {
-        std::ofstream f(stats_path);
-        f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
-          << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
-          << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms
-          << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
-          << ", \"ggml_ops\": {";
-        const char* sep = "";
-        for (auto& [op, n] : s.ggml_ops) {
-            f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers
-            sep = ", ";
+    for (const RunArgs& r : runs) {
+        const std::string& out_dir = r.out_dir;
+        const std::string& stats_path = r.stats_path;
+        auto feeds = read_inputs(session->model().graph, model, r.inputs);
+        auto outs = session->run(feeds);
+        struct stat st;
+        if (stat(out_dir.c_str(), &st) != 0) {
+            if (mkdir(out_dir.c_str(), 0755) != 0) throw Error("cannot create output directory '" + out_dir + "'");
+        } else if (!S_ISDIR(st.st_mode)) throw Error("'" + out_dir + "' is not a directory");
+        std::set<std::string> used;
+        for (size_t i = 0; i < outs.size(); i++) {
+            std::string base = sanitize(g.outputs[i].name), f = base;
+            for (int k = 1; used.count(f); k++) f = base + "_" + std::to_string(k);
+            used.insert(f);
+            std::string path = out_dir + "/" + f + ".npy";
+            write_npy(path, outs[i]);
+            printf("%s: %s %s -> %s\n", g.outputs[i].name.c_str(), dtype_name(outs[i].dtype), shape_str(outs[i].shape).c_str(),
+                   path.c_str());
         }
-        f << "}, \"splits\": " << s.splits << ", \"backends\": {";
-        sep = "";
-        for (auto& b : s.backends) {  // ggml backend names are plain identifiers
-            f << sep << "\"" << b.backend << "\": {\"nodes\": " << b.nodes << ", \"compute_nodes\": " << b.compute_nodes
-              << ", \"copy_mb\": " << b.copy_mb << "}";
-            sep = ", ";
+        const RunStats& s = session->stats();
+        if (opts.profile) print_profile(*session);
+        if (!stats_path.empty()) {
+            std::ofstream f(stats_path);
+            f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
+              << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
+              << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms
+              << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
+              << ", \"cache_hit\": " << (s.cache_hit ? "true" : "false")
+              << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes << ", \"ggml_ops\": {";
+            const char* sep = "";
+            for (auto& [op, n] : s.ggml_ops) {
+                f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers
+                sep = ", ";
+            }
+            f << "}, \"splits\": " << s.splits << ", \"backends\": {";
+            sep = "";
+            for (auto& b : s.backends) {  // ggml backend names are plain identifiers
+                f << sep << "\"" << b.backend << "\": {\"nodes\": " << b.nodes << ", \"compute_nodes\": " << b.compute_nodes
+                  << ", \"copy_mb\": " << b.copy_mb << "}";
+                sep = ", ";
+            }
+            f << "}}\n";
         }
-        f << "}}\n";
     }
     return 0;
 }

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""One session, several input shapes in turn (a new one, then an earlier one again), each checked against onnxruntime.
+
+The graph is cached per shape and the weights are prepared once per session. This checks that a new shape builds
+correct numbers from what an earlier shape left behind (no state leaks across shapes), that a new shape
+transforms no weight (RunStats transformed_weight_bytes is 0), and that the first shape's graph is reused.
+The shapes straddle the Winograd thresholds, where a fresh session would choose differently.
+
+Usage: .venv/bin/python tests/shape_change_test.py [--cli build/onnx2ggml]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import metrics  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def model() -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    inits, nodes, x = [], [], "x"
+    for i, (ci, co) in enumerate([(4, 16), (16, 16)]):
+        w = (rng.standard_normal((co, ci, 3, 3)) / np.sqrt(ci * 9)).astype(np.float32)
+        b = rng.standard_normal(co).astype(np.float32) * 0.1
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
+        nodes.append(helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
+        x = f"r{i}"
+    g = helper.make_graph(nodes, "shape_change",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "h", "w"])],
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 16, "h", "w"])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def run_sequence(cli: str, shapes, tmp: str) -> bool:
+    """Runs `shapes` in one session; each run is checked against onnxruntime and by its stats. A shape's
+    expectation: "new" (no weight transformed), "hit" (cached graph reused) or "grow" (im2col convs that now see 4x
+    the pixels switch to Winograd: transformed once, the counter must show it)."""
+    rng = np.random.default_rng(1)
+    feeds = [rng.standard_normal((1, 4, h, w)).astype(np.float32) for (h, w), _ in shapes]
+    path = os.path.join(tmp, "m.onnx")
+    onnx.save(model(), path)
+    args = [cli, "run", path, "--threads", "2"]
+    for k, f in enumerate(feeds):
+        np.save(os.path.join(tmp, f"x{k}.npy"), f)
+        args += (["--then"] if k else []) + ["--input", f"x={tmp}/x{k}.npy", "--output-dir", f"{tmp}/out{k}",
+                                             "--stats", f"{tmp}/s{k}.json"]
+    env = {k: v for k, v in os.environ.items() if k != "ONNX2GGML_WINOGRAD"}  # the session's own choice
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
+    if r.returncode:
+        print("FAIL onnx2ggml run:", r.stderr.strip())
+        return False
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    ok = True
+    for k, (f, (_, expect)) in enumerate(zip(feeds, shapes)):
+        want = sess.run(None, {"x": f})[0]
+        got = np.load(os.path.join(tmp, f"out{k}", "r1.npy"))
+        rel = metrics.errors(want, got).rel if got.shape == want.shape else float("inf")
+        with open(os.path.join(tmp, f"s{k}.json")) as fh:
+            s = json.load(fh)
+        made = s["transformed_weight_bytes"]
+        good = rel <= 1e-5
+        if expect in ("new", "hit"):
+            good &= made == 0
+        if expect == "hit":
+            good &= s["cache_hit"]
+        if expect == "grow":
+            good &= made > 0
+        ok &= good
+        print(f"{'OK  ' if good else 'FAIL'} run {k} shape {list(f.shape)} ({expect}): rel err {rel:.2e}, "
+              f"weights transformed {made} bytes, cache hit {s['cache_hit']}, build {s['build_ms']:.1f} ms")
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"))
+    a = ap.parse_args()
+    # Output pixels 400 -> im2col; 1024 would be Winograd in a fresh session, but the session keeps im2col;
+    # 2304 (>= 4x) switches. 4096 -> Winograd, kept for 240 pixels.
+    sequences = [
+        [((20, 20), "first"), ((32, 32), "new"), ((20, 20), "hit"), ((48, 48), "grow")],
+        [((64, 64), "first"), ((12, 20), "new"), ((64, 64), "hit")],
+    ]
+    ok = True
+    for seq in sequences:
+        with tempfile.TemporaryDirectory() as tmp:
+            ok &= run_sequence(a.cli, seq, tmp)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
