@@ -113,9 +113,9 @@ def bomb_cases(h, expect_error) -> None:
 
 
 def max_memory_cases(h, good: str, expect_error, expect_success) -> None:
-    def run(extra):
+    def run(extra, model=good):
         out = tempfile.mkdtemp(dir=h.work, prefix="out_")
-        args = ["run", good, "--input", f"pixel_values={h.input_npy}", "--output-dir", out] + extra
+        args = ["run", model, "--input", f"pixel_values={h.input_npy}", "--output-dir", out] + extra
         return run_cli(h.prefix, args, 30.0)
 
     # (l) The valid model's tensors are 192 bytes: it runs under 1M and is refused under 100 bytes.
@@ -123,6 +123,16 @@ def max_memory_cases(h, good: str, expect_error, expect_success) -> None:
     h.case("(l) --max-memory 100: refused, naming the node and the sizes",
            lambda: expect_error(run(["--max-memory", "100"]), "max_memory is 100 bytes", "192 bytes",
                                 "[1,3,4,4]", any_of=("relu_node", "mul_node")))
+    # Every tensor (192 bytes) fits under 250 bytes, but x, Relu(x) and Sigmoid(x) are live at once: the measured
+    # compute buffer does not.
+    nodes = [helper.make_node("Relu", ["pixel_values"], ["a"], name="relu_a"),
+             helper.make_node("Sigmoid", ["pixel_values"], ["b"], name="sig_b"),
+             helper.make_node("Add", ["a", "b"], ["logits"], name="add_ab")]
+    two = h.write("limits/two_branches.onnx", _model(nodes, [_vi("pixel_values", [1, 3, 4, 4])],
+                                                     [_vi("logits", [1, 3, 4, 4])]))
+    h.case("(l) --max-memory 250: every tensor fits, the compute buffer does not",
+           lambda: expect_error(run(["--max-memory", "250"], two), "bytes of compute memory", "max_memory is 250 bytes",
+                                "192 bytes", any_of=("relu_a", "sig_b", "add_ab")))
     h.case("(l) --max-memory 12X: refused as a size",
            lambda: expect_error(run(["--max-memory", "12X"]), "--max-memory", "12X"))
 
