@@ -87,6 +87,21 @@ def bomb_cases(h, expect_error) -> None:
     h.case("(k) Expand of an input to [65536,65536,65536] (device graph)",
            lambda: expect_error(h.run(px, [f"x={x1}"]), "expand_bomb", "Expand", BOMB_TEXT, "PiB"))
 
+    # An Expand whose element count overflows int64 (a GGML_ASSERT in ggml_new_tensor before it was checked).
+    s90 = helper.make_node("Constant", [], ["s90"], value=_ints("s90", [1 << 30] * 3))
+    e90 = helper.make_node("Expand", ["x", "s90"], ["y"], name="expand_2p90")
+    p90 = h.write("limits/expand_2p90.onnx", _model([s90, e90], [_vi("x", [1])], [_vi("y", None)]))
+    h.case("(k) Expand of an input to [2^30,2^30,2^30] (2^90 elements)",
+           lambda: expect_error(h.run(p90, [f"x={x1}"]), "expand_2p90", "Expand", "2^63", str(1 << 30)))
+
+    # Pad of an input on the device by 2^40: ggml's pad amounts are int, so it was silently cut to 0.
+    pads_dev = helper.make_node("Constant", [], ["pd"], value=_ints("pd", [0, 1 << 40, 0, 0]))
+    pad_dev = helper.make_node("Pad", ["x2", "pd"], ["y"], name="pad_dev")
+    ppd = h.write("limits/pad_dev.onnx", _model([pads_dev, pad_dev], [_vi("x2", [2, 2])], [_vi("y", None)]))
+    x2 = h.save_npy("x2.npy", np.ones([2, 2], np.float32))
+    h.case("(k) Pad of an input by 2^40 (device)",
+           lambda: expect_error(h.run(ppd, [f"x2={x2}"]), "pad_dev", "Pad", str(1 << 40)))
+
     # Expand of a constant: evaluated on the host.
     one = helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.INT64, [1], [3]))
     exp_h = helper.make_node("Expand", ["c", "shape"], ["y"], name="expand_host")
