@@ -71,6 +71,14 @@ def initializer_cases(h, expect_error, CaseFailed) -> None:
            lambda: expect_error(h.info(p3), "wrap_w", f"[{1 << 40},{1 << 40}]", "too large"))
 
 
+    # double_data (8 bytes a value) on a float tensor: was decoded past the end of a 4-byte-per-value buffer.
+    dd = TensorProto(name="dd_w", data_type=TensorProto.FLOAT, dims=[64], double_data=[1.0] * 64)
+    p4 = h.write("limits/double_as_float.onnx", _model([helper.make_node("Identity", ["dd_w"], ["y"])], [],
+                                                      [_vi("y", None)], [dd]))
+    h.case("(j) float initializer with its values in double_data",
+           lambda: expect_error(h.info(p4), "dd_w", "[64]", "double_data", "8 bytes"))
+
+
 def bomb_cases(h, expect_error) -> None:
     shape_c = helper.make_node("Constant", [], ["shape"], value=_ints("v", BOMB), name="shape_const")
 

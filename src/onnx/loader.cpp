@@ -269,6 +269,12 @@ struct Parser {
         if (typed_field == 4 && (td->dtype == DType::COMPLEX64)) count /= 2;
         O2G_CHECK(count == n, path, ": tensor '", td->name, "' ", shape, " ", dtype_name(td->dtype), " has ", count,
                   " values, its shape needs ", n);
+        // float_data and double_data are copied as they are: their width must be the element's (or the decode
+        // below writes past the buffer).
+        size_t width = typed_field == 4 ? (td->dtype == DType::COMPLEX64 ? 8 : 4) : typed_field == 10 ? 8 : esize;
+        O2G_CHECK(width == esize, path, ": tensor '", td->name, "' ", shape, " ", dtype_name(td->dtype),
+                  " stores its values in ", typed_field == 4 ? "float_data" : "double_data", " (", width,
+                  " bytes each); its type needs ", esize);
         // Typed fields: decode once into an owned buffer (its size now bounded by the values in the file).
         auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[need ? need : 1]);
         uint8_t* out = buf.get();
