@@ -65,7 +65,10 @@ std::shared_ptr<Mapping> map_file(const std::string& path, std::string& err) {
 
 std::string dims_str(const std::vector<int64_t>& dims) {
     std::string r = "[";
-    for (size_t i = 0; i < dims.size(); i++) r += (i ? "," : "") + std::to_string(dims[i]);
+    for (size_t i = 0; i < dims.size(); i++) {
+        if (i) r += ',';
+        r += std::to_string(dims[i]);
+    }
     return r + "]";
 }
 
