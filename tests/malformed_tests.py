@@ -13,6 +13,7 @@ report).  Cases:
   (h) external data whose location escapes the model folder, or is absolute
   (i) an output named `../../evil` lands in --output-dir as `.._.._evil.npy`
       and nothing is written outside it
+  (j)-(m) size limits and bad external data: see malformed_limits.py
 plus positive controls (the valid model runs; legitimate external data
 loads) so that a CLI rejecting everything cannot pass.
 
@@ -34,6 +35,7 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import metrics  # noqa: E402
+from malformed_limits import run_limit_cases  # noqa: E402
 from cli_common import DEFAULT_CLI, ERROR_PREFIX, CliResult, one_line, run_cli, runner_prefix  # noqa: E402
 
 INPUT_NAME = "pixel_values"  # distinctive, so "the message names the input" is checkable
@@ -261,6 +263,7 @@ def run_all(h: Harness) -> None:
     unknown_op_cases(h)
     external_data_cases(h)
     output_dir_cases(h)
+    run_limit_cases(h, good, expect_error, expect_success, valid_model, external_weight, CaseFailed)
 
 
 def input_cases(h: Harness, good: str) -> None:

@@ -33,6 +33,9 @@ struct SessionOptions {
     // A weights GGUF (from `onnx2ggml import-weights` or `compile`) whose tensors replace the initializers of the
     // same names when the session opens (before any LoRA is merged).
     std::string weights_file;
+    // Bytes a graph's compute buffer plus its host tensors may take; larger graphs are refused, naming their
+    // largest tensor, before anything is allocated. 0: the machine's memory (RAM, or the cgroup limit if smaller).
+    size_t max_memory = 0;
     // A progress line on stderr while a model of 1 GB or more reads and converts its weights, even when stderr is not
     // a terminal (on a terminal it is shown anyway).
     bool progress = false;

@@ -44,8 +44,9 @@ class PySession {
 public:
     PySession(nb::object model, int threads, const std::string& device, const std::string& weights,
               const std::string& precision, bool portable, const std::vector<std::pair<std::string, float>>& lora,
-              bool quiet) {
+              bool quiet, size_t max_memory) {
         SessionOptions o;
+        o.max_memory = max_memory;
         o.threads = threads;
         o.device = device;
         o.weights = weights;
@@ -58,12 +59,14 @@ public:
             auto keep = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(b.data()),
                                                                static_cast<const uint8_t*>(b.data()) + b.size());
             nb::gil_scoped_release release;
-            auto m = parse_model(keep->data(), keep->size(), "<bytes>", ".", keep);
-            session_ = Session::open(m, o);
+            with_context("opening <bytes>", [&] {
+                auto m = parse_model(keep->data(), keep->size(), "<bytes>", ".", keep);
+                session_ = Session::open(m, o);
+            });
         } else {
-            std::string path = nb::cast<std::string>(model);
+            name_ = nb::cast<std::string>(model);
             nb::gil_scoped_release release;
-            session_ = Session::open(path, o);
+            with_context("opening " + name_, [&] { session_ = Session::open(name_, o); });
         }
     }
 
@@ -86,7 +89,7 @@ public:
         {
             nb::gil_scoped_release release;
             std::lock_guard<std::mutex> lock(stats_mu_);  // Python threads may run this session at once
-            outs = session_->run(inputs);
+            with_context("running " + name_, [&] { outs = session_->run(inputs); });
             stats_ = session_->stats();
         }
         nb::list result;
@@ -124,6 +127,19 @@ private:
     std::unique_ptr<Session> session_;
     mutable std::mutex stats_mu_;
     RunStats stats_;  // of the last run from any Python thread, copied under stats_mu_
+    std::string name_ = "<bytes>";
+
+    // A bare MemoryError says nothing of which model or step: give it both. The size checks should fire first.
+    template <typename F>
+    static void with_context(const std::string& what, F&& f) {
+        try {
+            f();
+        } catch (const std::bad_alloc&) {
+            throw std::runtime_error(what + ": out of memory (std::bad_alloc); a size check is missing, please report it");
+        } catch (const std::length_error& e) {
+            throw std::runtime_error(what + ": a size too large for memory (std::length_error: " + e.what() + ")");
+        }
+    }
 };
 
 // ggml device names (CPU, CUDA0, Vulkan0, ...) with their type: "cpu", "gpu" or "accel".
@@ -146,9 +162,9 @@ NB_MODULE(_core, m) {
     nb::exception<std::runtime_error>(m, "Error", PyExc_RuntimeError);
     nb::class_<PySession>(m, "Session")
         .def(nb::init<nb::object, int, const std::string&, const std::string&, const std::string&,
-                      bool, const std::vector<std::pair<std::string, float>>&, bool>(),
+                      bool, const std::vector<std::pair<std::string, float>>&, bool, size_t>(),
              nb::arg("model"), nb::arg("threads"), nb::arg("device"), nb::arg("weights"), nb::arg("precision"), nb::arg("portable"),
-             nb::arg("lora"), nb::arg("quiet"))
+             nb::arg("lora"), nb::arg("quiet"), nb::arg("max_memory") = 0)
         .def("inputs", &PySession::inputs)
         .def("outputs", &PySession::outputs)
         .def("device", &PySession::device)

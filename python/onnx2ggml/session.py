@@ -75,8 +75,8 @@ class SessionOptions:
     precision: "exact" (f32 everywhere) or "fast" (backends may round to f16). Default from $ONNX2GGML_PRECISION.
     portable: ggml-op compositions instead of our CPU kernels (the path other backends take).
     lora: LoRA .safetensors files merged into the weights at load: paths, "FILE:SCALE" strings or (path, scale).
-    max_memory: a memory budget in bytes, accepted and stored only: the C++ side of it (weights streamed or
-    offloaded to stay under it) belongs to another issue, and sessions do not yet read it.
+    max_memory: bytes a graph's compute buffer plus host tensors may take (SessionOptions::max_memory); a larger
+    graph is refused before anything is allocated, naming its largest tensor. None or 0: the machine's memory.
     """
 
     def __init__(self):
@@ -168,7 +168,8 @@ class InferenceSession:
         model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
         self._options = opts
         self._sess = _core.Session(model, int(opts.intra_op_num_threads or 0), device, opts.weights, opts.precision,
-                                   bool(opts.portable), _lora_list(opts.lora), opts.log_severity_level >= 2)
+                                   bool(opts.portable), _lora_list(opts.lora), opts.log_severity_level >= 2,
+                                   int(opts.max_memory or 0))
         self._inputs = [NodeArg(*i) for i in self._sess.inputs()]
         self._outputs = [NodeArg(*o) for o in self._sess.outputs()]
         for kind, args in (("input", self._inputs), ("output", self._outputs)):

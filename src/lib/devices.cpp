@@ -13,6 +13,8 @@
 #include "ggml-cpu.h"
 #include "onnx2ggml/program.h"
 
+#include "lib/abort_context.h"
+
 namespace o2g {
 
 using onnx2ggml::fail;
@@ -25,8 +27,15 @@ static void set_threads(ggml_backend_t backend, int n) {
     if (fn) fn(backend, n);
 }
 
+static thread_local const std::string* t_abort_context = nullptr;
+
+AbortContext::AbortContext(const std::string& w) : what(w), previous(t_abort_context) { t_abort_context = &what; }
+AbortContext::~AbortContext() { t_abort_context = previous; }
+
 static void on_ggml_abort(const char* msg) {
-    fprintf(stderr, "onnx2ggml: error: internal ggml failure: %s\n", msg ? msg : "");
+    // Names the node when the abort came from building one on this thread.
+    fprintf(stderr, "onnx2ggml: error: %s%sinternal ggml failure: %s\n", t_abort_context ? t_abort_context->c_str() : "",
+            t_abort_context ? ": " : "", msg ? msg : "");
     fflush(stderr);
     _exit(3);
 }

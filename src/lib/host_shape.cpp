@@ -9,6 +9,7 @@
 namespace o2g {
 
 using onnx2ggml::broadcast_index;
+using onnx2ggml::check_host_size;
 using onnx2ggml::dtype_size;
 using onnx2ggml::host_axis;
 using onnx2ggml::host_gather_flat;
@@ -21,6 +22,7 @@ namespace {
 // Element k of the output (shape os) is element src(dim, coordinate) of x, coordinates combined by x's strides.
 template <typename F>
 HostTensor remap(const HostTensor& x, const Shape& os, F src) {
+    check_host_size(os, std::max<size_t>(sizeof(int64_t), dtype_size(x.dtype)), "output");
     auto ist = strides_of(x.shape);
     std::vector<int64_t> map(size_t(shape_numel(os)));
     std::vector<int64_t> c(os.size(), 0);
@@ -102,6 +104,7 @@ HostTensor host_transpose(const HostTensor& x, const Ints& perm_in) {
     for (auto& p : perm) p = host_axis(p, r, "perm entry");
     Shape os;
     for (auto p : perm) os.push_back(x.shape[size_t(p)]);
+    check_host_size(os, std::max<size_t>(sizeof(int64_t), dtype_size(x.dtype)), "output");
     auto ist = strides_of(x.shape);
     std::vector<int64_t> map(size_t(shape_numel(os))), c(os.size(), 0);
     for (size_t k = 0; k < map.size(); k++) {
@@ -212,6 +215,7 @@ HostTensor host_split(const HostTensor& x, const Ints& sizes_in, const HostSplit
 
 HostTensor host_expand(const HostTensor& x, const Ints& shape) {
     Shape os = broadcast_shape(x.shape, shape);
+    check_host_size(os, std::max<size_t>(sizeof(int64_t), dtype_size(x.dtype)), "output");
     return host_gather_flat(x, os, broadcast_index(x.shape, os));
 }
 
@@ -221,7 +225,8 @@ HostTensor host_tile(const HostTensor& x, const Ints& repeats) {
         throw OpError("repeats has " + std::to_string(repeats.size()) + " entries for rank " + std::to_string(os.size()));
     for (size_t i = 0; i < os.size(); i++) {
         if (repeats[i] < 0) throw OpError("negative repeat " + std::to_string(repeats[i]));
-        os[i] *= repeats[i];
+        if (__builtin_mul_overflow(os[i], repeats[i], &os[i]))
+            throw OpError("repeats " + shape_str(repeats) + " of a " + shape_str(x.shape) + " input overflow 64 bits");
     }
     return remap(x, os, [&](size_t d, int64_t c) { return c % x.shape[d]; });
 }
@@ -249,7 +254,9 @@ HostTensor host_pad(const HostTensor& x, const Ints& pads, const Ints& axes_in, 
     }
     Shape os = x.shape;
     for (size_t d = 0; d < r; d++) {
-        os[d] += begin[d] + end[d];
+        int64_t grow = 0;
+        if (__builtin_add_overflow(begin[d], end[d], &grow) || __builtin_add_overflow(os[d], grow, &os[d]))
+            throw OpError("Pad of " + shape_str(x.shape) + ": pads " + shape_str(pads) + " overflow 64 bits");
         if (os[d] < 0) throw OpError("Pad of " + shape_str(x.shape) + ": pads crop more than a dim holds");
         if (os[d] > 0 && x.shape[d] == 0 && mode != PAD_CONSTANT) throw OpError("cannot pad an empty dim in this mode");
     }
@@ -287,6 +294,7 @@ HostTensor host_gather(const HostTensor& x, const HostTensor& indices, int64_t a
     for (int64_t i = 0; i < axis; i++) outer *= s[size_t(i)];
     for (int64_t i = axis + 1; i < r; i++) inner *= s[size_t(i)];
     auto idx = indices.to_i64();
+    check_host_size(os, std::max<size_t>(sizeof(int64_t), dtype_size(x.dtype)), "output");
     std::vector<int64_t> map;
     map.reserve(size_t(outer) * idx.size() * size_t(inner));
     for (int64_t o = 0; o < outer; o++)

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "lib/host_util.h"
 #include "ggml.h"
 
 namespace onnx2ggml {
@@ -92,7 +93,7 @@ std::vector<float> HostTensor::to_f32() const {
 HostTensor HostTensor::alloc(DType t, const Shape& s) {
     size_t es = dtype_size(t);
     O2G_CHECK(es > 0, "tensors of type ", dtype_name(t), " are not supported");
-    for (int64_t d : s) O2G_CHECK(d >= 0, "negative dimension in shape ", shape_str(s));
+    check_host_size(s, es, "output");  // before the allocation: shapes can come from the model's data
     HostTensor h;
     h.dtype = t;
     h.shape = s;

@@ -1,7 +1,11 @@
 // Index helpers shared by host evaluation in the op library and in op-table rows.
 #include "lib/host_util.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "onnx2ggml/ops.h"
 
@@ -13,6 +17,60 @@ int64_t host_axis(int64_t axis, int64_t rank, const char* what) {
         throw o2g::OpError(std::string(what) + " " + std::to_string(axis) + " out of range for rank " +
                            std::to_string(rank));
     return a;
+}
+
+size_t machine_memory() {
+    static const size_t bytes = [] {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+        size_t m = pages > 0 && page > 0 ? size_t(pages) * size_t(page) : ~size_t(0);
+        // A container's limit (cgroup v2, then v1) is what actually bounds us.
+        for (const char* f : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+            std::ifstream in(f);
+            unsigned long long v = 0;
+            if (in >> v && v > 0 && v < m) m = size_t(v);  // "max" fails to parse: no limit
+        }
+        return m;
+    }();
+    return bytes;
+}
+
+static thread_local size_t t_host_limit = 0;
+
+size_t set_host_memory_limit(size_t limit) {
+    size_t old = t_host_limit;
+    t_host_limit = limit;
+    return old;
+}
+
+size_t host_memory_limit() { return t_host_limit ? t_host_limit : machine_memory(); }
+
+std::string bytes_str(double b) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (b >= 1024 && u < 6) b /= 1024, u++;
+    char buf[48];
+    if (u == 0) snprintf(buf, sizeof buf, "%.0f bytes", b);
+    else snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
+    return buf;
+}
+
+void check_host_size(const Shape& s, size_t elem_bytes, const char* what) {
+    uint64_t n = 1, bytes = 0;
+    bool overflow = false;
+    for (int64_t d : s) {
+        if (d < 0) throw o2g::OpError(std::string(what) + " has a negative dim in its shape " + shape_str(s));
+        overflow |= __builtin_mul_overflow(n, uint64_t(d), &n);
+    }
+    overflow |= __builtin_mul_overflow(n, uint64_t(elem_bytes), &bytes) || n > uint64_t(INT64_MAX);
+    size_t limit = host_memory_limit();
+    if (overflow || bytes > limit) {
+        double need = 1;  // in floating point, so that an overflowing size still reads right
+        for (int64_t d : s) need *= double(d);
+        need *= double(elem_bytes);
+        throw o2g::OpError(std::string(what) + " " + shape_str(s) + " needs " + bytes_str(need) + " (" +
+                           std::to_string(elem_bytes) + " bytes per element) on the host; the limit is " +
+                           bytes_str(double(limit)) + (t_host_limit ? " (max_memory)" : " (the machine's memory)"));
+    }
 }
 
 std::vector<int64_t> strides_of(const Shape& s) {
@@ -44,6 +102,7 @@ std::vector<int64_t> broadcast_index(const Shape& in, const Shape& out) {
         size_t o = i + (r - in.size());
         st[o] = in[i] == 1 ? 0 : ist[i];
     }
+    check_host_size(out, sizeof(int64_t), "output (as an index table)");
     int64_t n = shape_numel(out);
     std::vector<int64_t> idx(static_cast<size_t>(n));
     std::vector<int64_t> c(r, 0);

@@ -1,5 +1,6 @@
 // Index helpers for host tensors (row-major), shared by the op library's host functions and the op-table rows.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "onnx2ggml/host_tensor.h"
@@ -8,6 +9,17 @@ namespace onnx2ggml {
 
 // An ONNX axis of a rank-`rank` tensor made non-negative; OpError naming `what` when out of range.
 int64_t host_axis(int64_t axis, int64_t rank, const char* what);
+// Physical memory, or the cgroup's limit when that is smaller (read once).
+size_t machine_memory();
+// The limit host tensors are checked against on this thread: `limit` bytes (0: machine_memory()) until reset.
+// Returns the previous setting, so that a session can set it around a graph build and restore it.
+size_t set_host_memory_limit(size_t limit);
+size_t host_memory_limit();
+// OpError, before anything is allocated, when `what` of shape `s` with `elem_bytes` per element would overflow
+// or exceed host_memory_limit(); the message gives the shape and both sizes.
+void check_host_size(const Shape& s, size_t elem_bytes, const char* what);
+// "1.1 PiB", "512.0 MiB", "96 bytes".
+std::string bytes_str(double bytes);
 // Row-major strides.
 std::vector<int64_t> strides_of(const Shape& s);
 // A tensor of shape `out` whose element k is element map[k] (a flat index) of `src`.

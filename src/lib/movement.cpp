@@ -276,6 +276,9 @@ ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const Ints& axes_in
         b[g] = pads[i];
         e[g] = pads[i + axes.size()];
     }
+    for (int g = 0; g < 4; g++)  // ggml's pad amounts are int
+        if (b[g] > INT32_MAX || e[g] > INT32_MAX)
+            throw OpError("Pad: pads " + ints_literal(pads) + " exceed ggml's 32-bit pad amounts");
     if (p.mode == PAD_CONSTANT) {
         // Crop negative pads first, then pad positive ones with zeros, shifted by the value.
         for (int g = r - 1; g >= 0; g--) {

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <limits>
 
 #include "common/error.h"
 #include "ir/ir.h"
+#include "onnx/mapped_files.h"
 #include "onnx/wire.h"
 
 namespace onnx2ggml {
@@ -25,7 +27,10 @@ struct Mapping {
     void* addr = nullptr;
     size_t size = 0;
     ~Mapping() {
-        if (addr && size) munmap(addr, size);
+        if (addr && size) {
+            unregister_mapping(addr);
+            munmap(addr, size);
+        }
     }
 };
 
@@ -52,9 +57,19 @@ std::shared_ptr<Mapping> map_file(const std::string& path, std::string& err) {
             err = "mmap failed";
             return nullptr;
         }
+        register_mapping(m->addr, m->size, path);
     }
     close(fd);
     return m;
+}
+
+std::string dims_str(const std::vector<int64_t>& dims) {
+    std::string r = "[";
+    for (size_t i = 0; i < dims.size(); i++) {
+        if (i) r += ',';
+        r += std::to_string(dims[i]);
+    }
+    return r + "]";
 }
 
 std::string dir_of(const std::string& path) {
@@ -152,10 +167,11 @@ struct Parser {
             it = ext_files.emplace(sf, m).first;
         }
         auto& m = it->second;
-        O2G_CHECK(offset >= 0, path, ": tensor '", tname, "': negative external data offset");
-        if (length < 0) length = int64_t(need);
+        O2G_CHECK(offset >= 0, path, ": tensor '", tname, "': negative external data offset ", offset);
+        if (length < 0) length = int64_t(need);  // absent: the shape says
         O2G_CHECK(uint64_t(length) == need, path, ": tensor '", tname, "': external data length ", length,
                   " does not match its shape (", need, " bytes)");
+        // Written so that offset + need cannot wrap.
         O2G_CHECK(uint64_t(offset) <= m->size && need <= m->size - uint64_t(offset), path, ": tensor '",
                   tname, "': external data [", offset, ", +", need, ") runs past the end of '", location,
                   "' (", m->size, " bytes)");
@@ -199,10 +215,14 @@ struct Parser {
                         else kv.skip(t2);
                     }
                     auto to_i64 = [&](const std::string& s) {
+                        // Digits only: no sign, no spaces, nothing strtoll would clamp at LLONG_MAX.
                         char* e = nullptr;
+                        errno = 0;
                         long long v = strtoll(s.c_str(), &e, 10);
-                        O2G_CHECK(!s.empty() && e && *e == 0, path, ": tensor '", td->name,
-                                  "': bad external data ", key, " '", s, "'");
+                        O2G_CHECK(!s.empty() && s.find_first_not_of("0123456789") == std::string::npos &&
+                                      e && *e == 0 && errno == 0,
+                                  path, ": tensor '", td->name, "': bad external data ", key, " '", s,
+                                  "' (not a non-negative 64-bit integer)");
                         return int64_t(v);
                     };
                     if (key == "location") ext_location = value;
@@ -214,21 +234,25 @@ struct Parser {
                 default: r.skip(t);
             }
         }
-        for (int64_t d : td->dims) O2G_CHECK(d >= 0, path, ": tensor '", td->name, "' has a negative dim");
+        std::string shape = dims_str(td->dims);
+        for (int64_t d : td->dims)
+            O2G_CHECK(d >= 0, path, ": tensor '", td->name, "' has a negative dim in its shape ", shape);
         size_t esize = dtype_size(td->dtype);
         if (esize == 0) {
             td->data = nullptr;  // kept for its shape; using it is an error later
             td->nbytes = 0;
             return td;
         }
-        // numel with overflow check
-        uint64_t n = 1;
-        for (int64_t d : td->dims) {
-            O2G_CHECK(d == 0 || n <= (uint64_t(1) << 62) / uint64_t(d), path, ": tensor '", td->name, "' is too large");
-            n *= uint64_t(d);
-        }
-        O2G_CHECK(n <= (uint64_t(1) << 62) / esize, path, ": tensor '", td->name, "' is too large");
-        size_t need = size_t(n * esize);
+        // Sizes come from the file and may be hostile: count in 64 bits with overflow checks, and compare with
+        // the data actually present before anything is allocated.
+        uint64_t n = 1, need64 = 0;
+        bool overflow = false;
+        for (int64_t d : td->dims) overflow |= __builtin_mul_overflow(n, uint64_t(d), &n);
+        overflow |= __builtin_mul_overflow(n, uint64_t(esize), &need64);
+        O2G_CHECK(!overflow && need64 <= (uint64_t(1) << 62), path, ": tensor '", td->name, "' ", shape, " ",
+                  dtype_name(td->dtype), " is too large (", overflow ? "more than 2^64" : std::to_string(need64),
+                  " bytes)");
+        size_t need = size_t(need64);
         if (external_loc) {
             td->data = external(td->name, ext_location, ext_offset, ext_length, need, td->keep);
             td->mapped = true;
@@ -236,20 +260,27 @@ struct Parser {
             return td;
         }
         if (has_raw) {
-            O2G_CHECK(raw.size() == need, path, ": tensor '", td->name, "' raw_data has ", raw.size(),
-                      " bytes, its shape needs ", need);
+            O2G_CHECK(raw.size() == need, path, ": tensor '", td->name, "' ", shape, " ", dtype_name(td->dtype),
+                      ": raw_data has ", raw.size(), " bytes, its shape needs ", need);
             td->data = reinterpret_cast<const uint8_t*>(raw.data());
             td->nbytes = need;
             td->keep = keep;
             td->mapped = keep != nullptr;
             return td;
         }
-        // Typed fields: decode once into an owned buffer.
-        auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[need ? need : 1]);
-        uint8_t* out = buf.get();
         size_t count = typed_field == 4 ? f32s.size() : typed_field == 10 ? f64s.size() : ints.size();
         if (typed_field == 4 && (td->dtype == DType::COMPLEX64)) count /= 2;
-        O2G_CHECK(count == n, path, ": tensor '", td->name, "' has ", count, " values, its shape needs ", n);
+        O2G_CHECK(count == n, path, ": tensor '", td->name, "' ", shape, " ", dtype_name(td->dtype), " has ", count,
+                  " values, its shape needs ", n);
+        // float_data and double_data are copied as they are: their width must be the element's (or the decode
+        // below writes past the buffer).
+        size_t width = typed_field == 4 ? (td->dtype == DType::COMPLEX64 ? 8 : 4) : typed_field == 10 ? 8 : esize;
+        O2G_CHECK(width == esize, path, ": tensor '", td->name, "' ", shape, " ", dtype_name(td->dtype),
+                  " stores its values in ", typed_field == 4 ? "float_data" : "double_data", " (", width,
+                  " bytes each); its type needs ", esize);
+        // Typed fields: decode once into an owned buffer (its size now bounded by the values in the file).
+        auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[need ? need : 1]);
+        uint8_t* out = buf.get();
         for (size_t i = 0; i < n; i++) {
             switch (typed_field) {
                 case 4: std::memcpy(out + i * 4, &f32s[i], 4); break;

@@ -173,9 +173,17 @@ void host_Slice_1(Lower& L) { slice_host(L, slice_attrs(L)); }
 void host_Slice(Lower& L) { slice_host(L, slice_inputs(L)); }
 
 // ---- Expand, Tile ----
+// Output shapes from the model's data: an element count past int64 would trip a GGML_ASSERT (the size check against
+// max_memory comes later, on the built graph).
+static void check_numel(Lower& L, const Shape& os) {
+    int64_t n = 1;
+    for (int64_t d : os)
+        if (__builtin_mul_overflow(n, d, &n)) L.error("output " + shape_str(os) + " has more than 2^63 elements");
+}
 void lower_Expand(Lower& L) {
     const Sym given = L.sym(1);
     Shape os = broadcast_shapes(L, L.shape(0), given.v);
+    check_numel(L, os);
     const Sym full{os, nullptr};  // folded dims (rank > 4): the op library needs every output dim spelled out
     if (os.size() > 4 && !folded_compatible(L.shape(0), os))
         L.error("broadcast of " + shape_str(L.shape(0)) + " to " + shape_str(os) + " across folded dims (rank > 4)");
@@ -187,7 +195,10 @@ void host_Expand(Lower& L) { O2G_HOST(L, 0, o2g::host_expand, L.hv(0), L.sym(1))
 static Shape tile_shape(Lower& L, const std::vector<int64_t>& rep) {
     Shape os = L.shape(0);
     if (rep.size() != os.size()) L.error("repeats has " + std::to_string(rep.size()) + " entries for rank " + std::to_string(os.size()));
-    for (size_t i = 0; i < os.size(); i++) os[i] *= rep[i];
+    for (size_t i = 0; i < os.size(); i++)
+        if (rep[i] < 0 || __builtin_mul_overflow(os[i], rep[i], &os[i]))
+            L.error("repeats " + shape_str(rep) + " of a " + shape_str(L.shape(0)) + " input: negative or over 64 bits");
+    check_numel(L, os);
     return os;
 }
 void lower_Tile(Lower& L) {

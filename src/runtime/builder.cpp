@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "runtime/load_progress.h"
+#include "lib/abort_context.h"
 #include "ggml-cpu.h"
 
 namespace onnx2ggml {
@@ -429,6 +430,7 @@ void Builder::run_node(const Node& n) {
     current_math = def->math;
     if (rec) rec->node_begin(n, on_host);
     try {
+        o2g::AbortContext abort_context(L.where());  // a GGML_ASSERT while lowering names this node
         (on_host ? def->host : def->ggml)(L);
     } catch (const Error& e) {
         std::string msg = e.what();

@@ -17,7 +17,9 @@
 #include "runtime/builder.h"
 #include "runtime/checkpoint_import.h"
 #include "runtime/load_progress.h"
+#include "lib/host_util.h"
 #include "runtime/lora.h"
+#include "runtime/memory_limit.h"
 #include "runtime/unsupported.h"
 
 namespace onnx2ggml {
@@ -72,6 +74,8 @@ public:
         init_device(opts);
         profiling_ = opts.profile;
         quiet_ = opts.quiet;
+        max_memory_ = effective_max_memory(opts.max_memory);
+        user_limit_ = opts.max_memory != 0;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
         weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
         weights_.native_cpu = weights_.zero_copy && accel_ == nullptr && !opts.portable;
@@ -106,6 +110,8 @@ private:
     RunStats stats_;
     bool profiling_ = false;
     bool quiet_ = false;
+    size_t max_memory_ = 0;
+    bool user_limit_ = false;
     std::vector<ProfileEntry> profile_;
     const Builder* builder_ = nullptr;  // of the graph being profiled
     double last_ms_ = 0;
@@ -184,6 +190,11 @@ std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>
     c->builder = std::make_unique<Builder>(*model_, plan_, weights_, c->ctx);
     Builder& b = *c->builder;
     b.bind_inputs(ins);
+    // Host tensors made while building are checked against max_memory too (before each allocation).
+    struct HostLimit {
+        size_t old;
+        ~HostLimit() { set_host_memory_limit(old); }
+    } host_limit{set_host_memory_limit(user_limit_ ? max_memory_ : 0)};
     b.build();
     c->graph = ggml_new_graph_custom(c->ctx, graph_size, false);
     for (const auto& o : model_->graph.outputs) {
@@ -249,7 +260,10 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
             if (cpu_) bk.push_back(cpu_);
             c->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c->graph)), false, true);
             o2g::place_inputs_on_main(c->sched, c->graph, *backends_);
-            O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), "could not allocate the graph's device memory");
+            check_graph_memory(c->sched, c->graph, int(bk.size()), b, max_memory_, user_limit_);
+            o2g::place_inputs_on_main(c->sched, c->graph, *backends_);  // the measurement reset the scheduler
+            O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), model_->path,
+                      ": could not allocate the graph's device memory");
             c->shares = o2g::placement(c->sched, c->graph, *backends_, c->splits);
             c->allocated = true;
             std::set<ggml_backend_buffer_t> bufs;

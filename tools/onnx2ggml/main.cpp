@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <new>
+#include <stdexcept>
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +22,7 @@
 #include "ir/ir.h"
 #include "onnx2ggml/npy.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "onnx/mapped_files.h"
 #include "ops/op.h"
 #include "passes/pipeline.h"
 #include "runtime/unsupported.h"
@@ -37,12 +41,13 @@ const char* kUsage =
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
     "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
-    "                [--weights-file FILE.gguf] [--progress]\n"
+    "                [--weights-file FILE.gguf] [--max-memory BYTES|512M|8G] [--progress]\n"
     "                [--then --input ... --output-dir DIR2 [--stats FILE2.json]]...   (more runs, same session)\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--new-shape [NAME=]FILE.npy ...]   (then times a graph build for these inputs' shapes)\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
-    "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--progress]\n"
+    "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--max-memory SIZE]\n"
+    "                [--progress]\n"
     "  (a model of 1 GB or more shows its loading on a terminal; --progress shows it anyway)\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
@@ -191,6 +196,24 @@ SessionOptions default_options() {
     return o;
 }
 
+// "512M", "8G", "1.5GiB", "4096": bytes, with binary K/M/G/T suffixes.
+size_t parse_bytes(const std::string& opt, const std::string& v) {
+    char* end = nullptr;
+    double x = strtod(v.c_str(), &end);
+    std::string unit = end ? std::string(end) : "";
+    for (char& c : unit) c = char(toupper(static_cast<unsigned char>(c)));
+    if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();   // "GB", "GiB", "MB" ...
+    if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
+    const std::string units = "KMGT";
+    double scale = 1;
+    if (unit.size() == 1 && units.find(unit[0]) != std::string::npos) scale = std::pow(1024.0, units.find(unit[0]) + 1);
+    else if (!unit.empty() && unit != "B") x = -1;
+    x *= scale;
+    if (end == v.c_str() || !(x >= 1) || x >= 1.8e19)
+        throw Error(opt + " takes a size in bytes such as 512M, 8G or 1048576, not '" + v + "'");
+    return size_t(x);
+}
+
 template <typename Next>
 bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
@@ -202,6 +225,7 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     else if (a == "--lora") opts.lora.push_back(parse_lora_arg(next()));
     else if (a == "--weights-file") opts.weights_file = next();
     else if (a == "--progress") opts.progress = true;
+    else if (a == "--max-memory") opts.max_memory = parse_bytes(a, next());
     else return false;
     return true;
 }
@@ -381,6 +405,14 @@ int main(int argc, char** argv) {
     }
     std::string cmd = argv[1];
     std::vector<std::string> args(argv + 2, argv + argc);
+    install_sigbus_guard();  // a weights file truncated while mapped: an error naming it, not a crash
+    // What the command was working on, for the out-of-memory errors that carry no context of their own.
+    std::string subject = cmd;
+    for (const auto& a : args)
+        if (!a.empty() && a[0] != '-') {
+            subject = cmd + " " + a;
+            break;
+        }
     try {
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
@@ -398,6 +430,14 @@ int main(int argc, char** argv) {
         }
         fprintf(stderr, "onnx2ggml: error: unknown command '%s'\n%s", cmd.c_str(), kUsage);
         return 2;
+    } catch (const std::bad_alloc&) {
+        fprintf(stderr, "onnx2ggml: error: %s: out of memory (std::bad_alloc); a size check is missing, "
+                "please report it\n", subject.c_str());
+        return 1;
+    } catch (const std::length_error& e) {
+        fprintf(stderr, "onnx2ggml: error: %s: a size too large for memory (std::length_error: %s); a size check "
+                "is missing, please report it\n", subject.c_str(), e.what());
+        return 1;
     } catch (const std::exception& e) {
         fprintf(stderr, "onnx2ggml: error: %s\n", e.what());
         return 1;
