@@ -309,15 +309,6 @@ int winograd_tile(int64_t out_pixels) {
     return 0;
 }
 
-int winograd_tile_for(Ctx& ctx, const ggml_tensor* w, int64_t out_pixels) {
-    int m = winograd_tile(out_pixels);
-    auto* memo = dynamic_cast<TileChoices*>(ctx.weights);
-    if (!memo || getenv("ONNX2GGML_WINOGRAD")) return m;
-    TileChoice& c = memo->tile_choice(w);
-    if (c.m < 0 || (c.m == 0 && m != 0 && out_pixels >= 4 * c.pixels)) c = {m, out_pixels};
-    return c.m;
-}
-
 ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, int pw, int ph) {
     return m == 2 ? build<2>(ctx, x, w, bias, pw, ph) : build<4>(ctx, x, w, bias, pw, ph);
 }

@@ -8,19 +8,6 @@ namespace o2g {
 // Output tile size for a 3x3 stride-1 convolution with N*OH*OW output pixels: 4 or 2, or 0 for the im2col path.
 // ONNX2GGML_WINOGRAD=0|2|4 forces one choice (measurements, tests).
 int winograd_tile(int64_t out_pixels);
-
-// An optional capability of a WeightStore that lives as long as a session: the tile chosen for each weight.
-struct TileChoice {
-    int m = -1;          // -1: not chosen yet
-    int64_t pixels = 0;  // output pixels it was chosen for
-};
-struct TileChoices {
-    virtual ~TileChoices() = default;
-    virtual TileChoice& tile_choice(const ggml_tensor* w) = 0;
-};
-// winograd_tile for weight `w`, but the choice of an earlier graph stands, so a new input shape transforms no
-// weight. Only a conv that took im2col and now has 4x the pixels switches to Winograd (one transform, once).
-int winograd_tile_for(Ctx& ctx, const ggml_tensor* w, int64_t out_pixels);
 // x: [W, H, C, N]; w: a constant weight of ctx.weights [3, 3, C, CO] (transformed once, kept as a derived
 // weight); bias: F32 [CO] or null; symmetric pads pw, ph.
 ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, int pw, int ph);

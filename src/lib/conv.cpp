@@ -253,7 +253,7 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     const bool constant_w = ctx.weights && ctx.weights->is_weight(w);
     const int wino = d1 == 2 && p.group == 1 && k->ne[0] == 3 && k->ne[1] == 3 && s[0] == 1 && s[1] == 1 &&
                              unit_dil && constant_w && ctx.cpu
-                         ? winograd_tile_for(ctx, w, x->ne[3] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
+                         ? winograd_tile(x->ne[3] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
                          : 0;
     const bool depthwise = d1 == 2 && p.group == x->ne[2] && k->ne[3] == p.group && k->ne[2] == 1 && unit_dil &&
                            ctx.cpu && ggml_nelements(x) > 0;

@@ -8,14 +8,13 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "ir/ir.h"
-#include "kernels/winograd.h"
 #include "onnx2ggml/onnx2ggml.h"
 #include "ops/op.h"
 
 namespace onnx2ggml {
 
 // Persistent device copies of initializers, shared by every graph built for one model.
-struct WeightCache : o2g::WeightStore, o2g::TileChoices {
+struct WeightCache : o2g::WeightStore {
     ggml_backend_buffer_type_t buft = nullptr;
     bool zero_copy = false;   // CPU device: aligned f32 weights are used in place from the file mapping
     bool native_cpu = false;  // the graph runs on the CPU: our CPU kernels (Winograd, attention) may be used
@@ -37,8 +36,6 @@ struct WeightCache : o2g::WeightStore, o2g::TileChoices {
     bool is_weight(const ggml_tensor* w) override { return sources.count(w) != 0; }
     ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                          const std::function<void(const float*, float*)>& make) override;
-    std::map<const ggml_tensor*, o2g::TileChoice> tiles;
-    o2g::TileChoice& tile_choice(const ggml_tensor* w) override { return tiles[w]; }
     void commit();  // allocate and upload pending tensors
     double megabytes() const;  // device weights, including those used in place from the file mapping
     ~WeightCache();
