@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """One session, several input shapes in turn (a new one, then an earlier one again), each checked against onnxruntime.
 
-The graph is cached per shape and the weights are prepared once per session. This checks that a new shape builds
-correct numbers from what an earlier shape left behind (no state leaks across shapes), that a new shape
-transforms no weight (RunStats transformed_weight_bytes is 0), and that the first shape's graph is reused.
-The shapes straddle the Winograd thresholds, where a fresh session would choose differently.
+The graph is cached per shape and each weight form (Winograd tile 2 or 4) is prepared once per session. This
+checks that a new shape builds correct numbers from what an earlier shape left behind (no state leaks across
+shapes), that a shape whose weight forms were already made transforms no weight (RunStats
+transformed_weight_bytes is 0), that a shape needing a form not made yet transforms it, and that an earlier
+shape's graph is reused. The tile follows the shape alone, so a shape's output never depends on what ran before.
 
 Usage: .venv/bin/python tests/shape_change_test.py [--cli build/onnx2ggml]
 """
@@ -46,8 +47,8 @@ def model() -> onnx.ModelProto:
 
 def run_sequence(cli: str, shapes, tmp: str) -> bool:
     """Runs `shapes` in one session; each run is checked against onnxruntime and by its stats. A shape's
-    expectation: "new" (no weight transformed), "hit" (cached graph reused) or "grow" (im2col convs that now see 4x
-    the pixels switch to Winograd: transformed once, the counter must show it)."""
+    expectation: "new" (its weight forms exist already: no weight transformed), "hit" (cached graph reused) or
+    "grow" (a Winograd tile this session has not used yet: transformed once, the counter must show it)."""
     rng = np.random.default_rng(1)
     feeds = [rng.standard_normal((1, 4, h, w)).astype(np.float32) for (h, w), _ in shapes]
     path = os.path.join(tmp, "m.onnx")
@@ -88,10 +89,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"))
     a = ap.parse_args()
-    # Output pixels 400 -> im2col; 1024 would be Winograd in a fresh session, but the session keeps im2col;
-    # 2304 (>= 4x) switches. 4096 -> Winograd, kept for 240 pixels.
+    # Output pixels below 512 take im2col (the weight as it is), from 512 F(2,3), from 2048 F(4,3).
     sequences = [
-        [((20, 20), "first"), ((32, 32), "new"), ((20, 20), "hit"), ((48, 48), "grow")],
+        [((20, 20), "first"), ((32, 32), "grow"), ((20, 20), "hit"), ((24, 24), "new"), ((48, 48), "grow"),
+         ((32, 32), "hit"), ((40, 40), "new"), ((64, 64), "new")],
         [((64, 64), "first"), ((12, 20), "new"), ((64, 64), "hit")],
     ]
     ok = True
