@@ -30,12 +30,14 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDe
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_loader fuzz_session >/dev/null
 
 # Seed corpus, rebuilt from committed files each time (kept between runs in build-fuzz/work, never committed):
-# the committed models up to 400 KB, and each op test's one-node model.
+# the committed models up to 400 KB (up to 64 KB for the session harness, whose runs must stay well under the
+# 10 s timeout), and each op test's one-node model.
 WORK=build-fuzz/work
-mkdir -p "$WORK/seeds" "$WORK/findings"
-find examples tests/models -name '*.onnx' -size -400k -exec cp {} "$WORK/seeds/" \;
-if [ -x .venv/bin/python ] && [ ! -f "$WORK/seeds/.op_cases" ]; then
-  .venv/bin/python - "$WORK/seeds" <<'PY'
+mkdir -p "$WORK/seeds/ops" "$WORK/seeds/models" "$WORK/seeds/small" "$WORK/findings"
+find examples tests/models -name '*.onnx' -size -400k -exec cp {} "$WORK/seeds/models/" \;
+find examples tests/models -name '*.onnx' -size -64k -exec cp {} "$WORK/seeds/small/" \;
+if [ -x .venv/bin/python ] && [ ! -f "$WORK/seeds/ops/.done" ]; then
+  .venv/bin/python - "$WORK/seeds/ops" <<'PY'
 import sys
 sys.path.insert(0, "tests")
 import onnx, op_tests
@@ -44,11 +46,13 @@ for c in op_tests.CASES:
         m = op_tests.build_model(c, op_tests.make_inputs(c))
     except Exception:
         continue
-    onnx.save(m, f"{sys.argv[1]}/op_{c.id.replace('#', '_')}.onnx")
+    onnx.save(m, f"{sys.argv[1]}/{c.id.replace('#', '_')}.onnx")
 PY
-  touch "$WORK/seeds/.op_cases"
+  touch "$WORK/seeds/ops/.done"
 fi
-echo "fuzz: $(ls "$WORK/seeds" | wc -l) seed models, ${SECONDS_EACH} s per harness"
+seeds_loader=("$WORK/seeds/ops" "$WORK/seeds/models")
+seeds_session=("$WORK/seeds/ops" "$WORK/seeds/small")
+echo "fuzz: $(ls "$WORK/seeds/ops" | wc -l) op-test models and $(ls "$WORK/seeds/models" | wc -l) committed models as seeds, ${SECONDS_EACH} s per harness"
 
 # Single allocations above 1 GiB fail (std::bad_alloc, counted as refused input; wt-limits' size checks turn
 # them into errors); resident memory above 2.5 GiB is a finding.
@@ -71,8 +75,9 @@ for h in $HARNESSES; do
   log="$WORK/fuzz_$h.log"
   start=$(date +%s)
   rc=0
-  "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2560 -max_len=1048576 -print_final_stats=1 \
-    -artifact_prefix="$WORK/findings/${h}-" "$corpus" "$WORK/seeds" >"$log" 2>&1 || rc=$?
+  seeds="seeds_$h[@]"
+  "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
+    -artifact_prefix="$WORK/findings/${h}-" "$corpus" "${!seeds}" >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
   execs=$(awk -F: '/stat::number_of_executed_units/{gsub(/ /,"",$2); print $2}' "$log" | tail -1)
   execs=${execs:-0}
