@@ -60,7 +60,7 @@ export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:max_allocation_si
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 for h in $HARNESSES; do
-  bin=build-fuzz/fuzz_$h
+  bin=build-fuzz/tests/fuzz/fuzz_$h
   # The committed findings first: each must now be handled without a report.
   regs=(tests/fuzz/regressions/$h/*)
   if [ -e "${regs[0]}" ]; then
@@ -79,7 +79,7 @@ for h in $HARNESSES; do
   "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$WORK/findings/${h}-" "$corpus" "${!seeds}" >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
-  execs=$(awk -F: '/stat::number_of_executed_units/{gsub(/ /,"",$2); print $2}' "$log" | tail -1)
+  execs=$(awk '/stat::number_of_executed_units/{print $2}' "$log" | tail -1)
   execs=${execs:-0}
   echo "fuzz_$h: $execs executions in ${secs} s ($(( execs / (secs > 0 ? secs : 1) )) exec/s), corpus $(ls "$corpus" | wc -l) inputs"
   if [ $rc -ne 0 ]; then

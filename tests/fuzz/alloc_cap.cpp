@@ -3,6 +3,7 @@
 // it cannot serve as a fatal "out of memory", even with allocator_may_return_null; a size a hostile model
 // declares must instead come back as std::bad_alloc, which the harnesses count as refused input (see
 // fuzz_common.h). Lost: ASan's new/delete-versus-malloc/free mismatch check.
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 
