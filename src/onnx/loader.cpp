@@ -250,6 +250,9 @@ struct Parser {
         size_t count = typed_field == 4 ? f32s.size() : typed_field == 10 ? f64s.size() : ints.size();
         if (typed_field == 4 && (td->dtype == DType::COMPLEX64)) count /= 2;
         O2G_CHECK(count == n, path, ": tensor '", td->name, "' has ", count, " values, its shape needs ", n);
+        // float_data and double_data are copied 4 and 8 bytes an element: only into a type of that size.
+        O2G_CHECK((typed_field != 4 || esize == 4) && (typed_field != 10 || esize == 8), path, ": tensor '",
+                  td->name, "' holds ", dtype_name(td->dtype), " values in ", typed_field == 4 ? "float_data" : "double_data");
         for (size_t i = 0; i < n; i++) {
             switch (typed_field) {
                 case 4: std::memcpy(out + i * 4, &f32s[i], 4); break;
