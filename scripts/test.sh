@@ -25,6 +25,9 @@ run build-asan/test_proto_fuzz examples/small_cnn.onnx 3000
 run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
 run $PY tests/lora_tests.py --cli build-asan/onnx2ggml --no-torch --no-compile --mutations 200
 run env TSAN_OPTIONS=halt_on_error=1 build-tsan/test_concurrency tests/models/vae_decoder_like.onnx 1
+# libFuzzer on the loader and on mutated models through a session, 60 s each, and the committed findings
+# replayed (clang-14; tests/fuzz, docs/reliability.md).
+run scripts/fuzz.sh --ci
 run $PY tests/op_tests.py -j 2
 run $PY tests/op_tests.py --coverage
 run $PY tests/model_tests.py --threads 2

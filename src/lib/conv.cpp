@@ -33,6 +33,8 @@ Ints or_fill(const Ints& v, size_t n, int64_t def, const char* what) {
 int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
+constexpr int64_t kMaxWindow = int64_t(1) << 30;  // kernel, stride, dilation and pad sizes beyond any real model
+
 void check_window(const Ints& in, const Ints& kernel, const Ints& s, const Ints& d) {
     if (kernel.size() != in.size())
         throw OpError("kernel_shape " + str(kernel) + " has " + std::to_string(kernel.size()) + " values for " +
@@ -41,6 +43,16 @@ void check_window(const Ints& in, const Ints& kernel, const Ints& s, const Ints&
         if (kernel[i] < 1 || s[i] < 1 || d[i] < 1)
             throw OpError("kernel_shape " + str(kernel) + ", strides " + str(s) + " and dilations " + str(d) +
                           " must be positive");
+    for (size_t i = 0; i < in.size(); i++)
+        if (kernel[i] > kMaxWindow || s[i] > kMaxWindow || d[i] > kMaxWindow)
+            throw OpError("kernel_shape " + str(kernel) + ", strides " + str(s) + " or dilations " + str(d) +
+                          " out of range");
+}
+
+// Bounds pads so the window arithmetic cannot overflow int64 (a hostile model's pads of 2^63-1: tests/fuzz).
+void check_pads(const Ints& pads, const char* what) {
+    for (int64_t p : pads)
+        if (p > kMaxWindow || p < -kMaxWindow) throw OpError(std::string(what) + " " + str(pads) + " out of range");
 }
 
 }  // namespace
@@ -54,6 +66,7 @@ WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, c
     g.strides = or_fill(strides, n, 1, "strides");
     g.dilations = or_fill(dilations, n, 1, "dilations");
     check_window(in, kernel, g.strides, g.dilations);
+    check_pads(pads, "pads");
     if (auto_pad < AUTO_PAD_NOTSET || auto_pad > AUTO_PAD_VALID)
         throw OpError("unknown auto_pad value " + std::to_string(auto_pad));
     g.pad_begin.assign(n, 0);
@@ -103,6 +116,8 @@ WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int a
     g.dilations = or_fill(dilations, n, 1, "dilations");
     check_window(in, kernel, g.strides, g.dilations);
     Ints op = or_fill(output_padding, n, 0, "output_padding");
+    check_pads(pads, "pads");
+    check_pads(op, "output_padding");
     if (auto_pad < AUTO_PAD_NOTSET || auto_pad > AUTO_PAD_VALID)
         throw OpError("unknown auto_pad value " + std::to_string(auto_pad));
     if (!output_shape.empty() && output_shape.size() < n)

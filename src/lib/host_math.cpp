@@ -175,6 +175,7 @@ std::string dtype_literal(DType t) {
 
 HostTensor host_map(const std::vector<HostTensor>& xs_in, const HostMapParams& p) {
     if (xs_in.empty()) throw OpError("host_map needs an input");
+    if (p.fn == HOST_POW && xs_in.size() < 2) throw OpError("Pow needs two inputs");  // found by tests/fuzz
     std::vector<HostTensor> aligned;
     if (p.b_trailing > 0 && xs_in.size() > 1) {  // B's shape gets trailing 1s; the data stays
         aligned = xs_in;

@@ -7,6 +7,13 @@
 
 namespace o2g {
 
+Json::Json() = default;
+Json::Json(const Json&) = default;
+Json::Json(Json&&) noexcept = default;
+Json& Json::operator=(const Json&) = default;
+Json& Json::operator=(Json&&) noexcept = default;
+Json::~Json() = default;
+
 const Json* Json::get(const std::string& key) const {
     if (kind != Object) return nullptr;
     for (auto& [k, v] : obj)

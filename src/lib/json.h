@@ -18,6 +18,15 @@ struct Json {
     std::vector<Json> arr;
     std::vector<std::pair<std::string, Json>> obj;  // in file order
 
+    // Defined in json.cpp, where Json is complete: clang with libstdc++ in C++20 rejects the implicit ones
+    // (the vector of pairs of an incomplete type).
+    Json();
+    Json(const Json&);
+    Json(Json&&) noexcept;
+    Json& operator=(const Json&);
+    Json& operator=(Json&&) noexcept;
+    ~Json();
+
     const Json* get(const std::string& key) const;  // nullptr if absent or not an object
 };
 

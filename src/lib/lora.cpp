@@ -296,9 +296,10 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
             fprintf(stderr, "onnx2ggml: lora %s (scale %g): %zu modules merged into %zu weights\n", f.path().c_str(),
                     double(lf.scale), n_matched, touched.size());
     }
-    for (auto& [ti, list] : plan) {
-        const LoraTarget& t = targets[ti];
-        merge(ti, [&](float* w) {
+    for (auto& entry : plan) {  // not a structured binding: clang 14 cannot capture one in the lambda
+        const auto& list = entry.second;
+        const LoraTarget& t = targets[entry.first];
+        merge(entry.first, [&](float* w) {
             for (const Contribution& c : list) add_delta(w, t, c);
         });
     }

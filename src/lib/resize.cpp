@@ -148,7 +148,10 @@ ggml_tensor* resize(Ctx& ctx, ggml_tensor* x, const Ints& sizes, const ResizePar
         for (size_t j = 0; j < n; j++) {
             const int64_t d = p.dims[j];
             scales[d] = double(p.scales[j]);
-            os[d] = int64_t(std::floor(double(x->ne[d]) * double(p.scales[j])));
+            const double o = std::floor(double(x->ne[d]) * double(p.scales[j]));
+            // A hostile scale (NaN, inf, 1e30) must not reach the int64 conversion (UB; found by tests/fuzz).
+            if (!(std::fabs(o) <= 1e12)) throw OpError("resize: scale " + std::to_string(p.scales[j]) + " out of range");
+            os[d] = int64_t(o);
         }
     }
     int64_t cur[4] = {x->ne[0], x->ne[1], x->ne[2], x->ne[3]};

@@ -40,6 +40,11 @@ void lower_Concat(Lower& L) {
     os[size_t(axis)] = 0;
     for (int i = 0; i < L.n_in(); i++) {
         if (!L.has(i) || shape_numel(L.shape(i)) == 0) continue;
+        // Checked here, not assumed: a hostile model's inputs may disagree (found by tests/fuzz).
+        if (L.rank(i) != r) L.error("Concat inputs have ranks " + std::to_string(r) + " and " + std::to_string(L.rank(i)));
+        for (int d = 0; d < r; d++)
+            if (d != axis && L.shape(i)[size_t(d)] != L.shape(0)[size_t(d)])
+                L.error("Concat inputs differ in dim " + std::to_string(d) + " off the axis");
         os[size_t(axis)] += L.shape(i)[size_t(axis)];
         if (!acc) acc = L.t(i);
         else if (r > 4) acc = O2G_CALL(L, o2g::concat_nd, acc, L.t(i), L.shape_sym(i), o2g::ConcatNdParams{axis});
