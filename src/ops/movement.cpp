@@ -75,17 +75,29 @@ static int split_parts(Lower& L, const Sym& split, bool num_outputs) {
 // The sizes given, or `parts` equal chunks of the axis (the last one shorter), as ONNX Split takes them.
 static std::vector<int64_t> split_sizes(Lower& L, const Sym& given, int parts, int axis) {
     std::vector<int64_t> split = given.v;
-    int64_t A = L.shape(0)[size_t(axis)], chunk = (A + parts - 1) / parts;
-    if (split.empty())
-        for (int i = 0; i < parts; i++) split.push_back(std::min(chunk, A - chunk * i));
+    const int64_t A = L.shape(0)[size_t(axis)];
+    if (split.empty()) {
+        if (parts < 1) L.error("splits into " + std::to_string(parts) + " parts");
+        const int64_t chunk = (A + parts - 1) / parts;
+        for (int i = 0; i < parts; i++) split.push_back(std::max<int64_t>(0, std::min(chunk, A - chunk * i)));
+        return split;
+    }
+    // Sizes from the file: each in [0, A] and summing to A (so no slice reads past the input).
+    int64_t sum = 0;
+    for (int64_t v : split) {
+        if (v < 0 || v > A) L.error("split size " + std::to_string(v) + " for an axis of " + std::to_string(A));
+        sum += v;
+        if (sum > A) break;
+    }
+    if (sum != A) L.error("split sizes sum past or short of the axis's " + std::to_string(A));
     return split;
 }
 static void split_out(Lower& L, const Sym& sizes, bool num_outputs) {
     int r = L.rank(0);
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     const int parts = split_parts(L, sizes, num_outputs);
+    const std::vector<int64_t> split = split_sizes(L, sizes, parts, axis);  // checks the sizes in the file
     if (r > 4) {  // each part a Slice of the folded tensor
-        std::vector<int64_t> split = split_sizes(L, sizes, parts, axis);
         int64_t off = 0;
         for (size_t i = 0; i < split.size() && i < L.outs.size(); i++) {
             Shape os = L.shape(0);
