@@ -81,7 +81,7 @@ for h in $HARNESSES; do
   seeds="seeds_$h[@]"
   fixed=()
   # Runs that take about 60 s here (loader about 15k exec/s, session about 25); the time limit is a backstop.
-  [ $CI_MODE = 1 ] && fixed=(-seed=1 "-runs=$([ "$h" = loader ] && echo 900000 || echo 1500)")
+  [ $CI_MODE = 1 ] && fixed=(-seed=1 "-runs=$([ "$h" = loader ] && echo 900000 || echo 3000)")
   "$bin" "${fixed[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$WORK/findings/${h}-" "$corpus" "${!seeds}" >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
