@@ -13,6 +13,10 @@ bare std::bad_alloc:
       wrapping 2^64, negative / garbage / out-of-range offset strings, a
       length that does not match the shape, and a file truncated after the
       model was opened (while mapped)
+  (n) Gather indices computed on the device (Cast of a float input), which
+      cannot be checked before the run: negative ones wrap as onnxruntime
+      does, out-of-range ones must not abort the process (ggml_get_rows
+      asserts on them)
 """
 
 from __future__ import annotations
@@ -221,8 +225,39 @@ def truncated_while_mapped(h, model: str, expect_error, CaseFailed):
     return expect_error(res, "w.bin", "shrank", "192")
 
 
+def device_index_cases(h, expect_success, CaseFailed) -> None:
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    data = np.arange(15, dtype=np.float32).reshape(5, 3)
+    nodes = [helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT64, name="cast_i"),
+             helper.make_node("Gather", ["data", "i"], ["y"], axis=0, name="gather_dev")]
+    path = h.write("limits/device_gather.onnx", _model(nodes, [_vi("x", [6])], [_vi("y", [6, 3])],
+                                                        [numpy_helper.from_array(data, "data")]))
+
+    def run(x):
+        np.save(os.path.join(h.work, "dev_idx.npy"), x)
+        out = tempfile.mkdtemp(dir=h.work, prefix="out_")
+        res = run_cli(h.prefix, ["run", path, "--input", f"x={h.work}/dev_idx.npy", "--output-dir", out], 30.0)
+        expect_success(res)
+        return np.load(os.path.join(out, "y.npy"))
+
+    def negatives():
+        x = np.array([0, 4, -1, -5, 2, 3], np.float32)
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        got = run(x)
+        if not np.array_equal(got, want):
+            raise CaseFailed(f"rows {got[:, 0]} where onnxruntime gives {want[:, 0]}")
+
+    h.case("(n) device-computed Gather indices, negative ones: as onnxruntime", negatives)
+    def out_of_range():
+        run(np.array([7, -9, 0, 1e9, -1e9, 2], np.float32))  # onnxruntime refuses; we clamp rather than abort
+
+    h.case("(n) device-computed Gather indices out of range: no abort", out_of_range)
+
+
 def run_limit_cases(h, good, expect_error, expect_success, valid_model, external_weight, CaseFailed) -> None:
     initializer_cases(h, expect_error, CaseFailed)
+    device_index_cases(h, expect_success, CaseFailed)
     bomb_cases(h, expect_error)
     max_memory_cases(h, good, expect_error, expect_success)
     external_cases(h, expect_error, expect_success, valid_model, external_weight, CaseFailed)

@@ -107,7 +107,14 @@ ggml_tensor* gather_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* indices, const G
     }
     ggml_tensor* x2 = ggml_reshape_2d(ctx, cont(ctx, x), inner, x->ne[g]);
     ggml_tensor* idx = ggml_reshape_1d(ctx, cont(ctx, indices), ggml_nelements(indices));
-    if (idx->type != GGML_TYPE_I32) idx = ggml_cast(ctx, idx, GGML_TYPE_I32);  // integer math on the device is F32
+    // Indices computed on the device cannot be checked before the run, and ggml_get_rows aborts the process on one
+    // out of range: negative ones wrap as ONNX says (i + A for i in [-A, 0)), and the rest are clamped (in F32, where
+    // the device does integer math; exact below 2^24 rows).
+    if (idx->type != GGML_TYPE_F32) idx = ggml_cast(ctx, idx, GGML_TYPE_F32);
+    const float A = float(x->ne[g]);
+    ggml_tensor* t = ggml_clamp(ctx, idx, -A, A - 1);
+    ggml_tensor* neg = ggml_clamp(ctx, ggml_scale(ctx, t, -1.0f), 0.0f, 1.0f);  // 1 where t < 0
+    idx = ggml_cast(ctx, ggml_add(ctx, t, ggml_scale(ctx, neg, A)), GGML_TYPE_I32);
     return reshape_ne(ctx, ggml_get_rows(ctx, x2, idx), ne);
 }
 

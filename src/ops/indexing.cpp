@@ -76,7 +76,7 @@ void lower_Gather(Lower& L) {
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     const Shape& is = L.shape(1);
     Shape os = gather_shape(s, is, axis);
-    if (!L.in(1).host) {  // device indices (in range, non-negative), e.g. token ids into an embedding
+    if (!L.in(1).host) {  // indices computed on the device: negative ones wrap, out-of-range ones are clamped
         ggml_tensor* y = O2G_CALL(L, o2g::gather_rows, L.t(0), L.t(1), o2g::GatherParams{gdim(r, axis), r});
         return L.out_shape(0, y, L.dtype(0), os);
     }

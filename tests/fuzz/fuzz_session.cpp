@@ -2,6 +2,8 @@
 // Session::open and one run on small random inputs. onnx2ggml::Error is the expected rejection; any other
 // exception escaping, a crash, a leak, a ggml abort or a sanitizer report is a finding.
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -11,6 +13,8 @@
 #include "ir/ir.h"
 #include "model_mutator.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/program.h"
+#include "ggml.h"
 
 using namespace onnx2ggml;
 
@@ -62,6 +66,17 @@ bool make_inputs(const Model& m, std::mt19937& rng, std::map<std::string, Tensor
 }
 
 }  // namespace
+
+// A ggml abort ends the process with _exit(3) in the library, which libFuzzer does not see as a crash and so
+// keeps no input for: here it aborts, so the input is saved like any other finding.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    o2g::load_backends();  // installs the library's hook first (once), so ours below replaces it
+    ggml_set_abort_callback([](const char* msg) {
+        fprintf(stderr, "fuzz_session: ggml abort: %s\n", msg ? msg : "");
+        abort();
+    });
+    return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
