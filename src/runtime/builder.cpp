@@ -164,9 +164,16 @@ Sym Lower::sym(int i) {
     return s;
 }
 
+// Output i of the node; a file may give a node fewer outputs than its op writes.
+static Val& out_at(Lower& L, int i) {
+    if (i < 0 || size_t(i) >= L.outs.size())
+        L.error("has " + std::to_string(L.outs.size()) + " outputs; the op writes output " + std::to_string(i));
+    return L.outs[size_t(i)];
+}
+
 void Lower::out(int i, ggml_tensor* x, DType dt, int rank) {
     if (rank > 4) error("rank " + std::to_string(rank) + " output; ggml holds at most 4 dims");
-    Val& o = outs[size_t(i)];
+    Val& o = out_at(*this, i);
     o.dtype = dt;
     o.t = x;
     o.shape = ne_to_shape(x, rank);
@@ -179,14 +186,14 @@ void Lower::out_shape(int i, ggml_tensor* x, DType dt, const Shape& s) {
     shape_to_ne(s, ne);
     if (ne[0] != x->ne[0] || ne[1] != x->ne[1] || ne[2] != x->ne[2] || ne[3] != x->ne[3])
         error("internal: ggml result does not match ONNX shape " + shape_str(s));
-    Val& o = outs[size_t(i)];
+    Val& o = out_at(*this, i);
     o.dtype = dt;
     o.t = x;
     o.shape = s;
 }
 
 void Lower::out_host(int i, HostTensor h) {
-    Val& o = outs[size_t(i)];
+    Val& o = out_at(*this, i);
     o.dtype = h.dtype;
     o.shape = h.shape;
     o.host = std::make_shared<HostTensor>(std::move(h));
@@ -194,7 +201,7 @@ void Lower::out_host(int i, HostTensor h) {
 
 void Lower::pass(int i, int j) {
     Val& src = in(j);
-    Val& o = outs[size_t(i)];
+    Val& o = out_at(*this, i);
     o.dtype = src.dtype;
     o.shape = src.shape;
     o.t = src.t;
