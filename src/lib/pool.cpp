@@ -111,6 +111,8 @@ ggml_tensor* pool_im2col(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_
 ggml_tensor* pool(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_max) {
     if (p.dims < 1 || p.dims > 3)
         throw OpError("only 1-D to 3-D pooling is supported, not " + std::to_string(p.dims) + "-D");
+    // ggml's pools assert (ending the process) on an empty batch or channel dim.
+    if (ggml_nelements(x) == 0) throw OpError("pooling of an empty tensor (a dim is 0) is not supported");
     bool dilated = false;
     for (int64_t d : p.dilations) dilated = dilated || d != 1;
     if (p.dims == 3 || dilated) return pool_im2col(ctx, x, p, is_max);
