@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/grid_sample.h"
+#include "lib/host_util.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {
@@ -28,6 +29,8 @@ Taps taps(const ResizeParams& p, int64_t in, int64_t on, double sc, double rs, d
     Taps r;
     r.T = p.mode == 0 ? 1 : p.mode == 1 ? 2 : 4;
     const int T = r.T;
+    // A hostile size can ask for a table far past memory (std::length_error escaped; found by tests/fuzz).
+    onnx2ggml::check_host_size({on, int64_t(T)}, sizeof(int64_t) + sizeof(double), "resize: the interpolation table");
     r.idx.resize(size_t(on * T));
     r.wts.resize(size_t(on * T));
     for (int64_t o = 0; o < on; o++) {
