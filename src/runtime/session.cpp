@@ -52,8 +52,6 @@ class SessionImpl : public Session {
 public:
     SessionImpl(std::shared_ptr<Model> model, const SessionOptions& opts) {
         model_ = std::move(model);
-        weights_.progress = load_progress_wanted(*model_, opts.progress);
-        if (weights_.progress) read_weights_with_progress(*model_);
         if (!opts.weights_file.empty()) {  // into a copy too
             auto own = std::make_shared<Model>(*model_);
             apply_weights_file(*own, opts.weights_file, opts.quiet);
@@ -79,6 +77,11 @@ public:
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
         weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
         weights_.native_cpu = weights_.zero_copy && accel_ == nullptr && !opts.portable;
+        // Weights the run reads in place (CPU) are read here once, visibly; elsewhere the upload in
+        // WeightCache::commit reads them and shows its own progress, so they are not read twice. After the
+        // weights file and LoRA, so replaced weights are not read at all.
+        weights_.progress = load_progress_wanted(*model_, opts.progress);
+        if (weights_.progress && weights_.zero_copy) read_weights_with_progress(*model_);
         weights_.max_alloc = ggml_backend_buft_get_max_size(weights_.buft);
         const std::map<std::string, ggml_type> kinds = {
             {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0}};
