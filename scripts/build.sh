@@ -11,7 +11,7 @@ if [ "${1:-}" = "--vulkan" ]; then
   shift
   B=build-vulkan GGML="$PWD/.deps/ggml-vulkan-install"
   EXTRA=(-DVulkan_INCLUDE_DIR="$PWD/.deps/vulkan/usr/include"
-         -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')")
+         -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 / && !p {p=$NF} END {print p}')")
   GGML="$GGML;$PWD/.deps/vulkan/usr"
 fi
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$GGML" "${EXTRA[@]}" "$@" >/dev/null

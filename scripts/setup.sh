@@ -91,7 +91,7 @@ fi
 # sources and /usr/include stay as they are.
 VK_SUITE=trixie
 if [ $WITH_VULKAN = 1 ]; then
-  if ! { [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] && command -v glslc >/dev/null && ldconfig -p | grep -q libvulkan.so.1; }; then
+  if ! { [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] && command -v glslc >/dev/null && ldconfig -p | grep -c libvulkan.so.1 >/dev/null; }; then
     [ "$(id -u)" = 0 ] || { echo "run: sudo apt-get install -y mesa-vulkan-drivers libvulkan1 glslc" >&2; exit 1; }
     apt-get update -q && apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 glslc
   fi
@@ -109,7 +109,7 @@ if [ $WITH_VULKAN = 1 ]; then
   if [ ! -f .deps/ggml-vulkan-install/lib/cmake/ggml/ggml-config.cmake ]; then
     cmake -S .deps/ggml -B .deps/ggml-vulkan-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON \
       -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_VULKAN=ON \
-      -DVulkan_INCLUDE_DIR="$PWD/.deps/vulkan/usr/include" -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')" \
+      -DVulkan_INCLUDE_DIR="$PWD/.deps/vulkan/usr/include" -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 / && !p {p=$NF} END {print p}')" \
       -DCMAKE_PREFIX_PATH="$PWD/.deps/vulkan/usr" >/dev/null
     cmake --build .deps/ggml-vulkan-build -j"$(nproc)" >/dev/null
     cmake --install .deps/ggml-vulkan-build --prefix "$PWD/.deps/ggml-vulkan-install" >/dev/null
