@@ -2,7 +2,7 @@
 """Speed of onnx2ggml against onnxruntime (CPU provider) on the same ONNX files, inputs and thread count,
 measured one after the other in one run. Prints a table of median/min times and the ratio ours / ort.
 
-Usage: .venv/bin/python scripts/bench.py [--threads 2] [--runs 10] [--filter REGEX] [--model FILE.onnx ...]
+Usage: .venv-bench/bin/python scripts/bench.py [--threads 2] [--runs 10] [--filter REGEX] [--model FILE.onnx ...]
 Models default to every case of tests/models/manifest.json (external data regenerated from seeds);
 --model adds ONNX files with random inputs (float inputs normal, int64 inputs zeros) at their fixed shapes,
 with symbolic dims set by --dim NAME=VALUE.
@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+NEWEST_ORT = "1.31.1"  # the newest on PyPI when the bars were set (scripts/setup.sh BENCH_PKGS)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 from model_data import make_inputs, regenerate_external_data  # noqa: E402
@@ -52,22 +53,43 @@ def ours_once(cli, model, feeds, threads, runs, warmup, tmp):
     rss = re.search(r"peak RSS: ([\d.]+) MB", r.stdout)
     work = re.search(r"work: ([\d.]+) GFLOP", r.stdout)
     ours.gflop = float(work.group(1)) if work else 0.0
-    return float(m.group(1)), float(m.group(2)), f"rss {rss.group(1)} MB" if rss else ""
+    t = re.search(r"load: ([\d.]+) ms, graph build: ([\d.]+) ms, first run compute: ([\d.]+) ms", r.stdout)
+    note = f"rss {rss.group(1)} MB" if rss else ""
+    if t:
+        note += f"; load {float(t.group(1)):.0f} ms, build {float(t.group(2)):.0f} ms, first run {float(t.group(3)):.0f} ms"
+    return float(m.group(1)), float(m.group(2)), note
 
 
-def onnxruntime(model, feeds, threads, runs, warmup):
+def onnxruntime(model, feeds, threads, runs, warmup, tmp):
+    """onnxruntime in its own process, so that its peak RSS is its own: (median ms, min ms, peak RSS MB)."""
+    npz = os.path.join(tmp, "ort_feeds.npz")
+    np.savez(npz, **{f"i{k}": v for k, v in enumerate(feeds.values())})
+    names = json.dumps(list(feeds))
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--ort-worker", model, npz, names, str(threads),
+                        str(runs), str(warmup)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"onnxruntime on {model}: {r.stderr.strip().splitlines()[-1:]}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return out["median"], out["min"], out["rss_mb"]
+
+
+def ort_worker(model, npz, names, threads, runs, warmup):
+    import resource
+    data = np.load(npz)
+    feeds = {n: data[f"i{k}"] for k, n in enumerate(json.loads(names))}
     so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
+    so.intra_op_num_threads = int(threads)
     so.inter_op_num_threads = 1
     s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    for _ in range(warmup + 1):
+    for _ in range(int(warmup) + 1):
         s.run(None, feeds)
     times = []
-    for _ in range(runs):
+    for _ in range(int(runs)):
         t = time.perf_counter()
         s.run(None, feeds)
         times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times), min(times)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(json.dumps({"median": statistics.median(times), "min": min(times), "rss_mb": rss}))
 
 
 def random_feeds(model_path, dims):
@@ -86,6 +108,8 @@ def random_feeds(model_path, dims):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--ort-worker":
+        return ort_worker(*sys.argv[2:])
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
     ap.add_argument("--threads", type=int, default=2)
@@ -111,7 +135,11 @@ def main():
     for p in a.model:
         jobs.append((os.path.basename(p), p, lambda p=p: random_feeds(p, dims)))
     jobs = [j for j in jobs if re.search(a.filter, j[0])]
-    print(f"threads={a.threads} runs={a.runs} warmup={a.warmup}; times in ms (median / min); ratio = ours / onnxruntime")
+    print(f"onnxruntime {ort.__version__} (CPU provider); threads={a.threads} runs={a.runs} warmup={a.warmup}; "
+          "times in ms (median / min); ratio = ours / onnxruntime; rss = peak RSS of each runtime's own process")
+    if ort.__version__ != NEWEST_ORT:
+        print(f"note: the issue's bars are against onnxruntime {NEWEST_ORT}: scripts/setup.sh --with-bench, then "
+              f"run this with .venv-bench/bin/python")
     print("GFLOP: dense conv/matmul/attention work per run (direct-convolution count, from onnx2ggml bench); "
           "GF/s and % of peak at the median")
     print(f"{'model':36} {'ours':>17} {'onnxruntime':>17} {'ratio':>6} {'GFLOP':>8} {'ours GF/s':>9} "
@@ -120,7 +148,8 @@ def main():
         for label, path, feeds_fn in jobs:
             feeds = feeds_fn()
             om, on, note = ours(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp, a.procs)
-            rm, rn = onnxruntime(path, feeds, a.threads, a.runs, a.warmup)
+            rm, rn, ort_rss = onnxruntime(path, feeds, a.threads, a.runs, a.warmup, tmp)
+            note = f"{note}; ort rss {ort_rss:.0f} MB"
             if om is None:
                 print(f"{label:36} {'failed':>17} {rm:8.2f} /{rn:7.2f} {'':>6}  {note}")
                 continue

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Idempotent set-up: system tools, ggml sources from a pinned PyPI sdist, and the Python test venv.
-# Usage: scripts/setup.sh [--with-torch] [--with-vulkan]
+# Usage: scripts/setup.sh [--with-torch] [--with-vulkan] [--with-bench]
 #   --with-torch   torch, diffusers, transformers, peft: to re-export model fixtures and to check --lora against
 #                  diffusers
 #   --with-vulkan  Mesa's software Vulkan device (lavapipe), glslc, Vulkan headers, and ggml built with Vulkan
+#   --with-bench   .venv-bench: the newest onnxruntime (the benchmark's opponent; the test venv pins an older one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WITH_TORCH=0 WITH_VULKAN=0
+WITH_TORCH=0 WITH_VULKAN=0 WITH_BENCH=0
 for a in "$@"; do
   case "$a" in
     --with-torch) WITH_TORCH=1 ;;
     --with-vulkan) WITH_VULKAN=1 ;;
+    --with-bench) WITH_BENCH=1 ;;
     *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -21,6 +23,7 @@ CLIP_PYPI_PKG=open_clip_torch
 CLIP_PYPI_VER=3.3.0           # ships OpenAI's CLIP BPE merges, open_clip/bpe_simple_vocab_16e6.txt.gz
 CLIP_VOCAB_SHA256=924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a
 PY_PKGS="onnx==1.22.0 onnxruntime==1.23.2 numpy==2.4.6"
+BENCH_PKGS="onnx==1.22.0 onnxruntime==1.31.1 numpy==2.4.6"   # scripts/bench.py against the newest onnxruntime
 PYBUILD_PKGS="scikit-build-core==1.1.2 nanobind==3.1.0"
 TORCH_PKGS="torch==2.9.1 torchvision==0.24.1 onnxscript==0.7.2 diffusers==0.42.1 transformers==5.23.0 peft==0.21.2"
 
@@ -82,6 +85,11 @@ if ! .venv/bin/python -c "import onnx, onnxruntime, numpy; assert onnx.__version
 fi
 # Build tools of the Python package (pip install --no-build-isolation . in scripts/test.sh; docs/python.md).
 .venv/bin/python -c "import nanobind, scikit_build_core" 2>/dev/null || .venv/bin/pip install -q $PYBUILD_PKGS
+if [ $WITH_BENCH = 1 ]; then
+  [ -x .venv-bench/bin/python ] || python3 -m venv .venv-bench
+  .venv-bench/bin/python -c "import onnxruntime; assert onnxruntime.__version__=='1.31.1'" 2>/dev/null \
+    || .venv-bench/bin/pip install -q $BENCH_PKGS
+fi
 if [ $WITH_TORCH = 1 ]; then
   .venv/bin/python -c "import torch, torchvision, diffusers, transformers, peft" 2>/dev/null || .venv/bin/pip install -q $TORCH_PKGS
 fi
