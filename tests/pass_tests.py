@@ -68,6 +68,16 @@ def silu(shared: bool):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9)
 
 
+def quick_gelu(const_shape=()):
+    """CLIP's quick GELU, x * Sigmoid(1.702 * x), with the 1.702 as a Constant of `const_shape`."""
+    c = helper.make_tensor("c", TensorProto.FLOAT, list(const_shape), [1.702])
+    nodes = [helper.make_node("Constant", [], ["c"], value=c), helper.make_node("Mul", ["x", "c"], ["xc"]),
+             helper.make_node("Sigmoid", ["xc"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9)
+
+
 def subgraph_reader(base, value):
     """`base` plus an If whose then-branch reads `value` from the outer scope: a use only a subgraph makes."""
     then_g = helper.make_graph([helper.make_node("Identity", [value], ["t_out"])], "then", [],
@@ -203,6 +213,10 @@ def main():
              ("fuse_silu: Sigmoid also used: no fusion", (silu(True), x), 2, {"SILU": None}, {}),
              ("fuse_silu: Sigmoid also read inside an If body: no fusion", (subgraph_reader(silu(False), "s"), x), 4,
               {"SILU": None}, {}),
+             ("fuse_silu: quick GELU x*Sigmoid(1.702x) becomes silu(1.702x)/1.702", (quick_gelu(), x), 1,
+              {"SILU": 1, "SIGMOID": None, "MUL": None}, {}),
+             ("fuse_silu: quick GELU with a [1,1,1,1,1] constant (would broadcast x to rank 5): no fusion",
+              (quick_gelu((1, 1, 1, 1, 1)), x), 4, {"SILU": None, "SIGMOID": 1}, {}),
              ("fold_conv_batchnorm: Conv output also read inside an If body: no fold",
               (subgraph_reader(conv_bn(False), "c"), x), 4, {}, {}),
              ("fuse_group_norm: 6-node GroupNorm + SiLU becomes one kernel", group_norm(True), 1,

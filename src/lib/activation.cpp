@@ -1,4 +1,6 @@
 // Op library: activations (see include/onnx2ggml/ops/activation.h).
+#include <cmath>
+
 #include "kernels/custom.h"
 #include "onnx2ggml/ops.h"
 
@@ -43,8 +45,13 @@ ggml_tensor* shrink(Ctx& ctx, ggml_tensor* x, const ShrinkParams& p) {
     return custom_unary(ctx, x, UnaryK::Shrink, p.lambd, p.bias);
 }
 
+// x sigmoid(a x) = silu(a x) / a: ggml's silu is vectorized where its sigmoid is not (and its gelu_quick, the a =
+// 1.702 case, reads an f16 table); 1/a is kept away from overflow.
 ggml_tensor* swish(Ctx& ctx, ggml_tensor* x, const SwishParams& p) {
-    return ggml_mul(ctx, x, ggml_sigmoid(ctx, p.alpha == 1.0f ? x : ggml_scale(ctx, x, p.alpha)));
+    if (p.alpha == 1.0f) return ggml_silu(ctx, x);
+    const float a = std::fabs(p.alpha);
+    if (a > 1e-6f && a < 1e6f) return ggml_scale(ctx, ggml_silu(ctx, ggml_scale(ctx, x, p.alpha)), 1.0f / p.alpha);
+    return ggml_mul(ctx, x, ggml_sigmoid(ctx, ggml_scale(ctx, x, p.alpha)));
 }
 
 }  // namespace o2g

@@ -1,6 +1,6 @@
 // Activation ONNX ops, opsets 1-24: Relu, Sigmoid, Tanh, LeakyRelu, PRelu, Elu, Selu, Celu, HardSigmoid,
-// HardSwish, Softplus, Softsign, Mish, Gelu, ThresholdedRelu, Shrink, Swish, and the fused onnx2ggml.SiLU and
-// onnx2ggml.Gelu (erf form) that the fuse passes produce.
+// HardSwish, Softplus, Softsign, Mish, Gelu, ThresholdedRelu, Shrink, Swish, and the fused onnx2ggml.SiLU,
+// onnx2ggml.Swish and onnx2ggml.Gelu (erf form) that the fuse passes produce.
 #include <cmath>
 
 #include "ops/host.h"
@@ -115,6 +115,7 @@ const std::vector<OpDef>& activation_ops() {
         {.op = "Sigmoid", .since = 1, .ggml = lower_Sigmoid, .math = true},
         {.op = "onnx2ggml.SiLU", .since = 1, .ggml = lower_SiLU, .math = true},  // produced by the fuse_silu pass
         {.op = "onnx2ggml.Gelu", .since = 1, .ggml = lower_Gelu, .math = true},  // fuse_gelu (erf form)
+        {.op = "onnx2ggml.Swish", .since = 1, .ggml = lower_Swish, .math = true},  // fuse_silu (x sigmoid(c x))
         {.op = "Tanh", .since = 1, .ggml = lower_Tanh, .math = true},
         {.op = "Softsign", .since = 1, .ggml = lower_Softsign, .math = true},
         {.op = "Softplus", .since = 1, .ggml = lower_Softplus, .math = true},

@@ -1,5 +1,8 @@
 // fuse_silu: Mul(x, Sigmoid(x)) (how PyTorch exports SiLU/Swish) becomes one node lowered to ggml_silu,
-// saving a full pass over the tensor and the intermediate.
+// saving a full pass over the tensor and the intermediate. Mul(x, Sigmoid(Mul(x, c))) with a constant scalar c
+// (CLIP's quick GELU, c = 1.702) becomes onnx2ggml.Swish (alpha c), lowered like ONNX Swish.
+#include <cmath>
+
 #include "passes/match.h"
 
 namespace onnx2ggml {
@@ -16,14 +19,32 @@ void fuse_silu(const Model& m, GraphPlan& plan) {
             int sig_idx = g.sole(s, "Sigmoid");
             if (sig_idx < 0 || removed.count(sig_idx)) continue;
             const Node& sig = plan.node(m, sig_idx);
-            if (sig.inputs.size() != 1 || sig.inputs[0] != x) continue;
+            if (sig.inputs.size() != 1) continue;
             Node fused;
-            fused.op_type = "onnx2ggml.SiLU";  // internal op, produced only by this pass
             fused.name = mul.name;
             fused.inputs = {x};
             fused.outputs = mul.outputs;
+            if (sig.inputs[0] == x) {
+                fused.op_type = "onnx2ggml.SiLU";  // internal op, produced only by this pass
+                removed.insert(sig_idx);
+            } else {
+                int scale_idx = g.sole(sig.inputs[0], "Mul");
+                if (scale_idx < 0 || removed.count(scale_idx)) continue;
+                const Node& sm = plan.node(m, scale_idx);
+                if (sm.inputs.size() != 2) continue;
+                int xs = sm.inputs[0] == x ? 1 : sm.inputs[1] == x ? 0 : -1;
+                const TensorData* ct = xs < 0 ? nullptr : g.constant(sm.inputs[size_t(xs)]);
+                float c = 0;
+                // rank 0 only: a [1,1,...] constant would also broadcast x to a higher rank
+                if (!ct || !ct->dims.empty() || !scalar_constant(g, sm.inputs[size_t(xs)], c) || !std::isfinite(c) ||
+                    c == 0.f)
+                    continue;
+                fused.op_type = "onnx2ggml.Swish";
+                fused.attrs = {float_attr("alpha", c)};
+                removed.insert(sig_idx);
+                removed.insert(scale_idx);
+            }
             plan.rewritten[idx] = fused;
-            removed.insert(sig_idx);
             break;
         }
     }
