@@ -13,7 +13,9 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -130,10 +132,28 @@ def gil_released(sess, feeds) -> int:
     return during if dt > 0.05 else -1
 
 
+def same_stats(label: str, got: dict, cli: str, path: str, feeds: dict) -> None:
+    """stats() after a session's first run against the CLI's --stats for the same model and inputs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [cli, "run", path, "-o", tmp, "--stats", os.path.join(tmp, "s.json"), "--threads", "2"]
+        for k, v in feeds.items():
+            np.save(os.path.join(tmp, f"in{len(args)}.npy"), v)
+            args += ["--input", f"{k}={os.path.join(tmp, f'in{len(args)}.npy')}"]
+        r = subprocess.run(args, capture_output=True, text=True)
+        check(r.returncode == 0, f"{label}: CLI run for --stats: {r.stderr.strip()[-200:]}")
+        if r.returncode:
+            return
+        want = json.load(open(os.path.join(tmp, "s.json")))
+    for key in ("nodes", "ggml_nodes", "host_nodes", "ggml_ops", "transformed_weight_bytes"):
+        check(got.get(key) == want.get(key), f"{label}: stats()['{key}'] {str(got.get(key))[:80]} "
+              f"(CLI --stats: {str(want.get(key))[:80]})")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--filter", default=None, help="regex on the fixture name")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"), help="for the stats() check")
     args = ap.parse_args(argv)
     print(f"onnx2ggml {onnx2ggml.__version__} from {os.path.dirname(onnx2ggml.__file__)}")
 
@@ -146,6 +166,8 @@ def main(argv=None) -> int:
         want = ref.run(None, feeds)
         got = ours.run(None, feeds)
         same_outputs(label, want, got, tol)
+        if "unet" in label:
+            same_stats(label, ours.stats(), args.cli, path, feeds)
         names = [o.name for o in ref.get_outputs()][::-1]
         same_outputs(f"{label} run({names})", ref.run(names, feeds), ours.run(names, feeds), tol)
         if "unet" in label:

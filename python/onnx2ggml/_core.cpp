@@ -44,9 +44,10 @@ class PySession {
 public:
     PySession(nb::object model, int threads, const std::string& device, const std::string& weights,
               const std::string& precision, bool portable, const std::vector<std::pair<std::string, float>>& lora,
-              bool quiet, size_t max_memory) {
+              bool quiet, size_t max_memory, bool progress) {
         SessionOptions o;
         o.max_memory = max_memory;
+        o.progress = progress;
         o.threads = threads;
         o.device = device;
         o.weights = weights;
@@ -120,6 +121,13 @@ public:
         d["compute_ms"] = s.compute_ms;
         d["compute_buffer_mb"] = s.compute_buffer_mb;
         d["weights_mb"] = s.weights_mb;
+        d["unshared_mb"] = s.unshared_mb;
+        d["gflop"] = s.gflop;
+        d["splits"] = s.splits;
+        d["transformed_weight_bytes"] = s.transformed_weight_bytes;
+        nb::dict ops;
+        for (auto& [op, n] : s.ggml_ops) ops[op.c_str()] = n;
+        d["ggml_ops"] = ops;
         return d;
     }
 
@@ -162,9 +170,9 @@ NB_MODULE(_core, m) {
     nb::exception<std::runtime_error>(m, "Error", PyExc_RuntimeError);
     nb::class_<PySession>(m, "Session")
         .def(nb::init<nb::object, int, const std::string&, const std::string&, const std::string&,
-                      bool, const std::vector<std::pair<std::string, float>>&, bool, size_t>(),
+                      bool, const std::vector<std::pair<std::string, float>>&, bool, size_t, bool>(),
              nb::arg("model"), nb::arg("threads"), nb::arg("device"), nb::arg("weights"), nb::arg("precision"), nb::arg("portable"),
-             nb::arg("lora"), nb::arg("quiet"), nb::arg("max_memory") = 0)
+             nb::arg("lora"), nb::arg("quiet"), nb::arg("max_memory") = 0, nb::arg("progress") = false)
         .def("inputs", &PySession::inputs)
         .def("outputs", &PySession::outputs)
         .def("device", &PySession::device)

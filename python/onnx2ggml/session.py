@@ -77,6 +77,8 @@ class SessionOptions:
     lora: LoRA .safetensors files merged into the weights at load: paths, "FILE:SCALE" strings or (path, scale).
     max_memory: bytes a graph's compute buffer plus host tensors may take (SessionOptions::max_memory); a larger
     graph is refused before anything is allocated, naming its largest tensor. None or 0: the machine's memory.
+    progress: a progress line on stderr while a model of 1 GB or more reads and prepares its weights, even when
+    stderr is not a terminal (on a terminal it is shown anyway).
     """
 
     def __init__(self):
@@ -90,6 +92,7 @@ class SessionOptions:
         self.portable = os.environ.get("ONNX2GGML_PORTABLE") == "1"
         self.lora = []
         self.max_memory = None
+        self.progress = False
         self._config = {}
 
     def add_session_config_entry(self, key: str, value: str) -> None:
@@ -169,7 +172,7 @@ class InferenceSession:
         self._options = opts
         self._sess = _core.Session(model, int(opts.intra_op_num_threads or 0), device, opts.weights, opts.precision,
                                    bool(opts.portable), _lora_list(opts.lora), opts.log_severity_level >= 2,
-                                   int(opts.max_memory or 0))
+                                   int(opts.max_memory or 0), bool(getattr(opts, "progress", False)))
         self._inputs = [NodeArg(*i) for i in self._sess.inputs()]
         self._outputs = [NodeArg(*o) for o in self._sess.outputs()]
         for kind, args in (("input", self._inputs), ("output", self._outputs)):
@@ -207,7 +210,8 @@ class InferenceSession:
         return self._sess.device()
 
     def stats(self) -> dict:
-        """The last run: nodes on ggml and on the host, graph build and compute times, memory."""
+        """The last run, as the CLI's `--stats` reports it: nodes on ggml and on the host, ggml ops, graph build and
+        compute times, memory, and the weight bytes transformed for this run's graph."""
         return self._sess.stats()
 
     def run(self, output_names, input_feed: dict, run_options=None) -> list[np.ndarray]:

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "common/error.h"
 #include "lib/host_util.h"
@@ -98,7 +99,13 @@ HostTensor HostTensor::alloc(DType t, const Shape& s) {
     h.dtype = t;
     h.shape = s;
     h.nbytes = size_t(shape_numel(s)) * es;
-    auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[h.nbytes ? h.nbytes : 1]());
+    // 64-byte aligned, so that a weight made on the host can always be used in place by ggml (32-byte tensor
+    // alignment); new[]'s 16 made that depend on where malloc put it, and so the memory a run used.
+    constexpr std::align_val_t align{64};
+    const size_t n = h.nbytes ? h.nbytes : 1;
+    auto buf = std::shared_ptr<uint8_t[]>(static_cast<uint8_t*>(::operator new[](n, align)),
+                                          [](uint8_t* p) { ::operator delete[](p, align); });
+    std::memset(buf.get(), 0, n);
     h.data = buf.get();
     h.keep = buf;
     return h;
