@@ -5,7 +5,7 @@ measured one after the other in one run. Prints a table of median/min times and 
 Usage: .venv-bench/bin/python scripts/bench.py [--threads 2] [--runs 10] [--filter REGEX] [--model FILE.onnx ...]
 Models default to every case of tests/models/manifest.json (external data regenerated from seeds);
 --model adds ONNX files with random inputs (float inputs normal, int64 inputs zeros) at their fixed shapes,
-with symbolic dims set by --dim NAME=VALUE.
+with symbolic dims set by --dim NAME=VALUE. --sd15 DIR adds the four SD 1.5 parts at fixed benchmark shapes.
 """
 from __future__ import annotations
 
@@ -92,6 +92,12 @@ def ort_worker(model, npz, names, threads, runs, warmup):
     print(json.dumps({"median": statistics.median(times), "min": min(times), "rss_mb": rss}))
 
 
+SD15_SHAPES = {"text_encoder": {"batch": 1, "sequence": 77},
+               "unet": {"batch": 2, "height": 32, "width": 32, "sequence": 77},
+               "vae_encoder": {"batch": 1, "height": 256, "width": 256},
+               "vae_decoder": {"batch": 1, "latent_height": 32, "latent_width": 32}}
+
+
 def random_feeds(model_path, dims):
     m = onnx.load(model_path, load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
@@ -119,6 +125,10 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("--model", action="append", default=[])
     ap.add_argument("--dim", action="append", default=[], help="NAME=VALUE for symbolic dims of --model files")
+    ap.add_argument("--sd15", default=None, metavar="DIR",
+                    help="the SD 1.5 parts of scripts/export_sd15.py in DIR (e.g. build/sd15_full) at the shapes of "
+                         "docs/performance.md: UNet 2x4x32x32 with a 2x77 context, VAE 32x32 latent / 256x256 image, "
+                         "77 tokens")
     ap.add_argument("--peak", type=float, default=0.0,
                     help="this machine's fp32 peak in GFLOP/s (scripts/peak_flops.sh) to print the share reached")
     a = ap.parse_args()
@@ -134,6 +144,10 @@ def main():
             jobs.append((label, path, lambda e=e, case=case, ci=ci: make_inputs(e, case, ci)))
     for p in a.model:
         jobs.append((os.path.basename(p), p, lambda p=p: random_feeds(p, dims)))
+    if a.sd15:
+        for part, d in SD15_SHAPES.items():
+            p = os.path.join(a.sd15, part + ".onnx")
+            jobs.append((f"sd15 {part}", p, lambda p=p, d=d: random_feeds(p, d)))
     jobs = [j for j in jobs if re.search(a.filter, j[0])]
     print(f"onnxruntime {ort.__version__} (CPU provider); threads={a.threads} runs={a.runs} warmup={a.warmup}; "
           "times in ms (median / min); ratio = ours / onnxruntime; rss = peak RSS of each runtime's own process")
