@@ -238,7 +238,10 @@ def main():
               {"CUSTOM:depthwise": 1, "CONV_2D_DW": None, "ADD": None}, {}),
              ("conv path: depthwise 3x3 stride 2, asymmetric pads, no bias", depthwise(2, [0, 1, 1, 0], bias=False),
               1, {"CUSTOM:depthwise": 1}, {}),
-             ("conv path: depthwise 5x5 stride 2", depthwise(2, [2, 2, 2, 2], k=5), 1, {"CUSTOM:depthwise": 1}, {})]
+             ("conv path: depthwise 5x5 stride 2", depthwise(2, [2, 2, 2, 2], k=5), 1, {"CUSTOM:depthwise": 1}, {}),
+             # CPU kernel tiles (AVX2 / AVX-512 register blocking): edges of every tile
+             ("attention kernel: D=80, T=130 (3 query blocks, last one 2 rows; 80 value columns)",
+              attention(False, D=80, T=130), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None}, {})]
     for label, (model, feeds), want_nodes, want_ops, env in cases:
         with tempfile.TemporaryDirectory() as tmp:
             try:

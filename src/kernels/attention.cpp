@@ -103,8 +103,10 @@ void pv(const float* sc, int64_t Sp, const float* vp, int64_t Dvp, int64_t S, in
 
 // Fused attention for the CPU. Q [B,T,H,D], K [B,S,H,D], V [B,S,H,Dv] (ggml [D,H,T,B] ...) -> O [B,H,T,Dv].
 // Each work item is one (batch, head, block of 64 queries): K^T and V are copied once into 16-padded local
-// panels, then per R queries the scores (broadcast-FMA, so a 40-wide head runs at full speed where ggml's
-// dot-product sgemm does not), the softmax and P V stay in cache; the T x S score matrix is never written out.
+// panels (K^T as [S/16][D][16]: one key block's D x 16 values are contiguous, not Sp apart, which on AVX2 made
+// the score loop 1.3x faster), then per R queries the scores (broadcast-FMA, so a 40-wide head runs at full
+// speed where ggml's dot-product sgemm does not), the softmax and P V stay in cache; the T x S score matrix is
+// never written out.
 void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
     const float scale = static_cast<const AttnParams*>(ud)->scale;
     const ggml_tensor *qt = dst->src[0], *kt = dst->src[1], *vt = dst->src[2];
@@ -127,7 +129,7 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
             std::fill(vp.begin(), vp.end(), 0.f);
             for (int64_t s = 0; s < S; s++) {
                 const float* kr = K + ((b * S + s) * H + h) * D;
-                for (int64_t d = 0; d < D; d++) kT[size_t(d * Sp + s)] = kr[d];
+                for (int64_t d = 0; d < D; d++) kT[size_t((s / 16 * D + d) * 16 + s % 16)] = kr[d];
                 std::memcpy(&vp[size_t(s * Dvp)], V + ((b * S + s) * H + h) * Dv, sizeof(float) * size_t(Dv));
             }
             cached = bh;
@@ -139,10 +141,11 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
             // scores = scale * Q K^T: SR rows x KS keys per step, one broadcast FMA per row and key vector
             for (int64_t rg = 0; rg < nr; rg += SR) {
                 for (int64_t s0 = 0; s0 < Sp; s0 += KS) {
+                    const float* kb = &kT[size_t(s0 / 16 * D * 16 + s0 % 16)];
                     vf acc[SR][SJ] = {};
                     for (int64_t d = 0; d < D; d++) {
                         vf kv[SJ];
-                        for (int j = 0; j < SJ; j++) kv[j] = loadv(&kT[size_t(d * Sp + s0 + W * j)]);
+                        for (int j = 0; j < SJ; j++) kv[j] = loadv(kb + d * 16 + W * j);
                         for (int r = 0; r < SR; r++) {
                             const float q = qrow[rg + r][d];
                             for (int j = 0; j < SJ; j++) acc[r][j] += q * kv[j];
