@@ -131,8 +131,8 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int a = 0; a < A; a++)
                 for (int b = 0; b < A; b++) {
                     const float* src = mm + (size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(T) + size_t(tile0);
-                    std::memcpy(s[a][b], src, sizeof(float) * size_t(nt));
-                    for (int64_t l = nt; l < LANES; l++) s[a][b][l] = 0;
+                    // a loop, not memcpy: GCC makes a variable-length memcpy `rep movs`, slow for 32-64 bytes
+                    for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nt ? src[l] : 0.f;
                 }
             for (int i = 0; i < M; i++)
                 for (int b = 0; b < A; b++) {
