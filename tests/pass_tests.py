@@ -120,7 +120,7 @@ def depthwise(stride, pads, k=3, bias=True):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=9), {"x": x}
 
 
-def group_norm(silu_after: bool, gamma_shape=(16, 1, 1)):
+def group_norm(silu_after: bool, gamma_shape=(16, 1, 1), hw=(12, 10)):
     """PyTorch's opset-17 GroupNorm export: Reshape -> InstanceNormalization -> Reshape(Shape(x)) -> Mul -> Add."""
     rng = np.random.RandomState(3)
     C, G = 16, 4
@@ -139,9 +139,9 @@ def group_norm(silu_after: bool, gamma_shape=(16, 1, 1)):
     if silu_after:
         nodes += [helper.make_node("Sigmoid", ["a"], ["s"]), helper.make_node("Mul", ["a", "s"], ["y"])]
         out = "y"
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 12, 10])],
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, *hw])],
                           [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
-    x = (rng.randn(2, C, 12, 10) * 3 + 1).astype(np.float32)
+    x = (rng.randn(2, C, *hw) * 3 + 1).astype(np.float32)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
 
 
@@ -252,7 +252,12 @@ def main():
               {"CUSTOM:depthwise": 1, "CONV_2D_DW": None, "ADD": None}, {}),
              ("conv path: depthwise 3x3 stride 2, asymmetric pads, no bias", depthwise(2, [0, 1, 1, 0], bias=False),
               1, {"CUSTOM:depthwise": 1}, {}),
-             ("conv path: depthwise 5x5 stride 2", depthwise(2, [2, 2, 2, 2], k=5), 1, {"CUSTOM:depthwise": 1}, {})]
+             ("conv path: depthwise 5x5 stride 2", depthwise(2, [2, 2, 2, 2], k=5), 1, {"CUSTOM:depthwise": 1}, {}),
+             # CPU kernel tiles (AVX2 / AVX-512 register blocking): edges of every tile
+             ("attention kernel: D=80, T=130 (3 query blocks, last one 2 rows; 80 value columns)",
+              attention(False, D=80, T=130), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
+             ("group_norm kernel: 6068 values a group (two 4096 blocks, a tail past the 16 lanes)",
+              group_norm(True, hw=(37, 41)), 1, {"CUSTOM:group_norm": 1}, {})]
     for label, (model, feeds), want_nodes, want_ops, env in cases:
         with tempfile.TemporaryDirectory() as tmp:
             try:

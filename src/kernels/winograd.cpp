@@ -79,10 +79,14 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                     }
                 }
             }
-            // t = B^T d, then v = t B, 16 channels per vector.
+            // t = B^T d, then v = t B, 16 channels per vector. Loops unrolled so the zero coefficients fold away
+            // (else GCC tests them at run time and leaves parts scalar).
+            #pragma GCC unroll 6
             for (int a = 0; a < A; a++)
+                #pragma GCC unroll 6
                 for (int j = 0; j < A; j++) {
                     float acc[LANES] = {};
+                    #pragma GCC unroll 6
                     for (int i = 0; i < A; i++) {
                         const float c = K::BT[a][i];
                         if (c == 0) continue;
@@ -91,16 +95,21 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                     std::memcpy(t[a][j], acc, sizeof acc);
                 }
             const int64_t tile = (n * p.TH + ty) * p.TW + tx;
+            #pragma GCC unroll 6
             for (int a = 0; a < A; a++)
+                #pragma GCC unroll 6
                 for (int b = 0; b < A; b++) {
                     float acc[LANES] = {};
+                    #pragma GCC unroll 6
                     for (int j = 0; j < A; j++) {
                         const float c = K::BT[b][j];
                         if (c == 0) continue;
                         for (int l = 0; l < LANES; l++) acc[l] += c * t[a][j][l];
                     }
                     float* o = v + (size_t(a * A + b) * size_t(T) + size_t(tile)) * size_t(p.C) + size_t(c0);
-                    std::memcpy(o, acc, sizeof(float) * size_t(nc));
+                    if (nc == LANES) std::memcpy(o, acc, sizeof acc);  // fixed size: two/four vector stores
+                    else
+                        for (int64_t l = 0; l < nc; l++) o[l] = acc[l];
                 }
         }
     }
@@ -131,12 +140,15 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int a = 0; a < A; a++)
                 for (int b = 0; b < A; b++) {
                     const float* src = mm + (size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(T) + size_t(tile0);
-                    std::memcpy(s[a][b], src, sizeof(float) * size_t(nt));
-                    for (int64_t l = nt; l < LANES; l++) s[a][b][l] = 0;
+                    // a loop, not memcpy: GCC makes a variable-length memcpy `rep movs`, slow for 32-64 bytes
+                    for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nt ? src[l] : 0.f;
                 }
+            #pragma GCC unroll 6
             for (int i = 0; i < M; i++)
+                #pragma GCC unroll 6
                 for (int b = 0; b < A; b++) {
                     float acc[LANES] = {};
+                    #pragma GCC unroll 6
                     for (int a = 0; a < A; a++) {
                         const float c = K::AT[i][a];
                         if (c == 0) continue;
@@ -144,10 +156,13 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                     }
                     std::memcpy(t[i][b], acc, sizeof acc);
                 }
+            #pragma GCC unroll 6
             for (int i = 0; i < M; i++)
+                #pragma GCC unroll 6
                 for (int j = 0; j < M; j++) {
                     float acc[LANES];
                     for (int l = 0; l < LANES; l++) acc[l] = b0;
+                    #pragma GCC unroll 6
                     for (int b = 0; b < A; b++) {
                         const float c = K::AT[j][b];
                         if (c == 0) continue;
