@@ -99,7 +99,56 @@ def main() -> int:
     for seq in sequences:
         with tempfile.TemporaryDirectory() as tmp:
             ok &= run_sequence(a.cli, seq, tmp)
+    ok &= prepared_at_open(a.cli)
     return 0 if ok else 1
+
+
+# ---- MatMul/Gemm weights prepared at session open ----
+# Their transposed (or --weights f16) forms do not depend on the input shape, so the session makes them when it
+# opens: the first run of a session transforms no weight (before, it transposed them during its graph build).
+
+def matmul_model() -> onnx.ModelProto:
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((64, 48)).astype(np.float32) / 8  # MatMul B [K, N]: transposed once
+    g = rng.standard_normal((64, 32)).astype(np.float32) / 8  # Gemm B, transB=0: transposed once
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Gemm", ["x", "g"], ["z"])]
+    graph = helper.make_graph(nodes, "prepared",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 48]),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, ["n", 32])],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(g, "g")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def prepared_at_open(cli: str) -> bool:
+    ok = True
+    rng = np.random.default_rng(3)
+    feeds = [rng.standard_normal((n, 64)).astype(np.float32) for n in (5, 33)]
+    for weights, tol in (("f32", 1e-5), ("f16", 2e-3)):  # f16: the host copy goes once the device has it
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(matmul_model(), path)
+            args = [cli, "run", path, "--threads", "2", "--weights", weights]
+            for k, f in enumerate(feeds):
+                np.save(os.path.join(tmp, f"x{k}.npy"), f)
+                args += (["--then"] if k else []) + ["--input", f"x={tmp}/x{k}.npy", "--output-dir", f"{tmp}/o{k}",
+                                                     "--stats", f"{tmp}/s{k}.json"]
+            r = subprocess.run(args, capture_output=True, text=True)
+            if r.returncode:
+                print("FAIL onnx2ggml run:", r.stderr.strip())
+                return False
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            for k, f in enumerate(feeds):
+                with open(os.path.join(tmp, f"s{k}.json")) as fh:
+                    made = json.load(fh)["transformed_weight_bytes"]
+                want = sess.run(None, {"x": f})
+                rel = max(metrics.errors(w, np.load(os.path.join(tmp, f"o{k}", f"{name}.npy"))).rel
+                          for name, w in zip("yz", want))
+                good = made == 0 and rel <= tol
+                ok &= good
+                print(f"{'OK  ' if good else 'FAIL'} MatMul/Gemm weights made at open ({weights}), run {k} "
+                      f"rows {f.shape[0]}: weights transformed {made} bytes (want 0), rel err {rel:.2e}")
+    return ok
 
 
 if __name__ == "__main__":

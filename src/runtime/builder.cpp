@@ -3,11 +3,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/error.h"
 #include "runtime/load_progress.h"
 #include "lib/abort_context.h"
+#include "lib/host_util.h"
 #include "ggml-cpu.h"
 
 namespace onnx2ggml {
@@ -58,6 +61,32 @@ void drop_pages(const uint8_t* p, size_t n) {
     if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
+namespace {
+
+// Host memory for a derived weight: 64-byte aligned so the CPU buffer wraps it in place (no second copy in a
+// ggml buffer), and not zero-filled (the transform writes every element).
+HostTensor aligned_f32(const int64_t ne[4]) {
+    HostTensor h;
+    h.dtype = DType::FLOAT;
+    h.shape = {ne[3], ne[2], ne[1], ne[0]};
+    check_host_size(h.shape, 4, "derived weight");
+    h.nbytes = size_t(shape_numel(h.shape)) * 4;
+    // Large ones on huge-page boundaries, with huge pages asked for where whole ones fit (as advise_huge_pages
+    // does for the weights buffer): the Winograd GEMM reads them every run.
+    const size_t huge = size_t(2) << 20, align = h.nbytes >= 2 * huge ? huge : 64;
+    void* p = nullptr;
+    O2G_CHECK(posix_memalign(&p, align, std::max<size_t>(h.nbytes, 64)) == 0, "out of memory for a ",
+              bytes_str(double(h.nbytes)), " derived weight");
+#ifdef MADV_HUGEPAGE
+    if (align == huge) madvise(p, h.nbytes & ~(huge - 1), MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
+    h.keep = std::shared_ptr<void>(p, std::free);
+    h.data = static_cast<const uint8_t*>(p);
+    return h;
+}
+
+}  // namespace
+
 ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                                   const std::function<void(const float*, float*)>& make) {
     auto src = sources.find(w);
@@ -66,13 +95,28 @@ ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind,
     std::string key = name + "#" + kind + (type == GGML_TYPE_F32 ? "" : std::string("#") + ggml_type_name(type));
     auto it = tensors.find(key);
     if (it != tensors.end()) return it->second;
-    HostTensor out = HostTensor::alloc(DType::FLOAT, {ne[3], ne[2], ne[1], ne[0]});
-    std::vector<float> f = h.to_f32();
-    make(f.data(), reinterpret_cast<float*>(out.mut()));
+    HostTensor out = aligned_f32(ne);
+    // F32 sources are read in place; others (and a derived weight whose host copy went to the device) once
+    // converted.
+    std::vector<float> f;
+    const float* in = reinterpret_cast<const float*>(h.data);
+    if (!h.data && h.nbytes) {
+        O2G_CHECK(w->type == GGML_TYPE_F32, "internal: the host copy of '", ggml_get_name(w), "' was released");
+        f.resize(size_t(ggml_nelements(w)));
+        ggml_backend_tensor_get(w, f.data(), 0, f.size() * 4);
+        in = f.data();
+    } else if (h.dtype != DType::FLOAT || reinterpret_cast<uintptr_t>(h.data) % alignof(float) != 0) {
+        f = h.to_f32();
+        in = f.data();
+    }
+    make(in, reinterpret_cast<float*>(out.mut()));
+    f = {};
     made_bytes += out.nbytes;
     // The original is often only read for this transform: give its mapped pages back (re-read if needed later).
     if (h.mapped) drop_pages(h.data, h.nbytes);
-    return get(key, out, type);
+    ggml_tensor* t = get(key, out, type);
+    made.insert(t);
+    return t;
 }
 
 void advise_huge_pages(ggml_backend_buffer_t buf) {
@@ -105,7 +149,14 @@ void WeightCache::commit() {
         auto bytes = device_bytes(h, t->type, ggml_get_name(t));
         if (!bytes.empty()) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         shown.add(ggml_nbytes(t));
-        made_bytes += bytes.size();
+        // Only the device copy is used from now on: the file's pages go back to the kernel, and the host copy
+        // of a derived weight is freed (derived() reads the device copy back should it be needed again).
+        if (h.mapped) drop_pages(h.data, h.nbytes);
+        if (made.count(t)) {
+            HostTensor& kept = sources[t].second;
+            kept.keep.reset();
+            kept.data = nullptr;
+        } else made_bytes += bytes.size();  // derived weights were counted when made
     }
     ctxs.push_back(pending_ctx);
     pending_ctx = nullptr;

@@ -33,6 +33,7 @@ struct WeightCache : o2g::WeightStore {
 
     ggml_tensor* get(const std::string& key, const HostTensor& h, ggml_type type);
     std::map<const ggml_tensor*, std::pair<std::string, HostTensor>> sources;  // weight tensor -> key, host data
+    std::set<const ggml_tensor*> made;  // tensors derived() made (their host memory is ours)
     bool is_weight(const ggml_tensor* w) override { return sources.count(w) != 0; }
     ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                          const std::function<void(const float*, float*)>& make) override;

@@ -12,6 +12,7 @@
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/ops.h"
 #include "onnx2ggml/program.h"
 #include "passes/pipeline.h"
 #include "runtime/builder.h"
@@ -88,6 +89,7 @@ public:
         auto kind = kinds.find(opts.weights);
         O2G_CHECK(kind != kinds.end(), "weights must be f32, f16, bf16 or q8_0, not '", opts.weights, "'");
         weights_.matmul_type = kind->second;
+        prepare_weights();
     }
     ~SessionImpl() override { cache_.clear(); }
 
@@ -102,6 +104,7 @@ private:
     void init_device(const SessionOptions& opts);
     std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key);
     std::unique_ptr<CachedGraph> build(const std::vector<const Tensor*>& ins);
+    void prepare_weights();
 
     std::shared_ptr<Model> model_;
     GraphPlan plan_;
@@ -140,6 +143,65 @@ void SessionImpl::init_device(const SessionOptions& opts) {
     cpu_ = backends_->cpu;
     accel_ = backends_->accel;
     device_ = backends_->description;
+}
+
+// Constant MatMul and Gemm weights take the same form (transposed, or at SessionOptions::weights precision) for
+// every input shape: made here, once, through the op library's own calls on a stand-in A, so that graph builds
+// find them made and the time shows as load time. Winograd forms depend on the shape (the tile) and stay lazy.
+void SessionImpl::prepare_weights() {
+    const Graph& g = model_->graph;
+    auto initializer = [&](const std::string& name) -> const TensorData* {
+        auto it = g.initializers.find(name);
+        if (it != g.initializers.end()) return it->second.get();
+        auto p = plan_.initializers.find(name);
+        return p != plan_.initializers.end() ? p->second.get() : nullptr;
+    };
+    for (int idx : plan_.live_nodes) {
+        const Node& n = plan_.node(*model_, idx);
+        const bool matmul = n.op_type == "MatMul", gemm = n.op_type == "Gemm";
+        if ((!n.domain.empty() && n.domain != "ai.onnx") || !(matmul || gemm) || n.inputs.size() < 2) continue;
+        const TensorData* td = initializer(n.inputs[1]);
+        // A product the builder runs on the host (all inputs known) reads no device weight.
+        if (!td || initializer(n.inputs[0]) || !dtype_is_float(td->dtype) || !dtype_supported(td->dtype) ||
+            td->dims.size() < 2 || td->dims.size() > 4 || (gemm && td->dims.size() != 2) || n.outputs.empty() ||
+            plan_.need_host.count(n.outputs[0]))
+            continue;
+        HostTensor h;  // as Builder::bind_initializers binds it
+        h.dtype = td->dtype;
+        h.shape = td->dims;
+        h.data = td->data;
+        h.nbytes = td->nbytes;
+        h.keep = td->keep;
+        h.mapped = td->mapped;
+        ggml_tensor* w = weights_.get(n.inputs[1], h, device_type(td->dtype));
+        ggml_init_params p = {ggml_tensor_overhead() * 64, nullptr, true};
+        ggml_context* scratch = ggml_init(p);
+        O2G_CHECK(scratch, "out of memory preparing weights");
+        o2g::Ctx octx;
+        octx.ggml = scratch;
+        octx.cpu = weights_.native_cpu;
+        octx.weights = &weights_;
+        octx.matmul_type = weights_.matmul_type;
+        octx.max_alloc = weights_.max_alloc;
+        try {
+            if (matmul) {
+                ggml_tensor* a = ggml_new_tensor_2d(scratch, GGML_TYPE_F32, w->ne[1], 1);  // A [1, K]
+                o2g::matmul(octx, a, w, o2g::MatMulParams{});
+            } else {
+                o2g::GemmParams gp;
+                gp.trans_a = n.get_int("transA", 0) != 0;
+                gp.trans_b = n.get_int("transB", 0) != 0;
+                const int64_t K = gp.trans_b ? w->ne[0] : w->ne[1];
+                ggml_tensor* a = gp.trans_a ? ggml_new_tensor_2d(scratch, GGML_TYPE_F32, 1, K)
+                                            : ggml_new_tensor_2d(scratch, GGML_TYPE_F32, K, 1);
+                o2g::gemm(octx, a, w, nullptr, gp);
+            }
+        } catch (const std::exception&) {
+            // A product that does not fit is reported by the graph build, with the node's name.
+        }
+        ggml_free(scratch);
+    }
+    weights_.commit();
 }
 
 std::vector<const Tensor*> SessionImpl::check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key) {
