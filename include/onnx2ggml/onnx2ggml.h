@@ -67,7 +67,7 @@ struct RunStats {
     std::map<std::string, int> ggml_ops;  // ggml graph nodes per op (GROUP_NORM, SOFT_MAX, ...): shows fusions
     double compute_buffer_mb = 0;  // intermediates as allocated by ggml-alloc (memory reused, ops in place)
     double unshared_mb = 0;        // the same intermediates if none shared memory
-    double weights_mb = 0;         // weights on the device (f32 weights on the CPU are mapped from the file)
+    double weights_mb = 0;         // weights this run's graph reads, transformed forms in place of their originals
     double gflop = 0;              // dense conv/matmul/attention work per run (direct-convolution count)
     int splits = 0;                          // graph pieces the scheduler runs one after another
     std::vector<BackendShare> backends;      // main device first

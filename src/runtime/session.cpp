@@ -32,6 +32,20 @@ double now_ms() {
     return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
+// Bytes of the distinct weight tensors a graph reads: originals replaced by a transformed form are not counted,
+// though the session still holds their (released) mappings.
+double graph_weight_mb(ggml_cgraph* g) {
+    std::set<const void*> seen;
+    double bytes = 0;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
+        for (const ggml_tensor* s : ggml_graph_node(g, i)->src) {
+            while (s && s->view_src) s = s->view_src;
+            if (!s || !s->buffer || ggml_backend_buffer_get_usage(s->buffer) != GGML_BACKEND_BUFFER_USAGE_WEIGHTS) continue;
+            if (seen.insert(s->data).second) bytes += double(ggml_nbytes(s));
+        }
+    return bytes / 1048576.0;
+}
+
 struct CachedGraph {
     ggml_context* ctx = nullptr;
     ggml_cgraph* graph = nullptr;
@@ -43,6 +57,7 @@ struct CachedGraph {
     int splits = 0;
     bool allocated = false;
     double compute_mb = 0, unshared_mb = 0;  // graph memory as allocated, and what it would be without reuse
+    double weights_mb = -1;                  // weights this graph reads (-1: not counted yet)
     ~CachedGraph() {
         if (sched) ggml_backend_sched_free(sched);
         if (ctx) ggml_free(ctx);
@@ -368,7 +383,8 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     stats_.compute_ms = now_ms() - t1;
     stats_.compute_buffer_mb = c->compute_mb;
     stats_.unshared_mb = c->unshared_mb;
-    stats_.weights_mb = weights_.megabytes();
+    if (c->weights_mb < 0) c->weights_mb = graph_weight_mb(c->graph);
+    stats_.weights_mb = c->weights_mb;
     stats_.splits = c->splits;
     stats_.backends = c->shares;
 
