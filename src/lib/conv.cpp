@@ -1,7 +1,9 @@
 // Op library: convolutions and window geometry (see include/onnx2ggml/ops/conv.h).
 #include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "kernels/conv_pointwise.h"
 #include "kernels/window.h"
 #include "kernels/winograd.h"
 #include "lib/window.h"
@@ -243,8 +245,19 @@ Ints check_conv(const ggml_tensor* x, const ggml_tensor* w, int dims, int64_t gr
 
 // ---- Conv ----
 
+namespace {
+
+// The fused activation where no kernel applied it.
+ggml_tensor* apply_clamp(Ctx& ctx, ggml_tensor* y, const ConvParams& p) {
+    if (!p.clamp) return y;
+    if (p.clamp_min == 0 && p.clamp_max == INFINITY) return ggml_relu(ctx, y);
+    return ggml_clamp(ctx, y, p.clamp_min, p.clamp_max);
+}
+
+}  // namespace
+
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p) {
-    if (p.dims == 3) return conv3d(ctx, x, w, bias, p);
+    if (p.dims == 3) return apply_clamp(ctx, conv3d(ctx, x, w, bias, p), p);
     const int d1 = p.dims;
     Ints kernel = check_conv(x, w, d1, p.group, p.kernel, false);
     WindowGeometry g = conv_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides, p.dilations);
@@ -278,7 +291,15 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         ggml_tensor* b = bias->type != GGML_TYPE_F32 ? ggml_cast(ctx, bias, GGML_TYPE_F32) : bias;
         return cont(ctx, b);
     };
+    // 1x1 stride-1 unpadded convolutions with a constant weight: our NCHW kernel, bias and activation in its epilogue.
+    const bool pointwise = d1 == 2 && p.group == 1 && k->ne[0] == 1 && k->ne[1] == 1 && s[0] == 1 && s[1] == 1 &&
+                           wb == 0 && we == 0 && hb == 0 && he == 0 && constant_w && ctx.cpu &&
+                           x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0;
     ggml_tensor* y;
+    if (pointwise) {
+        const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
+        return conv2d_pointwise(ctx, x, k, f32_bias(), act);
+    }
     if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
         y = conv2d_depthwise(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph);
@@ -289,7 +310,7 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         if (bias) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
     }
     if (d1 == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
-    return y;
+    return apply_clamp(ctx, y, p);
 }
 
 // ---- ConvTranspose ----

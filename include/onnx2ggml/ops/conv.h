@@ -41,6 +41,9 @@ struct ConvParams {
     Ints dilations;                // empty: 1
     int64_t group = 1;
     int64_t out_channels = 0;      // 3-D: M, which the folded ne[3] (M*N, and the weight's M*C/group) cannot tell
+    // A following Relu/Clip fused by the fuse_conv_activation pass: y = clamp(conv, clamp_min, clamp_max).
+    bool clamp = false;
+    float clamp_min = 0, clamp_max = 0;
     void fields(FieldWriter& f) const {
         f("dims", dims);
         f("auto_pad", auto_pad);
@@ -50,6 +53,11 @@ struct ConvParams {
         f("dilations", dilations);
         f("group", group);
         if (out_channels) f("out_channels", out_channels);
+        if (clamp) {
+            f("clamp", clamp);
+            f("clamp_min", clamp_min);
+            f("clamp_max", clamp_max);
+        }
     }
 };
 // Conv: x [W, H, C, N] (1-D: [L, C, N]), w [kW, kH, C/group, M] ([k, C/group, M]), bias [M] or null ->
