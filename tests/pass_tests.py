@@ -189,7 +189,7 @@ def matmul(K):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
 
 
-# ---- fuse_conv_activation and the 1x1 (pointwise) conv kernel ----
+# ---- fuse_conv_activation, the 1x1 (pointwise) conv kernel and the max-pool kernel ----
 def conv_act(act, k=1, stride=1, n=1, c=10, m=13, h=9, w=11, opset=13, conv_out=False, bias=True):
     """Conv (k x k) then `act`: "relu", "clip6" (bounds as inputs), "clip_attr" (opset 10 attributes),
     "clip_dyn" (max a graph input: not constant), or None."""
@@ -239,7 +239,27 @@ def conv_act_cases():
         ("conv path: 1x1 Conv without activation takes the pointwise kernel", conv_act(None, c=7, m=6, h=4, w=4), 1,
          {pw: 1, "ADD": None}, {}),
         ("conv path: 1x1 stride-2 Conv: no pointwise kernel", conv_act("relu", stride=2), 1, {pw: None}, {}),
+        ("pool path: MaxPool 3x3/2 ceil_mode (SqueezeNet) -> max_pool kernel, no pad/mask/pool_2d",
+         pool2d("MaxPool", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), 1,
+         {"CUSTOM:max_pool": 1, "POOL_2D": None, "ADD": None}, {}),
+        ("pool path: MaxPool 3x3/2 pads 1 (ResNet), batch 2", pool2d("MaxPool", n=2, kernel_shape=[3, 3],
+         strides=[2, 2], pads=[1, 1, 1, 1]), 1, {"CUSTOM:max_pool": 1, "PAD": None, "ADD": None}, {}),
+        ("pool path: MaxPool 2x3, asymmetric pads, strides 1x2", pool2d("MaxPool", kernel_shape=[2, 3],
+         strides=[1, 2], pads=[0, 2, 1, 1]), 1, {"CUSTOM:max_pool": 1}, {}),
+        ("pool path: AveragePool keeps ggml's pool", pool2d("AveragePool", kernel_shape=[3, 3], strides=[2, 2]), 1,
+         {"CUSTOM:max_pool": None, "POOL_2D": 1}, {}),
+        ("pool path: dilated MaxPool: no max_pool kernel", pool2d("MaxPool", kernel_shape=[2, 2], dilations=[2, 2]),
+         1, {"CUSTOM:max_pool": None}, {}),
     ]
+
+
+def pool2d(op, n=1, **attrs):
+    rng = np.random.RandomState(13)
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, 5, 15, 13])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return (helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=9),
+            {"x": rng.randn(n, 5, 15, 13).astype(np.float32)})
 # ---- end fuse_conv_activation ----
 
 
