@@ -58,23 +58,29 @@ void pointwise_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const int64_t mb_n = (p.M + MR - 1) / MR, tiles = (p.P + NR - 1) / NR, blocks = (tiles + NB - 1) / NB;
     // Work items: (image, pixel block, panel); a thread's consecutive items share the pixel block.
     const WorkSpan s = work_span(p.N * blocks * mb_n, ith, nth);
-    std::vector<float> pad;  // the last, partial micro-tile's input, zero-padded to NR pixels
+    // The current pixel block packed as [C][NB*NR] (zero-padded past P): contiguous rows instead of C rows P apart
+    // (pages apart for large images), shared by every panel of the block.
+    constexpr int64_t BW = NB * NR;
+    std::vector<float> xb(size_t(p.C * BW));
+    int64_t packed = -1;
     float acc[MR][NR];
     for (int64_t it = s.b; it < s.e; it++) {
-        const int64_t mb = it % mb_n, blk = (it / mb_n) % blocks, n = it / (mb_n * blocks);
-        const float* xn = X + n * p.C * p.P;
+        const int64_t mb = it % mb_n, nblk = it / mb_n, blk = nblk % blocks, n = nblk / blocks;
+        const int64_t pb = blk * BW, bcols = std::min<int64_t>(BW, p.P - pb);
+        if (packed != nblk) {
+            const float* xn = X + n * p.C * p.P + pb;
+            for (int64_t c = 0; c < p.C; c++) {
+                std::memcpy(xb.data() + c * BW, xn + c * p.P, size_t(bcols) * sizeof(float));
+                if (bcols < BW) std::fill(xb.data() + c * BW + bcols, xb.data() + (c + 1) * BW, 0.f);
+            }
+            packed = nblk;
+        }
         float* yn = Y + n * p.M * p.P;
         const float* wp = Wp + mb * p.C * MR;
         const int64_t rows = std::min<int64_t>(MR, p.M - mb * MR);
-        for (int64_t t = blk * NB; t < std::min(tiles, (blk + 1) * NB); t++) {
-            const int64_t p0 = t * NR, cols = std::min<int64_t>(NR, p.P - p0);
-            if (cols == NR) micro(xn + p0, p.P, wp, p.C, acc);
-            else {
-                if (pad.empty()) pad.assign(size_t(p.C * NR), 0.f);
-                for (int64_t c = 0; c < p.C; c++)
-                    std::memcpy(pad.data() + c * NR, xn + c * p.P + p0, size_t(cols) * sizeof(float));
-                micro(pad.data(), NR, wp, p.C, acc);
-            }
+        for (int64_t t = 0; t * NR < bcols; t++) {
+            const int64_t p0 = pb + t * NR, cols = std::min<int64_t>(NR, bcols - t * NR);
+            micro(xb.data() + t * NR, BW, wp, p.C, acc);
             for (int64_t i = 0; i < rows; i++) {
                 const int64_t m = mb * MR + i;
                 const float b = B ? B[m] : 0.f;
