@@ -190,16 +190,17 @@ def matmul(K):
 
 
 # ---- fuse_conv_activation, the 1x1 (pointwise) conv kernel and the max-pool kernel ----
-def conv_act(act, k=1, stride=1, n=1, c=10, m=13, h=9, w=11, opset=13, conv_out=False, bias=True):
+def conv_act(act, k=1, stride=1, n=1, c=10, m=13, h=9, w=11, opset=13, conv_out=False, bias=True, group=1):
     """Conv (k x k) then `act`: "relu", "clip6" (bounds as inputs), "clip_attr" (opset 10 attributes),
     "clip_dyn" (max a graph input: not constant), or None."""
     rng = np.random.RandomState(11)
-    inits = [numpy_helper.from_array(rng.randn(m, c, k, k).astype(np.float32) * 0.3, "w")]
+    inits = [numpy_helper.from_array(rng.randn(m, c // group, k, k).astype(np.float32) * 0.3, "w")]
     ins = ["x", "w"]
     if bias:
         inits.append(numpy_helper.from_array(rng.randn(m).astype(np.float32), "b"))
         ins.append("b")
-    nodes = [helper.make_node("Conv", ins, ["c" if act else "y"], strides=[stride, stride], pads=[k // 2] * 4)]
+    nodes = [helper.make_node("Conv", ins, ["c" if act else "y"], strides=[stride, stride], pads=[k // 2] * 4,
+                              group=group)]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])]
     feeds = {"x": rng.randn(n, c, h, w).astype(np.float32)}
     if act == "relu":
@@ -239,6 +240,12 @@ def conv_act_cases():
         ("conv path: 1x1 Conv without activation takes the pointwise kernel", conv_act(None, c=7, m=6, h=4, w=4), 1,
          {pw: 1, "ADD": None}, {}),
         ("conv path: 1x1 stride-2 Conv: no pointwise kernel", conv_act("relu", stride=2), 1, {pw: None}, {}),
+        ("fuse_conv_activation: depthwise 3x3/2 Conv + Clip(0, 6): clamp in the depthwise kernel",
+         conv_act("clip6", k=3, stride=2, c=24, m=24, group=24, h=29, w=31), 1,
+         {"CUSTOM:depthwise": 1, "CLAMP": None, "ADD": None}, {}),
+        ("fuse_conv_activation: depthwise 5x5/3 Conv + Relu, batch 2, no bias",
+         conv_act("relu", k=5, stride=3, n=2, c=9, m=9, group=9, h=20, w=37, bias=False), 1,
+         {"CUSTOM:depthwise": 1, "RELU": None}, {}),
         ("pool path: MaxPool 3x3/2 ceil_mode (SqueezeNet) -> max_pool kernel, no pad/mask/pool_2d",
          pool2d("MaxPool", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), 1,
          {"CUSTOM:max_pool": 1, "POOL_2D": None, "ADD": None}, {}),

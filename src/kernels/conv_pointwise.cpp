@@ -64,6 +64,7 @@ void pointwise_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     std::vector<float> xb(size_t(p.C * BW));
     int64_t packed = -1;
     float acc[MR][NR];
+    const v8 lo = v8{} + p.act.lo, hi = v8{} + p.act.hi;
     for (int64_t it = s.b; it < s.e; it++) {
         const int64_t mb = it % mb_n, nblk = it / mb_n, blk = nblk % blocks, n = nblk / blocks;
         const int64_t pb = blk * BW, bcols = std::min<int64_t>(BW, p.P - pb);
@@ -84,8 +85,15 @@ void pointwise_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int64_t i = 0; i < rows; i++) {
                 const int64_t m = mb * MR + i;
                 const float b = B ? B[m] : 0.f;
-                float* y = yn + m * p.P + p0;
-                for (int64_t j = 0; j < cols; j++) y[j] = std::min(std::max(acc[i][j] + b, p.act.lo), p.act.hi);
+                // bias, then the clamp as selects (a NaN compares false and stays)
+                v8 v0 = load8(acc[i]) + b, v1 = load8(acc[i] + 8) + b;
+                v0 = v0 < lo ? lo : v0;
+                v1 = v1 < lo ? lo : v1;
+                v0 = v0 > hi ? hi : v0;
+                v1 = v1 > hi ? hi : v1;
+                std::memcpy(acc[i], &v0, sizeof v0);
+                std::memcpy(acc[i] + 8, &v1, sizeof v1);
+                std::memcpy(yn + m * p.P + p0, acc[i], size_t(cols) * sizeof(float));
             }
         }
     }

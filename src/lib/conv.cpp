@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/conv_pointwise.h"
+#include "kernels/depthwise.h"
 #include "kernels/window.h"
 #include "kernels/winograd.h"
 #include "lib/window.h"
@@ -299,6 +300,11 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     if (pointwise) {
         const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
         return conv2d_pointwise(ctx, x, k, f32_bias(), act);
+    }
+    if (depthwise && x->type == GGML_TYPE_F32) {  // the activation applied while writing, too
+        if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
+        const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
+        return conv2d_depthwise_clamp(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph, act);
     }
     if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
