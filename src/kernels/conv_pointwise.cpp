@@ -70,10 +70,13 @@ void pointwise_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
         const int64_t pb = blk * BW, bcols = std::min<int64_t>(BW, p.P - pb);
         if (packed != nblk) {
             const float* xn = X + n * p.C * p.P + pb;
-            for (int64_t c = 0; c < p.C; c++) {
-                std::memcpy(xb.data() + c * BW, xn + c * p.P, size_t(bcols) * sizeof(float));
-                if (bcols < BW) std::fill(xb.data() + c * BW + bcols, xb.data() + (c + 1) * BW, 0.f);
-            }
+            if (bcols == BW)  // constant-size copies: inlined vector moves, not rep movs
+                for (int64_t c = 0; c < p.C; c++) std::memcpy(xb.data() + c * BW, xn + c * p.P, BW * sizeof(float));
+            else
+                for (int64_t c = 0; c < p.C; c++) {
+                    std::memcpy(xb.data() + c * BW, xn + c * p.P, size_t(bcols) * sizeof(float));
+                    std::fill(xb.data() + c * BW + bcols, xb.data() + (c + 1) * BW, 0.f);
+                }
             packed = nblk;
         }
         float* yn = Y + n * p.M * p.P;
@@ -91,9 +94,15 @@ void pointwise_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 v1 = v1 < lo ? lo : v1;
                 v0 = v0 > hi ? hi : v0;
                 v1 = v1 > hi ? hi : v1;
+                float* y = yn + m * p.P + p0;
+                if (cols == NR) {
+                    std::memcpy(y, &v0, sizeof v0);
+                    std::memcpy(y + 8, &v1, sizeof v1);
+                    continue;
+                }
                 std::memcpy(acc[i], &v0, sizeof v0);
                 std::memcpy(acc[i] + 8, &v1, sizeof v1);
-                std::memcpy(yn + m * p.P + p0, acc[i], size_t(cols) * sizeof(float));
+                std::memcpy(y, acc[i], size_t(cols) * sizeof(float));
             }
         }
     }

@@ -76,10 +76,16 @@ void depthwise_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 a1 = a1 < lo ? lo : a1;
                 a0 = a0 > hi ? hi : a0;
                 a1 = a1 > hi ? hi : a1;
+                float* yo = y + oy * OW + ox;
+                if (OW - ox >= 16) {  // constant-size stores: no rep movs
+                    std::memcpy(yo, &a0, sizeof a0);
+                    std::memcpy(yo + 8, &a1, sizeof a1);
+                    continue;
+                }
                 float out[16];
                 std::memcpy(out, &a0, sizeof a0);
                 std::memcpy(out + 8, &a1, sizeof a1);
-                std::memcpy(y + oy * OW + ox, out, size_t(std::min<int64_t>(16, OW - ox)) * sizeof(float));
+                for (int64_t j = 0; j < OW - ox; j++) yo[j] = out[j];
             }
         }
     }
