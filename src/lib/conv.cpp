@@ -197,8 +197,15 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         return ggml_reshape_4d(ctx, mul_mat(ctx, xt, k2), W, H, M, 1);  // [W*H, M]
     }
     ggml_tensor* col = ggml_im2col(ctx, k, cont(ctx, x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
-    ggml_tensor* y =
-        mul_mat(ctx, ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]), k2);
+    ggml_tensor* col2 = ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]);
+    if (ctx.cpu && col2->ne[1] % 4 != 0 && M % 4 == 0) {
+        // The CPU sgemm takes the first operand's rows 4 at a time; with OW*OH*N not a multiple of 4 (7x7 and 13x13
+        // outputs) ggml falls back to one dot product per element. Weight first, then a (small) transpose back.
+        ggml_tensor* yt = ggml_reshape_3d(ctx, mul_mat(ctx, k2, col2), M, col->ne[1] * col->ne[2], col->ne[3]);
+        yt = ggml_cont(ctx, ggml_permute(ctx, yt, 1, 0, 2, 3));  // [OW*OH, M, N]
+        return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
+    }
+    ggml_tensor* y = mul_mat(ctx, col2, k2);
     if (col->ne[3] == 1) return ggml_reshape_4d(ctx, y, col->ne[1], col->ne[2], M, 1);  // batch 1: already [OW, OH, M]
     y = ggml_reshape_4d(ctx, y, col->ne[1], col->ne[2], col->ne[3], M);  // [OW, OH, N, M]
     return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));
