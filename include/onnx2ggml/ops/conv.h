@@ -61,9 +61,10 @@ struct ConvParams {
     }
 };
 // Conv: x [W, H, C, N] (1-D: [L, C, N]), w [kW, kH, C/group, M] ([k, C/group, M]), bias [M] or null ->
-// [OW, OH, M, N]. On the CPU a depthwise conv takes our depthwise kernel and a 3x3 stride-1 conv with a constant
-// weight the Winograd kernel (weights transformed once); otherwise an F32 im2col and one matrix product (a 1x1
-// conv at batch 1 is the product alone), per group when 1 < group < C. 3-D: x [W, H, D, N*C], w [kW, kH, kD,
+// [OW, OH, M, N]. On the CPU a depthwise conv takes our depthwise kernel, a 1x1 stride-1 unpadded conv with a
+// constant weight our pointwise kernel (both add the bias and apply a fused clamp while writing) and a 3x3
+// stride-1 conv with a constant weight the Winograd kernel (weights transformed once); otherwise an F32 im2col and
+// one matrix product (a 1x1 conv at batch 1 is the product alone), per group when 1 < group < C. 3-D: x [W, H, D, N*C], w [kW, kH, kD,
 // M*C/group] -> [OW, OH, OD, M*N] (rank 5 folded), through ggml_im2col_3d in F32.
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p);
 
