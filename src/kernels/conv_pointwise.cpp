@@ -108,7 +108,31 @@ void pointwise_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
+void transpose_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const ggml_tensor* xt = dst->src[0];
+    const int64_t A = xt->ne[0], B = xt->ne[1], N = xt->ne[2], T = 32;
+    const int64_t bb = (B + T - 1) / T;
+    const WorkSpan s = work_span(N * bb, ith, nth);  // items: (image, block of T source rows)
+    for (int64_t it = s.b; it < s.e; it++) {
+        const int64_t n = it / bb, b0 = (it % bb) * T, b1 = std::min(B, b0 + T);
+        const float* x = static_cast<const float*>(xt->data) + n * A * B;
+        float* y = static_cast<float*>(dst->data) + n * A * B;
+        for (int64_t a0 = 0; a0 < A; a0 += T)
+            for (int64_t b = b0; b < b1; b++)
+                for (int64_t a = a0; a < std::min(A, a0 + T); a++) y[a * B + b] = x[b * A + a];
+    }
+}
+
 }  // namespace
+
+ggml_tensor* transpose_blocked(Ctx& ctx, ggml_tensor* x) {
+    x = cont(ctx, x);
+    ggml_tensor* args[1] = {x};
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[1], x->ne[0], x->ne[2], 1, args, 1, transpose_kernel,
+                                    GGML_N_TASKS_MAX, nullptr);
+    ctx.label(y, "transpose");
+    return y;
+}
 
 ggml_tensor* conv2d_pointwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ConvClamp act) {
     x = cont(ctx, x);

@@ -14,4 +14,8 @@ struct ConvClamp {
 // y [W, H, M, N]. CPU only (a ggml custom op).
 ggml_tensor* conv2d_pointwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ConvClamp act);
 
+// x [A, B, N] F32 contiguous -> [B, A, N], in 32x32 blocks (ggml's cont of a permute copies element by element
+// along the strided side). CPU only (a ggml custom op).
+ggml_tensor* transpose_blocked(Ctx& ctx, ggml_tensor* x);
+
 }  // namespace o2g

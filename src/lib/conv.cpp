@@ -202,7 +202,7 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         // The CPU sgemm takes the first operand's rows 4 at a time; with OW*OH*N not a multiple of 4 (7x7 and 13x13
         // outputs) ggml falls back to one dot product per element. Weight first, then a (small) transpose back.
         ggml_tensor* yt = ggml_reshape_3d(ctx, mul_mat(ctx, k2, col2), M, col->ne[1] * col->ne[2], col->ne[3]);
-        yt = ggml_cont(ctx, ggml_permute(ctx, yt, 1, 0, 2, 3));  // [OW*OH, M, N]
+        yt = transpose_blocked(ctx, yt);  // [OW*OH, M, N]
         return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
     }
     ggml_tensor* y = mul_mat(ctx, col2, k2);
