@@ -246,7 +246,7 @@ def conv_act_cases():
         ("fuse_conv_activation: depthwise 5x5/3 Conv + Relu, batch 2, no bias",
          conv_act("relu", k=5, stride=3, n=2, c=9, m=9, group=9, h=20, w=37, bias=False), 1,
          {"CUSTOM:depthwise": 1, "RELU": None}, {}),
-        ("conv path: im2col 3x3 with a 7x7 output (49 rows): weight-first product, permuted back",
+        ("conv path: im2col 3x3 with a 7x7 output (49 rows): weight-first product, transposed back",
          conv3x3(1, 8, 7, 7, 16, [1, 1, 1, 1]), 1, {"IM2COL": 1, "MUL_MAT": 1, "CUSTOM:transpose": 1}, {}),
         ("conv path: im2col 3x3 with an 8x8 output: no swap", conv3x3(1, 8, 8, 8, 16, [1, 1, 1, 1]), 1,
          {"IM2COL": 1, "MUL_MAT": 1, "CUSTOM:transpose": None}, {}),
