@@ -199,6 +199,93 @@ def matmul(K):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
 
 
+# ---- fuse_conv_activation, the 1x1 (pointwise) conv kernel and the max-pool kernel ----
+def conv_act(act, k=1, stride=1, n=1, c=10, m=13, h=9, w=11, opset=13, conv_out=False, bias=True, group=1):
+    """Conv (k x k) then `act`: "relu", "clip6" (bounds as inputs), "clip_attr" (opset 10 attributes),
+    "clip_dyn" (max a graph input: not constant), or None."""
+    rng = np.random.RandomState(11)
+    inits = [numpy_helper.from_array(rng.randn(m, c // group, k, k).astype(np.float32) * 0.3, "w")]
+    ins = ["x", "w"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.randn(m).astype(np.float32), "b"))
+        ins.append("b")
+    nodes = [helper.make_node("Conv", ins, ["c" if act else "y"], strides=[stride, stride], pads=[k // 2] * 4,
+                              group=group)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])]
+    feeds = {"x": rng.randn(n, c, h, w).astype(np.float32)}
+    if act == "relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    elif act == "clip6":
+        inits += [numpy_helper.from_array(np.array(0, np.float32), "lo"),
+                  numpy_helper.from_array(np.array(6, np.float32), "hi")]
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    elif act == "clip_attr":
+        nodes.append(helper.make_node("Clip", ["c"], ["y"], min=-0.5, max=1.5))
+    elif act == "clip_dyn":
+        inits.append(numpy_helper.from_array(np.array(0, np.float32), "lo"))
+        inputs.append(helper.make_tensor_value_info("hi", TensorProto.FLOAT, []))
+        feeds["hi"] = np.array(1.0, np.float32)
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if conv_out:  # the conv output itself is wanted: no fusion
+        outs.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, None))
+    g = helper.make_graph(nodes, "g", inputs, outs, inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9), feeds
+
+
+def conv_act_cases():
+    pw = "CUSTOM:conv_pointwise"
+    return [
+        ("fuse_conv_activation: 1x1 Conv + Relu -> pointwise kernel (odd sizes), no transpose/add/relu",
+         conv_act("relu"), 1, {pw: 1, "CONT": None, "ADD": None, "RELU": None, "MUL_MAT": None}, {}),
+        ("fuse_conv_activation: 1x1 Conv + Clip(0, 6) inputs, batch 2, no bias",
+         conv_act("clip6", n=2, bias=False, c=32, m=24, h=14, w=14), 1, {pw: 1, "CLAMP": None}, {}),
+        ("fuse_conv_activation: 1x1 Conv + Clip attributes (opset 10)", conv_act("clip_attr", opset=10), 1,
+         {pw: 1, "CLAMP": None}, {}),
+        ("fuse_conv_activation: 3x3 Conv + Clip fuses; ggml clamp applies it", conv_act("clip6", k=3), 1,
+         {pw: None, "CLAMP": 1}, {}),
+        ("fuse_conv_activation: conv output also a graph output: no fusion", conv_act("relu", conv_out=True), 2,
+         {pw: 1, "RELU": 1}, {}),
+        ("fuse_conv_activation: Clip bound not constant: no fusion", conv_act("clip_dyn"), 2, {pw: 1}, {}),
+        ("conv path: 1x1 Conv without activation takes the pointwise kernel", conv_act(None, c=7, m=6, h=4, w=4), 1,
+         {pw: 1, "ADD": None}, {}),
+        ("conv path: 1x1 stride-2 Conv: no pointwise kernel", conv_act("relu", stride=2), 1, {pw: None}, {}),
+        ("fuse_conv_activation: depthwise 3x3/2 Conv + Clip(0, 6): clamp in the depthwise kernel",
+         conv_act("clip6", k=3, stride=2, c=24, m=24, group=24, h=29, w=31), 1,
+         {"CUSTOM:depthwise": 1, "CLAMP": None, "ADD": None}, {}),
+        ("fuse_conv_activation: depthwise 5x5/3 Conv + Relu, batch 2, no bias",
+         conv_act("relu", k=5, stride=3, n=2, c=9, m=9, group=9, h=20, w=37, bias=False), 1,
+         {"CUSTOM:depthwise": 1, "RELU": None}, {}),
+        ("conv path: im2col 3x3 with a 7x7 output (49 rows): weight-first product, transposed back",
+         conv3x3(1, 8, 7, 7, 16, [1, 1, 1, 1]), 1, {"IM2COL": 1, "MUL_MAT": 1, "CUSTOM:transpose": 1}, {}),
+        ("conv path: im2col 3x3 with an 8x8 output: no swap", conv3x3(1, 8, 8, 8, 16, [1, 1, 1, 1]), 1,
+         {"IM2COL": 1, "MUL_MAT": 1, "CUSTOM:transpose": None}, {}),
+        ("conv path: im2col 3x3, 7x7 output, batch 2, 12 output channels", conv3x3(2, 5, 7, 7, 12, [1, 1, 1, 1]), 1,
+         {"IM2COL": 1, "CUSTOM:transpose": 1, "PERMUTE": None}, {}),
+        ("pool path: MaxPool 3x3/2 ceil_mode (SqueezeNet) -> max_pool kernel, no pad/mask/pool_2d",
+         pool2d("MaxPool", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), 1,
+         {"CUSTOM:max_pool": 1, "POOL_2D": None, "ADD": None}, {}),
+        ("pool path: MaxPool 3x3/2 pads 1 (ResNet), batch 2", pool2d("MaxPool", n=2, kernel_shape=[3, 3],
+         strides=[2, 2], pads=[1, 1, 1, 1]), 1, {"CUSTOM:max_pool": 1, "PAD": None, "ADD": None}, {}),
+        ("pool path: MaxPool 2x3, asymmetric pads, strides 1x2", pool2d("MaxPool", kernel_shape=[2, 3],
+         strides=[1, 2], pads=[0, 2, 1, 1]), 1, {"CUSTOM:max_pool": 1}, {}),
+        ("pool path: AveragePool keeps ggml's pool", pool2d("AveragePool", kernel_shape=[3, 3], strides=[2, 2]), 1,
+         {"CUSTOM:max_pool": None, "POOL_2D": 1}, {}),
+        ("pool path: dilated MaxPool: no max_pool kernel", pool2d("MaxPool", kernel_shape=[2, 2], dilations=[2, 2]),
+         1, {"CUSTOM:max_pool": None}, {}),
+    ]
+
+
+def pool2d(op, n=1, **attrs):
+    rng = np.random.RandomState(13)
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, 5, 15, 13])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return (helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=9),
+            {"x": rng.randn(n, 5, 15, 13).astype(np.float32)})
+# ---- end fuse_conv_activation ----
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
@@ -258,6 +345,7 @@ def main():
               attention(False, D=80, T=130), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
              ("group_norm kernel: 6068 values a group (two 4096 blocks, a tail past the 16 lanes)",
               group_norm(True, hw=(37, 41)), 1, {"CUSTOM:group_norm": 1}, {})]
+    cases += conv_act_cases()
     for label, (model, feeds), want_nodes, want_ops, env in cases:
         with tempfile.TemporaryDirectory() as tmp:
             try:

@@ -1,7 +1,10 @@
 // Op library: convolutions and window geometry (see include/onnx2ggml/ops/conv.h).
 #include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "kernels/conv_pointwise.h"
+#include "kernels/depthwise.h"
 #include "kernels/window.h"
 #include "kernels/winograd.h"
 #include "lib/window.h"
@@ -194,8 +197,15 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         return ggml_reshape_4d(ctx, mul_mat(ctx, xt, k2), W, H, M, 1);  // [W*H, M]
     }
     ggml_tensor* col = ggml_im2col(ctx, k, cont(ctx, x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
-    ggml_tensor* y =
-        mul_mat(ctx, ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]), k2);
+    ggml_tensor* col2 = ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]);
+    if (ctx.cpu && col2->ne[1] % 4 != 0 && M % 4 == 0) {
+        // The CPU sgemm takes the first operand's rows 4 at a time; with OW*OH*N not a multiple of 4 (7x7 and 13x13
+        // outputs) ggml falls back to one dot product per element. Weight first, then a (small) transpose back.
+        ggml_tensor* yt = ggml_reshape_3d(ctx, mul_mat(ctx, k2, col2), M, col->ne[1] * col->ne[2], col->ne[3]);
+        yt = transpose_blocked(ctx, yt);  // [OW*OH, M, N]
+        return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
+    }
+    ggml_tensor* y = mul_mat(ctx, col2, k2);
     if (col->ne[3] == 1) return ggml_reshape_4d(ctx, y, col->ne[1], col->ne[2], M, 1);  // batch 1: already [OW, OH, M]
     y = ggml_reshape_4d(ctx, y, col->ne[1], col->ne[2], col->ne[3], M);  // [OW, OH, N, M]
     return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));
@@ -243,8 +253,19 @@ Ints check_conv(const ggml_tensor* x, const ggml_tensor* w, int dims, int64_t gr
 
 // ---- Conv ----
 
+namespace {
+
+// The fused activation where no kernel applied it.
+ggml_tensor* apply_clamp(Ctx& ctx, ggml_tensor* y, const ConvParams& p) {
+    if (!p.clamp) return y;
+    if (p.clamp_min == 0 && p.clamp_max == INFINITY) return ggml_relu(ctx, y);
+    return ggml_clamp(ctx, y, p.clamp_min, p.clamp_max);
+}
+
+}  // namespace
+
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p) {
-    if (p.dims == 3) return conv3d(ctx, x, w, bias, p);
+    if (p.dims == 3) return apply_clamp(ctx, conv3d(ctx, x, w, bias, p), p);
     const int d1 = p.dims;
     Ints kernel = check_conv(x, w, d1, p.group, p.kernel, false);
     WindowGeometry g = conv_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides, p.dilations);
@@ -278,7 +299,20 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         ggml_tensor* b = bias->type != GGML_TYPE_F32 ? ggml_cast(ctx, bias, GGML_TYPE_F32) : bias;
         return cont(ctx, b);
     };
+    // 1x1 stride-1 unpadded convolutions with a constant weight: our NCHW kernel, bias and activation in its epilogue.
+    const bool pointwise = d1 == 2 && p.group == 1 && k->ne[0] == 1 && k->ne[1] == 1 && s[0] == 1 && s[1] == 1 &&
+                           wb == 0 && we == 0 && hb == 0 && he == 0 && constant_w && ctx.cpu &&
+                           x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0;
     ggml_tensor* y;
+    if (pointwise) {
+        const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
+        return conv2d_pointwise(ctx, x, k, f32_bias(), act);
+    }
+    if (depthwise && x->type == GGML_TYPE_F32) {  // the activation applied while writing, too
+        if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
+        const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
+        return conv2d_depthwise_clamp(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph, act);
+    }
     if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
         y = conv2d_depthwise(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph);
@@ -289,7 +323,7 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         if (bias) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
     }
     if (d1 == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
-    return y;
+    return apply_clamp(ctx, y, p);
 }
 
 // ---- ConvTranspose ----

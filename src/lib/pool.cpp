@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/custom.h"
+#include "kernels/max_pool.h"
 #include "kernels/window.h"
 #include "lib/window.h"
 
@@ -128,6 +129,11 @@ ggml_tensor* pool(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_max) {
         for (Ints* v : {&pb, &pe, &pend}) v->insert(v->begin(), 0);
     }
     const int64_t W = in_sp[1], H = in_sp[0];
+    if (is_max && ctx.cpu && x->type == GGML_TYPE_F32) {  // our kernel skips padded taps: no pad, mask or copy
+        ggml_tensor* y = max_pool2d_kernel(ctx, x, MaxPoolGeom{k[1], k[0], s[1], s[0], pb[1], pb[0], out[1], out[0]});
+        if (p.dims == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
+        return y;
+    }
     const bool padded = pb[0] || pb[1] || pend[0] || pend[1];
     if (padded) {
         x = pad_crop_2d(ctx, x, pb[1], pend[1], pb[0], pend[0]);

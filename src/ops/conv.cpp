@@ -1,5 +1,6 @@
 // Convolution ONNX ops: Conv (1-22) and ConvTranspose (1-22), 1-D to 3-D, DeformConv (19-22), CausalConvWithState
-// (27). Rows read attributes into params; the lowering is the op library's (src/lib/conv.cpp, conv3d.cpp).
+// (27), and the fused onnx2ggml.ConvClamp (Conv + Relu/Clip). Rows read attributes into params; the lowering is
+// the op library's (src/lib/conv.cpp, conv3d.cpp).
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -45,6 +46,11 @@ void lower_Conv(Lower& L) {
     p.group = L.node.get_int("group", 1);
     if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, sp, {{"pads", 2}});
     if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
+    if (L.node.op_type == "onnx2ggml.ConvClamp") {  // Conv + Relu/Clip, from the fuse_conv_activation pass
+        p.clamp = true;
+        p.clamp_min = L.node.get_float("clamp_min", -INFINITY);
+        p.clamp_max = L.node.get_float("clamp_max", INFINITY);
+    }
     if (sp == 3) {
         p.out_channels = L.shape(1)[0];  // a weight dim: fixed by the model
         return out_3d(L, O2G_CALL(L, o2g::conv, L.t(0), L.t(1), optional(L, 2), p), p.out_channels);
@@ -127,7 +133,7 @@ double conv_flops(Lower& L) {
     const Shape& w = L.shape(1);
     double k = 1;
     for (size_t i = 2; i < w.size(); i++) k *= double(w[i]);
-    bool conv = L.node.op_type == "Conv";
+    bool conv = L.node.op_type != "ConvTranspose";
     return 2 * double(shape_numel(conv ? L.outs[0].shape : L.shape(0))) * double(w[1]) * k;
 }
 
@@ -136,6 +142,8 @@ const std::vector<OpDef>& conv_ops() {
         {.op = "CausalConvWithState", .since = 27, .ggml = lower_CausalConvWithState, .math = true},
         {.op = "DeformConv", .since = 19, .ggml = lower_DeformConv, .math = true},
         {.op = "Conv", .since = 1, .ggml = lower_Conv, .math = true, .flops = conv_flops},
+        // produced by the fuse_conv_activation pass
+        {.op = "onnx2ggml.ConvClamp", .since = 1, .ggml = lower_Conv, .math = true, .flops = conv_flops},
         {.op = "ConvTranspose", .since = 1, .ggml = lower_ConvTranspose, .host_inputs = {1}, .math = true, .flops = conv_flops},
     };
     return t;

@@ -18,6 +18,7 @@ GraphPlan plan_graph(const Model& m);
 
 void fold_conv_batchnorm(const Model& m, GraphPlan& plan);
 void fuse_silu(const Model& m, GraphPlan& plan);
+void fuse_conv_activation(const Model& m, GraphPlan& plan);
 void fuse_group_norm(const Model& m, GraphPlan& plan);
 void fuse_attention(const Model& m, GraphPlan& plan);
 void fuse_gelu(const Model& m, GraphPlan& plan);

@@ -41,6 +41,9 @@ struct ConvParams {
     Ints dilations;                // empty: 1
     int64_t group = 1;
     int64_t out_channels = 0;      // 3-D: M, which the folded ne[3] (M*N, and the weight's M*C/group) cannot tell
+    // A following Relu/Clip fused by the fuse_conv_activation pass: y = clamp(conv, clamp_min, clamp_max).
+    bool clamp = false;
+    float clamp_min = 0, clamp_max = 0;
     void fields(FieldWriter& f) const {
         f("dims", dims);
         f("auto_pad", auto_pad);
@@ -50,12 +53,18 @@ struct ConvParams {
         f("dilations", dilations);
         f("group", group);
         if (out_channels) f("out_channels", out_channels);
+        if (clamp) {
+            f("clamp", clamp);
+            f("clamp_min", clamp_min);
+            f("clamp_max", clamp_max);
+        }
     }
 };
 // Conv: x [W, H, C, N] (1-D: [L, C, N]), w [kW, kH, C/group, M] ([k, C/group, M]), bias [M] or null ->
-// [OW, OH, M, N]. On the CPU a depthwise conv takes our depthwise kernel and a 3x3 stride-1 conv with a constant
-// weight the Winograd kernel (weights transformed once); otherwise an F32 im2col and one matrix product (a 1x1
-// conv at batch 1 is the product alone), per group when 1 < group < C. 3-D: x [W, H, D, N*C], w [kW, kH, kD,
+// [OW, OH, M, N]. On the CPU a depthwise conv takes our depthwise kernel, a 1x1 stride-1 unpadded conv with a
+// constant weight our pointwise kernel (both add the bias and apply a fused clamp while writing) and a 3x3
+// stride-1 conv with a constant weight the Winograd kernel (weights transformed once); otherwise an F32 im2col and
+// one matrix product (a 1x1 conv at batch 1 is the product alone), per group when 1 < group < C. 3-D: x [W, H, D, N*C], w [kW, kH, kD,
 // M*C/group] -> [OW, OH, OD, M*N] (rank 5 folded), through ggml_im2col_3d in F32.
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p);
 

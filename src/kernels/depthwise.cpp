@@ -1,0 +1,109 @@
+// Depthwise convolution kernel (see depthwise.h). Padded row r of a plane is stored as `sw` phases, phase q holding
+// r[q], r[q + sw], ...: tap kx of output column ox then reads phase kx % sw at ox + kx / sw, contiguous in ox.
+#include "kernels/depthwise.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/custom.h"
+
+namespace o2g {
+
+namespace {
+
+typedef float v8 __attribute__((vector_size(32)));
+
+inline v8 load8(const float* p) {
+    v8 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+struct DwcParams {
+    int64_t sw, sh, pw, ph;
+    ConvClamp act;
+};
+
+void depthwise_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const DwcParams& p = *static_cast<const DwcParams*>(ud);
+    const ggml_tensor *xt = dst->src[0], *kt = dst->src[1], *bt = dst->src[2];
+    const int64_t W = xt->ne[0], H = xt->ne[1], C = xt->ne[2], KW = kt->ne[0], KH = kt->ne[1];
+    const int64_t OW = dst->ne[0], OH = dst->ne[1], planes = C * dst->ne[3];
+    const int64_t OW8 = (OW + 15) / 16 * 16;                 // columns computed (the rest dropped at the store)
+    const int64_t L = OW8 + (KW - 1) / p.sw + 1;             // phase length: every read stays inside
+    const int64_t RW = L * p.sw;                             // a padded row's length
+    const int64_t PH = std::max(H + p.ph, (OH - 1) * p.sh + KH);  // padded rows
+    std::vector<float> buf(size_t(PH * RW));
+    std::vector<int64_t> off(size_t(KH * KW));  // tap (ky, kx)'s offset from its output column's first tap
+    for (int64_t ky = 0; ky < KH; ky++)
+        for (int64_t kx = 0; kx < KW; kx++) off[size_t(ky * KW + kx)] = ky * RW + (kx % p.sw) * L + kx / p.sw;
+    const v8 lo = v8{} + p.act.lo, hi = v8{} + p.act.hi;
+    const WorkSpan s = work_span(planes, ith, nth);
+    for (int64_t pl = s.b; pl < s.e; pl++) {
+        const int64_t c = pl % C;
+        const float* x = static_cast<const float*>(xt->data) + pl * H * W;
+        const float* k = static_cast<const float*>(kt->data) + c * KH * KW;
+        float* y = static_cast<float*>(dst->data) + pl * OH * OW;
+        const float b = bt ? static_cast<const float*>(bt->data)[c] : 0.f;
+        std::fill(buf.begin(), buf.end(), 0.f);
+        for (int64_t iy = 0; iy < H; iy++) {
+            float* row = buf.data() + (iy + p.ph) * RW;
+            const float* src = x + iy * W;
+            if (p.sw == 1) {
+                std::memcpy(row + p.pw, src, size_t(W) * sizeof(float));
+                continue;
+            }
+            for (int64_t q = 0; q < p.sw; q++) {  // phase q: padded columns q, q + sw, ...
+                const int64_t ix0 = ((q - p.pw) % p.sw + p.sw) % p.sw;
+                float* d = row + q * L + (ix0 + p.pw) / p.sw;
+                for (int64_t ix = ix0; ix < W; ix += p.sw) *d++ = src[ix];
+            }
+        }
+        for (int64_t oy = 0; oy < OH; oy++) {
+            for (int64_t ox = 0; ox < OW8; ox += 16) {
+                v8 a0 = {}, a1 = {};
+                a0 += b;
+                a1 += b;
+                const float* base = buf.data() + oy * p.sh * RW + ox;
+                for (int64_t t = 0; t < KH * KW; t++) {
+                    const float* r = base + off[size_t(t)];
+                    a0 += k[t] * load8(r);
+                    a1 += k[t] * load8(r + 8);
+                }
+                // clamp as selects (a NaN compares false and stays), then one store of the valid columns
+                a0 = a0 < lo ? lo : a0;
+                a1 = a1 < lo ? lo : a1;
+                a0 = a0 > hi ? hi : a0;
+                a1 = a1 > hi ? hi : a1;
+                float* yo = y + oy * OW + ox;
+                if (OW - ox >= 16) {  // constant-size stores: no rep movs
+                    std::memcpy(yo, &a0, sizeof a0);
+                    std::memcpy(yo + 8, &a1, sizeof a1);
+                    continue;
+                }
+                float out[16];
+                std::memcpy(out, &a0, sizeof a0);
+                std::memcpy(out + 8, &a1, sizeof a1);
+                for (int64_t j = 0; j < OW - ox; j++) yo[j] = out[j];
+            }
+        }
+    }
+}
+
+}  // namespace
+
+ggml_tensor* conv2d_depthwise_clamp(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh,
+                                    int pw, int ph, ConvClamp act) {
+    x = cont(ctx, x);
+    k = cont(ctx, k);
+    const int64_t OW = (x->ne[0] + 2 * pw - k->ne[0]) / sw + 1, OH = (x->ne[1] + 2 * ph - k->ne[1]) / sh + 1;
+    ggml_tensor* args[3] = {x, k, bias};
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, OW, OH, x->ne[2], x->ne[3], args, bias ? 3 : 2,
+                                    depthwise_clamp_kernel, GGML_N_TASKS_MAX,
+                                    keep_params(DwcParams{sw, sh, pw, ph, act}));
+    ctx.label(y, "depthwise");
+    return y;
+}
+
+}  // namespace o2g

@@ -1,0 +1,64 @@
+// 2-D max pooling (see max_pool.h): one (image, channel) plane per work item; each output row is the running max
+// of its kernel rows, the interior columns in a branch-free loop.
+#include "kernels/max_pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/custom.h"
+
+namespace o2g {
+
+namespace {
+
+void max_pool_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const MaxPoolGeom& g = *static_cast<const MaxPoolGeom*>(ud);
+    const ggml_tensor* xt = dst->src[0];
+    const int64_t W = xt->ne[0], H = xt->ne[1], planes = xt->ne[2] * xt->ne[3];
+    // Output columns whose taps all lie inside the row: [xa, xb).
+    int64_t xa = 0, xb = g.ow;
+    while (xa < g.ow && xa * g.sw - g.pw < 0) xa++;
+    while (xb > xa && (xb - 1) * g.sw - g.pw + g.kw > W) xb--;
+    std::vector<float> acc(size_t(g.ow));
+    const WorkSpan s = work_span(planes, ith, nth);
+    for (int64_t pl = s.b; pl < s.e; pl++) {
+        const float* x = static_cast<const float*>(xt->data) + pl * W * H;
+        float* y = static_cast<float*>(dst->data) + pl * g.ow * g.oh;
+        for (int64_t oy = 0; oy < g.oh; oy++) {
+            std::fill(acc.begin(), acc.end(), -INFINITY);
+            for (int64_t ky = 0; ky < g.kh; ky++) {
+                const int64_t iy = oy * g.sh - g.ph + ky;
+                if (iy < 0 || iy >= H) continue;
+                const float* row = x + iy * W;
+                for (int64_t kx = 0; kx < g.kw; kx++) {
+                    const float* src = row + kx - g.pw;
+                    for (int64_t ox = xa; ox < xb; ox++) {
+                        const float v = src[ox * g.sw];
+                        acc[size_t(ox)] = v > acc[size_t(ox)] ? v : acc[size_t(ox)];
+                    }
+                    for (int64_t ox = 0; ox < g.ow; ox++) {  // edge columns
+                        if (ox == xa) ox = std::max(xb, xa);
+                        if (ox >= g.ow) break;
+                        const int64_t ix = ox * g.sw - g.pw + kx;
+                        if (ix >= 0 && ix < W && row[ix] > acc[size_t(ox)]) acc[size_t(ox)] = row[ix];
+                    }
+                }
+            }
+            std::copy(acc.begin(), acc.end(), y + oy * g.ow);
+        }
+    }
+}
+
+}  // namespace
+
+ggml_tensor* max_pool2d_kernel(Ctx& ctx, ggml_tensor* x, const MaxPoolGeom& g) {
+    x = cont(ctx, x);
+    ggml_tensor* args[1] = {x};
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, g.ow, g.oh, x->ne[2], x->ne[3], args, 1, max_pool_kernel,
+                                    GGML_N_TASKS_MAX, keep_params(g));
+    ctx.label(y, "max_pool");
+    return y;
+}
+
+}  // namespace o2g
