@@ -140,15 +140,19 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
-// src: W in ggml order, ONNX [K, N] (src[k * N + n]) or, when nk, ONNX [N, K] (src[n * K + k]).
+// src: W in ggml order, ONNX [K, N] (src[k * N + n]) or, when nk, ONNX [N, K] (src[n * K + k]). Loops run along
+// the source rows.
 void pack(const float* src, float* dst, int64_t K, int64_t N, bool nk) {
     const int64_t NP = (N + NR - 1) / NR;
     for (int64_t pi = 0; pi < NP; pi++) {
         float* d = dst + pi * K * NR;
-        for (int j = 0; j < NR; j++) {
-            const int64_t n = pi * NR + j;
+        const int nv = int(std::min<int64_t>(NR, N - pi * NR));
+        if (nk) {
+            for (int j = 0; j < NR; j++)
+                for (int64_t k = 0; k < K; k++) d[k * NR + j] = j < nv ? src[(pi * NR + j) * K + k] : 0.f;
+        } else {
             for (int64_t k = 0; k < K; k++)
-                d[k * NR + j] = n >= N ? 0.f : nk ? src[n * K + k] : src[k * N + n];
+                for (int j = 0; j < NR; j++) d[k * NR + j] = j < nv ? src[k * N + pi * NR + j] : 0.f;
         }
     }
 }
