@@ -166,7 +166,7 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N) {
         const char* e = getenv("ONNX2GGML_GEMM");
         return e ? atoi(e) : -1;
     }();
-    if (!VECTOR || forced == 0) return false;
+    if (!VECTOR || forced == 0 || M < 1 || K < 1 || N < 1) return false;
     if (forced == 1) return true;
     return M >= 8;  // 1.3-1.7x ggml single-threaded for M >= 8 at every K, N measured; even at M = 2
 }
