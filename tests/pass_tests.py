@@ -286,6 +286,49 @@ def pool2d(op, n=1, **attrs):
 # ---- end fuse_conv_activation ----
 
 
+def gemm_model(op, a_shape, k, n, const_w=True, trans_b=False, bias=None, **attrs):
+    """MatMul/Gemm of a [.., M, K] input by a [K, N] weight ([N, K] when trans_b): a constant initializer unless
+    const_w is False (then a graph input)."""
+    rng = np.random.RandomState(7)
+    w = (rng.randn(*((n, k) if trans_b else (k, n))) / np.sqrt(k)).astype(np.float32)
+    ins, inits, feeds = ["a", "w"], [], {"a": rng.randn(*a_shape).astype(np.float32)}
+    vis = [helper.make_tensor_value_info("a", TensorProto.FLOAT, list(a_shape))]
+    if const_w:
+        inits.append(numpy_helper.from_array(w, "w"))
+    else:
+        vis.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, list(w.shape)))
+        feeds["w"] = w
+    if bias is not None:
+        ins.append("c")
+        inits.append(numpy_helper.from_array(rng.randn(*bias).astype(np.float32), "c"))
+    if op == "Gemm" and trans_b:
+        attrs["transB"] = 1
+    g = helper.make_graph([helper.make_node(op, ins, ["y"], **attrs)], "g", vis,
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
+
+
+def gemm_cases():
+    """CPU gemm kernel (src/kernels/gemm.cpp): products by a constant f32 weight, sizes off its 6x16 tile."""
+    G = "CUSTOM:gemm"
+    return [("gemm kernel: MatMul by a constant weight, M=77 K=100 N=37", gemm_model("MatMul", (77, 100), 100, 37), 1,
+             {G: 1, "MUL_MAT": None, "CUSTOM:pad_rows": None}, {}),
+            ("gemm kernel: MatMul, batched A [2, 3, 13, 100]", gemm_model("MatMul", (2, 3, 13, 100), 100, 37), 1,
+             {G: 1, "MUL_MAT": None}, {}),
+            ("gemm kernel: Gemm transB=1 with bias row (added in the kernel)",
+             gemm_model("Gemm", (77, 100), 100, 37, trans_b=True, bias=(37,)), 1, {G: 1, "MUL_MAT": None, "ADD": None}, {}),
+            ("gemm kernel: Gemm transB=0, alpha/beta and a [M, N] C",
+             gemm_model("Gemm", (77, 100), 100, 37, bias=(77, 37), alpha=0.5, beta=2.0), 1, {G: 1, "ADD": 1}, {}),
+            ("gemm kernel: K=3000 spans several K blocks, N=50", gemm_model("MatMul", (1, 20, 3000), 3000, 50), 1,
+             {G: 1}, {}),
+            ("gemm kernel: weight is a graph input: ggml's MUL_MAT", gemm_model("MatMul", (77, 100), 100, 37, False), 1,
+             {G: None, "MUL_MAT": 1}, {}),
+            ("gemm kernel: 4 rows (M < 8): ggml's MUL_MAT", gemm_model("Gemm", (4, 100), 100, 37, trans_b=True), 1,
+             {G: None, "MUL_MAT": 1}, {}),
+            ("gemm kernel: ONNX2GGML_GEMM=0 turns it off", gemm_model("MatMul", (77, 100), 100, 37), 1,
+             {G: None, "MUL_MAT": 1}, {"ONNX2GGML_GEMM": "0"})]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
@@ -346,6 +389,7 @@ def main():
              ("group_norm kernel: 6068 values a group (two 4096 blocks, a tail past the 16 lanes)",
               group_norm(True, hw=(37, 41)), 1, {"CUSTOM:group_norm": 1}, {})]
     cases += conv_act_cases()
+    cases += gemm_cases()
     for label, (model, feeds), want_nodes, want_ops, env in cases:
         with tempfile.TemporaryDirectory() as tmp:
             try:

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm.h"
 #include "kernels/pad_rows.h"
 #include "onnx2ggml/ops.h"
 
@@ -37,7 +38,13 @@ ggml_tensor* transposed_rhs(Ctx& ctx, ggml_tensor* b) {
     });
 }
 
-// x reshaped to ne (made contiguous first); x itself when it already has that shape.
+// Whether A [K, M...] times constant 2-D weight w (shared dim K, N columns) takes our packed-panel CPU kernel
+// (kernels/gemm.h) instead of ggml's MUL_MAT: F32 weights kept at F32, shapes where it measured faster.
+bool use_gemm(Ctx& ctx, const ggml_tensor* a, const ggml_tensor* w, int64_t K, int64_t N) {
+    return ctx.cpu && ctx.matmul_type == GGML_TYPE_F32 && is_weight(ctx, w) && w->type == GGML_TYPE_F32 &&
+           a->type == GGML_TYPE_F32 && w->ne[2] == 1 && w->ne[3] == 1 && gemm_available() &&
+           gemm_wanted(ggml_nrows(a), K, N);
+}
 }  // namespace
 
 ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
@@ -56,7 +63,15 @@ ggml_tensor* matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const MatMulParams
     if ((p.b_vector ? b->ne[0] : b->ne[1]) != K)
         throw OpError("matmul: A has " + std::to_string(K) + " columns, B " +
                       std::to_string(p.b_vector ? b->ne[0] : b->ne[1]) + " rows");
-    ggml_tensor* bt = p.b_vector ? ggml_reshape_2d(ctx, cont(ctx, b), K, 1) : transposed_rhs(ctx, b);
+    ggml_tensor* bt;
+    if (!p.b_vector && use_gemm(ctx, a, b, K, b->ne[0])) bt = nullptr;
+    else bt = p.b_vector ? ggml_reshape_2d(ctx, cont(ctx, b), K, 1) : transposed_rhs(ctx, b);
+    if (!bt) {  // B: ONNX [K, N]; the result is [N, M, batch of A]
+        ggml_tensor* y = gemm_const(ctx, a, b, false, nullptr);
+        const int64_t ne[4] = {y->ne[0], p.a_vector ? y->ne[2] : y->ne[1], p.a_vector ? y->ne[3] : y->ne[2],
+                               p.a_vector ? 1 : y->ne[3]};
+        return reshape_ne(ctx, y, ne);
+    }
     int64_t batch[4] = {1, 1, 1, 1};  // broadcast of the batch dims (ggml dims 2 and 3)
     {
         const int64_t na[4] = {1, 1, a->ne[2], a->ne[3]}, nb[4] = {1, 1, bt->ne[2], bt->ne[3]};
@@ -85,15 +100,25 @@ ggml_tensor* matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const MatMulParams
 
 ggml_tensor* gemm(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* c, const GemmParams& p) {
     if (p.trans_a) a = ggml_cont(ctx, ggml_transpose(ctx, a));
-    ggml_tensor* bt;  // ggml [K, N]
-    if (!p.trans_b) bt = transposed_rhs(ctx, b);
-    else if (is_weight(ctx, b) && weight_type(ctx, b, b->ne[0]) != GGML_TYPE_F32)  // kept at reduced precision
-        bt = ctx.weights->derived(b, "rows", weight_type(ctx, b, b->ne[0]), b->ne, [n = ggml_nelements(b)](
-                                      const float* src, float* dst) { std::copy(src, src + n, dst); });
-    else bt = b;
-    if (bt->ne[0] != a->ne[0])
-        throw OpError("gemm: A has " + std::to_string(a->ne[0]) + " columns, B " + std::to_string(bt->ne[0]) + " rows");
-    ggml_tensor* y = mul_mat(ctx, bt, cont(ctx, a));  // [N, M]
+    const int64_t Kb = p.trans_b ? b->ne[0] : b->ne[1], N = p.trans_b ? b->ne[1] : b->ne[0];
+    if (Kb != a->ne[0])
+        throw OpError("gemm: A has " + std::to_string(a->ne[0]) + " columns, B " + std::to_string(Kb) + " rows");
+    ggml_tensor* y;  // [N, M]
+    if (use_gemm(ctx, a, b, Kb, N)) {
+        // A bias row [N] is added by the kernel itself.
+        const bool row_bias = c && p.alpha == 1.0f && p.beta == 1.0f && c->type == GGML_TYPE_F32 && c->ne[0] == N &&
+                              ggml_nelements(c) == N;
+        y = gemm_const(ctx, a, b, p.trans_b, row_bias ? cont(ctx, c) : nullptr);
+        if (row_bias) return y;
+    } else {
+        ggml_tensor* bt;  // ggml [K, N]
+        if (!p.trans_b) bt = transposed_rhs(ctx, b);
+        else if (is_weight(ctx, b) && weight_type(ctx, b, b->ne[0]) != GGML_TYPE_F32)  // kept at reduced precision
+            bt = ctx.weights->derived(b, "rows", weight_type(ctx, b, b->ne[0]), b->ne, [n = ggml_nelements(b)](
+                                          const float* src, float* dst) { std::copy(src, src + n, dst); });
+        else bt = b;
+        y = mul_mat(ctx, bt, cont(ctx, a));
+    }
     if (p.alpha != 1.0f) y = ggml_scale(ctx, y, p.alpha);
     if (c && p.beta != 0.0f) {
         int64_t ne[4];

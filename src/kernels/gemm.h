@@ -1,0 +1,17 @@
+// CPU matrix product with a constant f32 weight (see gemm.cpp): Y = X W (+ bias), W packed once into 16-column
+// panels. Used by o2g::matmul / o2g::gemm only when ctx.cpu and gemm_available().
+#pragma once
+#include "onnx2ggml/ops.h"
+
+namespace o2g {
+
+// Whether this build has the vector kernel (FMA or AVX-512); without it the product stays ggml's.
+bool gemm_available();
+// Whether a product of M rows, shared dim K and N columns should take this kernel (shape classes measured faster
+// than ggml's MUL_MAT). ONNX2GGML_GEMM=0|1 forces the choice (measurements, tests).
+bool gemm_wanted(int64_t M, int64_t K, int64_t N);
+// x: F32 [K, M, b2, b3] (ggml order); w: a constant weight of ctx.weights, ONNX [K, N] (ggml [N, K]) or, when
+// w_nk, ONNX [N, K] (ggml [K, N]); bias: F32 [N] or null. Returns ggml [N, M, b2, b3].
+ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias);
+
+}  // namespace o2g
