@@ -323,8 +323,10 @@ def gemm_cases():
              {G: 1}, {}),
             ("gemm kernel: weight is a graph input: ggml's MUL_MAT", gemm_model("MatMul", (77, 100), 100, 37, False), 1,
              {G: None, "MUL_MAT": 1}, {}),
-            ("gemm kernel: 4 rows (M < 8): ggml's MUL_MAT", gemm_model("Gemm", (4, 100), 100, 37, trans_b=True), 1,
-             {G: None, "MUL_MAT": 1}, {}),
+            ("gemm kernel: 4 rows, fewer than a tile (a weight has one form whatever M)",
+             gemm_model("Gemm", (4, 100), 100, 37, trans_b=True), 1, {G: 1, "MUL_MAT": None}, {}),
+            ("gemm kernel: MatMul of a vector [100] by the weight", gemm_model("MatMul", (100,), 100, 37), 1,
+             {G: 1, "MUL_MAT": None}, {}),
             ("gemm kernel: ONNX2GGML_GEMM=0 turns it off", gemm_model("MatMul", (77, 100), 100, 37), 1,
              {G: None, "MUL_MAT": 1}, {"ONNX2GGML_GEMM": "0"})]
 

@@ -168,7 +168,9 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N) {
     }();
     if (!VECTOR || forced == 0 || M < 1 || K < 1 || N < 1) return false;
     if (forced == 1) return true;
-    return M >= 8;  // 1.3-1.7x ggml single-threaded for M >= 8 at every K, N measured; even at M = 2
+    // 1.3-1.7x ggml single-threaded for M >= 8 at every K, N measured, even at M = 2. Every M takes it, so that a
+    // weight has one packed form whatever the shape, made once when the session opens.
+    return true;
 }
 
 ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias) {
