@@ -173,10 +173,12 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N) {
     return true;
 }
 
-ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias) {
-    const int64_t K = w_nk ? w->ne[0] : w->ne[1], N = w_nk ? w->ne[1] : w->ne[0], NP = (N + NR - 1) / NR;
+namespace {
+ggml_tensor* gemm_packed(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, const char* kind,
+                         ggml_tensor* bias) {
+    const int64_t NP = (N + NR - 1) / NR;
     const int64_t ne[4] = {NR, K, NP, 1};
-    ggml_tensor* wp = ctx.weights->derived(w, w_nk ? "gemm16t" : "gemm16", GGML_TYPE_F32, ne,
+    ggml_tensor* wp = ctx.weights->derived(w, kind, GGML_TYPE_F32, ne,
                                            [=](const float* src, float* dst) { pack(src, dst, K, N, w_nk); });
     x = cont(ctx, x);
     ggml_tensor* args[3] = {x, wp, bias};
@@ -184,6 +186,16 @@ ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggm
                                     gemm_kernel, GGML_N_TASKS_MAX, keep_params(Params{K, N, NP}));
     ctx.label(y, "gemm");
     return y;
+}
+}  // namespace
+
+ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias) {
+    const int64_t K = w_nk ? w->ne[0] : w->ne[1], N = w_nk ? w->ne[1] : w->ne[0];
+    return gemm_packed(ctx, x, w, K, N, w_nk, w_nk ? "gemm16t" : "gemm16", bias);
+}
+
+ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N) {
+    return gemm_packed(ctx, x, w, ggml_nelements(w) / N, N, true, "gemm16rows", nullptr);
 }
 
 }  // namespace o2g

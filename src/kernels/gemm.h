@@ -13,5 +13,7 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N);
 // x: F32 [K, M, b2, b3] (ggml order); w: a constant weight of ctx.weights, ONNX [K, N] (ggml [N, K]) or, when
 // w_nk, ONNX [N, K] (ggml [K, N]); bias: F32 [N] or null. Returns ggml [N, M, b2, b3].
 ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias);
+// The same for a weight of any shape whose data is N rows of K (a convolution's [M, C, kH, kW]): x F32 [K, M, ...].
+ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N);
 
 }  // namespace o2g
