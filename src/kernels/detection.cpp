@@ -24,8 +24,14 @@ void roi_samples(const RoiAlignKernelParams& p, const float* roi, int64_t H, int
         rh = std::max(rh, 1.0f);
     }
     float bh = rh / float(p.oh), bw = rw / float(p.ow);
-    gh = p.sampling > 0 ? p.sampling : int64_t(std::ceil(rh / float(p.oh)));
-    gw = p.sampling > 0 ? p.sampling : int64_t(std::ceil(rw / float(p.ow)));
+    // The adaptive grid comes from the RoI data: a negative or NaN size samples nothing (two negative sizes made a
+    // positive count of samples never made), a huge one is capped (RoIs far outside any image).
+    auto grid = [](float r, int64_t o) {
+        float g = std::ceil(r / float(o));
+        return !(g > 0) ? int64_t(0) : g > float(kMaxRoiGrid) ? kMaxRoiGrid : int64_t(g);
+    };
+    gh = p.sampling > 0 ? p.sampling : grid(rh, p.oh);
+    gw = p.sampling > 0 ? p.sampling : grid(rw, p.ow);
     out.clear();
     for (int64_t ph = 0; ph < p.oh; ph++)
         for (int64_t pw = 0; pw < p.ow; pw++)

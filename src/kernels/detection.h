@@ -4,6 +4,9 @@
 
 namespace o2g {
 
+// Samples per bin side: sampling_ratio above it is refused at lowering, an adaptive grid is capped to it.
+constexpr int64_t kMaxRoiGrid = 1024;
+
 // src 0 x [W, H, C, N] F32, src 1 rois [4, R] F32, src 2 batch indices [R] (I32 or F32) -> [ow, oh, C, R].
 struct RoiAlignKernelParams {
     int64_t oh, ow, sampling;

@@ -19,7 +19,9 @@ ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
 ggml_tensor* roi_align(Ctx& ctx, ggml_tensor* x, ggml_tensor* rois, ggml_tensor* batch_indices,
                        const RoiAlignParams& p) {
     if (p.output_height < 1 || p.output_width < 1) throw OpError("output_height and output_width must be positive");
-    if (p.sampling_ratio < 0) throw OpError("sampling_ratio must be >= 0");
+    if (p.sampling_ratio < 0 || p.sampling_ratio > kMaxRoiGrid)
+        throw OpError("sampling_ratio " + std::to_string(p.sampling_ratio) + " is out of range (0 to " +
+                      std::to_string(kMaxRoiGrid) + ")");
     int64_t R = rois->ne[1];
     if (rois->ne[0] != 4 || rois->ne[2] != 1 || rois->ne[3] != 1) throw OpError("rois must be [4, num_rois]");
     if (ggml_nelements(batch_indices) != R || batch_indices->ne[0] != R)
