@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/custom.h"
+#include "kernels/vec8.h"
 
 namespace o2g {
 
@@ -15,14 +16,6 @@ namespace {
 constexpr int MR = 6;   // output channels per panel
 constexpr int NR = 16;  // pixels per micro-tile (two 8-float vectors)
 constexpr int NB = 4;   // micro-tiles per block: a weight panel is reused from L1 across them
-
-typedef float v8 __attribute__((vector_size(32)));
-
-inline v8 load8(const float* p) {
-    v8 v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
 
 struct PwParams {
     int64_t C, M, P, N;

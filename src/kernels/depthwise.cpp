@@ -7,18 +7,11 @@
 #include <vector>
 
 #include "kernels/custom.h"
+#include "kernels/vec8.h"
 
 namespace o2g {
 
 namespace {
-
-typedef float v8 __attribute__((vector_size(32)));
-
-inline v8 load8(const float* p) {
-    v8 v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
 
 struct DwcParams {
     int64_t sw, sh, pw, ph;

@@ -15,6 +15,17 @@
 
 namespace onnx2ggml {
 
+HostTensor initializer_host(const TensorData& td) {
+    HostTensor h;
+    h.dtype = td.dtype;
+    h.shape = td.dims;
+    h.data = td.data;
+    h.nbytes = td.nbytes;
+    h.keep = td.keep;
+    h.mapped = td.mapped;
+    return h;
+}
+
 ggml_type device_type(DType t) { return dtype_is_integer(t) ? GGML_TYPE_I32 : GGML_TYPE_F32; }
 
 // Host data converted to the device element type (F32 or I32).
@@ -392,14 +403,7 @@ void Builder::bind_initializers(const Graph& g) {
             vals[name] = std::move(v);
             continue;
         }
-        HostTensor h;
-        h.dtype = td->dtype;
-        h.shape = td->dims;
-        h.data = td->data;
-        h.nbytes = td->nbytes;
-        h.keep = td->keep;
-        h.mapped = td->mapped;
-        v.host = std::make_shared<HostTensor>(std::move(h));
+        v.host = std::make_shared<HostTensor>(initializer_host(*td));
         vals[name] = std::move(v);
     }
 }

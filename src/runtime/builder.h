@@ -124,6 +124,7 @@ private:
 };
 
 ggml_type device_type(DType t);  // F32 for float/bool, I32 for ints
+HostTensor initializer_host(const TensorData& td);  // an initializer's bytes as a HostTensor (no copy)
 // Gives a read-only file mapping's pages back to the kernel (they are re-read if touched again).
 void drop_pages(const uint8_t* p, size_t n);
 // Asks for transparent huge pages on a host-memory ggml buffer before it is first touched: fewer TLB misses,

@@ -181,14 +181,7 @@ void SessionImpl::prepare_weights() {
             td->dims.size() < 2 || td->dims.size() > 4 || (gemm && td->dims.size() != 2) || n.outputs.empty() ||
             plan_.need_host.count(n.outputs[0]))
             continue;
-        HostTensor h;  // as Builder::bind_initializers binds it
-        h.dtype = td->dtype;
-        h.shape = td->dims;
-        h.data = td->data;
-        h.nbytes = td->nbytes;
-        h.keep = td->keep;
-        h.mapped = td->mapped;
-        ggml_tensor* w = weights_.get(n.inputs[1], h, device_type(td->dtype));
+        ggml_tensor* w = weights_.get(n.inputs[1], initializer_host(*td), device_type(td->dtype));  // as bound
         ggml_init_params p = {ggml_tensor_overhead() * 64, nullptr, true};
         ggml_context* scratch = ggml_init(p);
         O2G_CHECK(scratch, "out of memory preparing weights");
