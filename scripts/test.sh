@@ -19,7 +19,8 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_TSAN=ON -
 cmake --build build-tsan -j"$(nproc)" --target test_concurrency
 PY=.venv/bin/python
 status=0
-run() { echo; echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; }; }
+failed=()
+run() { echo; echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; failed+=("$*"); }; }
 run ctest --test-dir build --output-on-failure
 run build-asan/test_proto_fuzz examples/small_cnn.onnx 3000
 run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
@@ -73,5 +74,7 @@ if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
   #   $PY tests/compile_tests.py --vulkan 'sd15_vae_decoder|vae_decoder_like'   (docs/backends.md)
 fi
 echo
+# The failed steps last, so the tail of a CI log names them.
+for f in "${failed[@]}"; do echo "FAILED: $f"; done
 if [ $status -eq 0 ]; then echo "all tests passed"; else echo "some tests FAILED"; fi
 exit $status

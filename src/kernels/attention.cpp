@@ -19,7 +19,8 @@ namespace {
 #pragma GCC diagnostic ignored "-Wpsabi"
 // Vector width and register tiles per ISA, so that accumulators + operands fit the register file: AVX-512 has
 // 32 16-float registers; AVX2 (and SSE/NEON) builds use 8-float vectors (one ymm) and tiles for 16 registers.
-#if defined(__AVX512F__)
+// O2G_WIDE16 selects the AVX-512 tiles with generic vectors, so that configuration is tested on AVX2 machines.
+#if defined(__AVX512F__) || defined(O2G_WIDE16)
 constexpr int W = 16;           // floats per vector
 constexpr int64_t R = 8;        // queries per block (score rows)
 constexpr int SR = 8, SJ = 1;   // score tile: SR rows x SJ vectors of keys (8 accumulators)
@@ -35,7 +36,7 @@ static_assert(16 % KS == 0 && R % SR == 0, "score tile must divide the padding a
 // W floats as one vector (GCC/Clang vector extension).
 typedef float vf __attribute__((vector_size(4 * W), aligned(4)));
 typedef int32_t vi __attribute__((vector_size(4 * W), aligned(4)));
-#if !defined(__AVX512F__) && defined(__AVX__)
+#if !defined(__AVX512F__) && !defined(O2G_WIDE16) && defined(__AVX__)
 // GCC expands a 32-byte memcpy as two 16-byte moves through the stack (znver tuning), and the 32-byte reload
 // then misses store forwarding: that alone made the AVX2 kernel several times slower. Plain unaligned loads.
 inline vf loadv(const float* p) { return (vf)_mm256_loadu_ps(p); }

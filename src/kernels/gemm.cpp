@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))
@@ -37,6 +38,15 @@ inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
 inline void vstore(float* p, Vec v) { _mm512_storeu_ps(p, v); }
 inline Vec vbroadcast(const float* p) { return _mm512_set1_ps(*p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+#elif defined(O2G_WIDE16)
+#pragma GCC diagnostic ignored "-Wpsabi"
+// The AVX-512 tile shape with generic 16-float vectors, so that configuration is tested on AVX2 machines.
+typedef float Vec __attribute__((vector_size(64), aligned(4)));
+constexpr int MR = 12;
+inline Vec vload(const float* p) { Vec v; std::memcpy(&v, p, sizeof v); return v; }
+inline void vstore(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+inline Vec vbroadcast(const float* p) { return Vec{} + *p; }
+inline Vec vfma(Vec a, Vec b, Vec c) { return a * b + c; }
 #elif defined(__AVX__) && defined(__FMA__)
 using Vec = __m256;
 constexpr int MR = 6;  // 12 ymm accumulators + 2 for the panel row + 1 broadcast
@@ -46,7 +56,7 @@ inline Vec vbroadcast(const float* p) { return _mm256_broadcast_ss(p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
 #endif
 
-#if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))
+#if defined(__AVX512F__) || defined(O2G_WIDE16) || (defined(__AVX__) && defined(__FMA__))
 template <int R>
 void tile(const float* x, int64_t ldx, const float* w, int64_t kc, float* c, int64_t ldc, const float* start) {
     constexpr int L = int(sizeof(Vec) / sizeof(float)), NV = NR / L;
