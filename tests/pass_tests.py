@@ -25,10 +25,10 @@ import metrics  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(cli, model, feeds, tmp, env=None):
+def run(cli, model, feeds, tmp, env=None, weights="f32"):
     path = os.path.join(tmp, "m.onnx")
     onnx.save(model, path)
-    args = [cli, "run", path, "-o", os.path.join(tmp, "out"), "--stats", os.path.join(tmp, "s.json")]
+    args = [cli, "run", path, "-o", os.path.join(tmp, "out"), "--stats", os.path.join(tmp, "s.json"), "--weights", weights]
     for k, v in feeds.items():
         np.save(os.path.join(tmp, k + ".npy"), v)
         args += ["--input", f"{k}={os.path.join(tmp, k + '.npy')}"]
@@ -333,6 +333,28 @@ def gemm_cases():
              {G: None, "MUL_MAT": 1}, {"ONNX2GGML_GEMM": "0"})]
 
 
+def reduced_weight_cases():
+    """--weights f16|bf16|q8_0 reaching convolutions: (label, (model, feeds), nodes, ops, env, opts). opts: weights,
+    tol (rel err against onnxruntime's f32) and size (the graph's weights_mb at most this fraction of the f32
+    run's: the weight really is held at the reduced type)."""
+    w2, w4 = "CUSTOM:winograd2_input", "CUSTOM:winograd4_input"
+    return [("reduced weights: Winograd F(2,3) product by an f16 weight (product [M_out, T, 16])",
+             conv3x3(2, 64, 20, 20, 24, [1, 1, 1, 1]), 1, {w2: 1, "MUL_MAT": 1}, {},
+             {"weights": "f16", "tol": 2e-3, "size": 0.51}),
+            ("reduced weights: bf16 at a F(4,3) output size takes F(2,3) (F(4,3) magnifies the rounding)",
+             conv3x3(1, 32, 48, 48, 16, [1, 1, 1, 1]), 1, {w2: 1, w4: None}, {},
+             {"weights": "bf16", "tol": 1e-2, "size": 0.51}),
+            ("reduced weights: im2col product by a q8_0 weight, weight first, no gemm kernel",
+             conv3x3(1, 32, 6, 6, 16, [1, 1, 1, 1]), 1,
+             {"IM2COL": 1, "MUL_MAT": 1, "CUSTOM:gemm": None, "CUSTOM:transpose": 1}, {},
+             {"weights": "q8_0", "tol": 2e-2, "size": 0.3}),
+            ("reduced weights: 1x1 conv by an f16 weight: im2col product, not the f32 pointwise kernel",
+             conv_act(None, c=64, m=40), 1, {"MUL_MAT": 1, "CUSTOM:conv_pointwise": None}, {},
+             {"weights": "f16", "tol": 2e-3, "size": 0.51}),
+            ("reduced weights: 8 input channels (rows of 72, not whole q8_0 blocks): kept f32, F(4,3)",
+             conv3x3(1, 8, 48, 48, 16, [1, 1, 1, 1]), 1, {w4: 1}, {}, {"weights": "f16", "tol": 1e-5, "size": 1.0})]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
@@ -399,10 +421,16 @@ def main():
               group_norm(True, hw=(37, 41)), 1, {"CUSTOM:group_norm": 1}, {})]
     cases += conv_act_cases()
     cases += gemm_cases()
-    for label, (model, feeds), want_nodes, want_ops, env in cases:
+    cases += reduced_weight_cases()
+    for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
+        opts = opts[0] if opts else {}
+        size_note = ""
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                stats, rel = run(a.cli, model, feeds, tmp, env)
+                stats, rel = run(a.cli, model, feeds, tmp, env, opts.get("weights", "f32"))
+                if "size" in opts:
+                    f32_mb = run(a.cli, model, feeds, tmp, env)[0]["weights_mb"]
+                    size_note = f", weights {stats['weights_mb'] / f32_mb:.3f} of f32's (want <= {opts['size']})"
             except RuntimeError as e:  # e.g. a fused-away value a subgraph still reads
                 failures += 1
                 print(f"FAIL {label}: {str(e).strip().splitlines()[-1]}")
@@ -410,9 +438,12 @@ def main():
         ops = stats.get("ggml_ops", {})
         bad_ops = [f"{op}={ops.get(op, 0)} (want {'none' if n is None else n})" for op, n in want_ops.items()
                    if (n is None and ops.get(op, 0)) or (n is not None and ops.get(op, 0) != n)]
-        ok = stats["nodes"] == want_nodes and rel <= 1e-5 and not bad_ops
+        tol = opts.get("tol", 1e-5)
+        ok = (stats["nodes"] == want_nodes and rel <= tol and not bad_ops and
+              ("size" not in opts or stats["weights_mb"] <= opts["size"] * f32_mb + 1e-9))
         failures += not ok
         print(f"{'OK  ' if ok else 'FAIL'} {label}: {stats['nodes']} node(s) ran (want {want_nodes}), rel err {rel:.2e}"
+              + (f" (tol {tol:g})" if tol != 1e-5 else "") + size_note
               + (f"; ggml ops: {', '.join(bad_ops)}" if bad_ops else ""))
     print("pass tests: " + ("all passed" if not failures else f"{failures} FAILED"))
     return 1 if failures else 0

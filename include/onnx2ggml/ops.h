@@ -46,7 +46,8 @@ struct Ctx {
     // erf/pow/compare) may be used. Elsewhere only ggml's portable ops are.
     bool cpu = true;
     WeightStore* weights = nullptr;  // null: no derived weights (ops fall back to per-run transforms)
-    // Storage type of constant MatMul/Gemm weights (F16, BF16, Q8_0: reduced precision where rows allow).
+    // Storage type of constant MatMul/Gemm and convolution weights (F16, BF16, Q8_0: reduced precision where rows
+    // allow; product_weight_type).
     ggml_type matmul_type = GGML_TYPE_F32;
     // Largest buffer the device allocates (ggml_backend_buft_get_max_size; 0: no limit). Ops that would make one
     // tensor larger split the work (attention's score matrix) so the scheduler keeps it on the device.

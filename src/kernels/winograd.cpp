@@ -42,6 +42,9 @@ constexpr int LANES = 16;  // channels (input transform) or tiles (output transf
 struct Params {
     int pw, ph;
     int64_t W, H, C, N, OW, OH, TW, TH;
+    // The batched product is M [M_out, T, A*A] (reduced-precision weight first: ggml takes it as src0) instead
+    // of Mt [T, M_out, A*A].
+    bool co_fastest = false;
 };
 
 // x [W, H, C, N] -> V [C, T, A*A], T = N*TH*TW tiles; each work item is one tile row and 16 channels.
@@ -115,8 +118,8 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
-// Mt [T, M_out, A*A] (+ bias [M_out]) -> y [OW, OH, M_out, N]; each work item is one output channel and tile row,
-// 16 tiles per vector.
+// Mt [T, M_out, A*A] or M [M_out, T, A*A] (+ bias [M_out]) -> y [OW, OH, M_out, N]; each work item is one output
+// channel and tile row, 16 tiles per vector. Items run along the product's fastest dim, so neighbours share lines.
 template <int M>
 void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     using K = Mat<M>;
@@ -131,7 +134,16 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const int64_t i0 = std::min(items, per * ith), i1 = std::min(items, i0 + per);
     alignas(64) float s[A][A][LANES], t[M][A][LANES], r[M][M][LANES];
     for (int64_t it = i0; it < i1; it++) {
-        const int64_t ty = it % p.TH, rest = it / p.TH, co = rest % CO, n = rest / CO;
+        int64_t ty, co, n;
+        if (p.co_fastest) {
+            co = it % CO;
+            ty = (it / CO) % p.TH;
+            n = it / CO / p.TH;
+        } else {
+            ty = it % p.TH;
+            co = (it / p.TH) % CO;
+            n = it / p.TH / CO;
+        }
         const float b0 = bias ? static_cast<const float*>(bias->data)[co] : 0.f;
         float* plane = y + size_t((n * CO + co) * p.OH) * size_t(p.OW);
         for (int64_t tx0 = 0; tx0 < p.TW; tx0 += LANES) {
@@ -139,7 +151,13 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             const int64_t tile0 = (n * p.TH + ty) * p.TW + tx0;
             for (int a = 0; a < A; a++)
                 for (int b = 0; b < A; b++) {
-                    const float* src = mm + (size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(T) + size_t(tile0);
+                    const size_t e = size_t(a * A + b);
+                    if (p.co_fastest) {
+                        const float* src = mm + (e * size_t(T) + size_t(tile0)) * size_t(CO) + size_t(co);
+                        for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nt ? src[size_t(l) * size_t(CO)] : 0.f;
+                        continue;
+                    }
+                    const float* src = mm + (e * size_t(CO) + size_t(co)) * size_t(T) + size_t(tile0);
                     // a loop, not memcpy: GCC makes a variable-length memcpy `rep movs`, slow for 32-64 bytes
                     for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nt ? src[l] : 0.f;
                 }
@@ -228,10 +246,12 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
     p.OH = p.H + 2 * ph - 2;
     p.TW = (p.OW + M - 1) / M;
     p.TH = (p.OH + M - 1) / M;
-    const Params* pp = keep_params(p);
     const int64_t CO = w->ne[3], CI = w->ne[2];
+    const ggml_type ut = product_weight_type(ctx, w, CI);  // --weights f16|bf16|q8_0 reaches the products too
+    p.co_fastest = ut != GGML_TYPE_F32;
+    const Params* pp = keep_params(p);
     const int64_t une[4] = {CI, CO, A * A, 1};
-    ggml_tensor* u = ctx.weights->derived(w, M == 2 ? "wino2" : "wino4", GGML_TYPE_F32, une,
+    ggml_tensor* u = ctx.weights->derived(w, M == 2 ? "wino2" : "wino4", ut, une,
                                           [CO, CI](const float* src, float* dst) {
                                               transform_weights<M>(src, dst, CO, CI);
                                           });  // [CI, CO, A*A]
@@ -240,7 +260,7 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
     ggml_format_name(v, "%s#wino_in", ggml_get_name(w));
     ctx.label(v, M == 2 ? "winograd2_input" : "winograd4_input");
-    ggml_tensor* mt = mul_mat(ctx, v, u);  // [T, CO, A*A]
+    ggml_tensor* mt = p.co_fastest ? ggml_mul_mat(ctx, u, v) : mul_mat(ctx, v, u);  // [CO, T, A*A] or [T, CO, A*A]
     ggml_tensor* oargs[2] = {mt, bias};
     ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1, output_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));

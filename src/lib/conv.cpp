@@ -188,19 +188,50 @@ ggml_tensor* f32_cont(Ctx& ctx, ggml_tensor* x) {
 namespace {
 
 // Dense 2-D convolution through an F32 im2col (ggml_conv_2d's F16 im2col loses fp32 parity).
+// ggml_im2col reads only its kernel argument's sizes. Where the product takes a derived form of a constant kernel
+// (packed, reduced precision), a view of x with those sizes stands in for it, so the original weight is not in
+// the graph: not uploaded to a device, not counted in the graph's weights.
+ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh) {
+    x = cont(ctx, x);
+    ggml_tensor* sizes = k;
+    if (x->type == GGML_TYPE_F32 && ggml_nelements(x) >= k->ne[0] * k->ne[1] * k->ne[2])
+        sizes = ggml_view_3d(ctx, x, k->ne[0], k->ne[1], k->ne[2], size_t(k->ne[0]) * sizeof(float),
+                             size_t(k->ne[0] * k->ne[1]) * sizeof(float), 0);
+    return ggml_im2col(ctx, sizes, x, sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
+}
+
 ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh) {
-    int64_t M = k->ne[3];
-    ggml_tensor* k2 = ggml_reshape_2d(ctx, cont(ctx, k), k->ne[0] * k->ne[1] * k->ne[2], M);  // [CKK, M]
+    int64_t M = k->ne[3], CKK = k->ne[0] * k->ne[1] * k->ne[2];
+    const bool constant_k = ctx.weights && ctx.weights->is_weight(k);
+    if (constant_k && product_weight_type(ctx, k, CKK) != GGML_TYPE_F32) {
+        // --weights f16|bf16|q8_0: the weight kept at that type goes first (ggml takes reduced types as src0),
+        // then the product [M, OW*OH, N] is transposed back.
+        const int64_t ne[4] = {CKK, M, 1, 1};
+        ggml_tensor* kr = ctx.weights->derived(k, "conv_rows", product_weight_type(ctx, k, CKK), ne,
+                                               [n = ggml_nelements(k)](const float* src, float* dst) {
+                                                   std::copy(src, src + n, dst);
+                                               });
+        ggml_tensor* col = im2col(ctx, k, x, sw, sh, pw, ph, dw, dh);
+        ggml_tensor* yt = ggml_mul_mat(ctx, kr, ggml_reshape_2d(ctx, col, CKK, col->ne[1] * col->ne[2] * col->ne[3]));
+        yt = ggml_reshape_3d(ctx, yt, M, col->ne[1] * col->ne[2], col->ne[3]);
+        yt = ctx.cpu ? transpose_blocked(ctx, yt) : ggml_cont(ctx, ggml_permute(ctx, yt, 1, 0, 2, 3));
+        return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
+    }
+    ggml_tensor* k2 = ggml_reshape_2d(ctx, cont(ctx, k), CKK, M);  // [CKK, M]
     if (k->ne[0] == 1 && k->ne[1] == 1 && sw == 1 && sh == 1 && pw == 0 && ph == 0 && x->ne[3] == 1) {
         // 1x1 conv, batch 1: a plain matrix product over channels; one transpose instead of im2col + permute.
         int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
         ggml_tensor* xt = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, cont(ctx, x), W * H, C)));
         return ggml_reshape_4d(ctx, mul_mat(ctx, xt, k2), W, H, M, 1);  // [W*H, M]
     }
-    ggml_tensor* col = ggml_im2col(ctx, k, cont(ctx, x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
+    const int64_t OW = (x->ne[0] + 2 * pw - dw * (k->ne[0] - 1) - 1) / sw + 1;
+    const int64_t OH = (x->ne[1] + 2 * ph - dh * (k->ne[1] - 1) - 1) / sh + 1;
+    const bool gemm = ctx.cpu && constant_k && k->type == GGML_TYPE_F32 && gemm_available() &&
+                      gemm_wanted(OW * OH * x->ne[3], CKK, M);
+    ggml_tensor* col = gemm ? im2col(ctx, k, x, sw, sh, pw, ph, dw, dh)
+                            : ggml_im2col(ctx, k, cont(ctx, x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);
     ggml_tensor* col2 = ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]);
-    if (ctx.cpu && ctx.weights && ctx.weights->is_weight(k) && k->type == GGML_TYPE_F32 && gemm_available() &&
-        gemm_wanted(col2->ne[1], col2->ne[0], M)) {
+    if (gemm) {
         // Our packed-weight kernel, channels fastest, then a blocked transpose back: ~10 % faster than ggml's sgemm
         // on ResNet-18, SqueezeNet and MobileNetV2 (2 threads, AVX2), equal on the UNet's 8x8 layers.
         ggml_tensor* yt = ggml_reshape_3d(ctx, gemm_const_rows(ctx, col2, k, M), M, col->ne[1] * col->ne[2], col->ne[3]);
@@ -296,10 +327,13 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     const bool unit_dil = dil[0] == 1 && dil[1] == 1;
     // 3x3 stride-1 convolutions with a constant weight take the Winograd path on the CPU (fewer multiply-adds).
     const bool constant_w = ctx.weights && ctx.weights->is_weight(w);
-    const int wino = d1 == 2 && p.group == 1 && k->ne[0] == 3 && k->ne[1] == 3 && s[0] == 1 && s[1] == 1 &&
-                             unit_dil && constant_w && ctx.cpu
-                         ? winograd_tile(x->ne[3] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
-                         : 0;
+    int wino = d1 == 2 && p.group == 1 && k->ne[0] == 3 && k->ne[1] == 3 && s[0] == 1 && s[1] == 1 && unit_dil &&
+                       constant_w && ctx.cpu
+                   ? winograd_tile(x->ne[3] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
+                   : 0;
+    // A reduced-precision weight also rounds the transformed input; F(4,3)'s transforms magnify that error about
+    // 20x (f16: 8e-3 of the range against 5e-4 for F(2,3) on random data), so those products use F(2,3).
+    if (wino == 4 && product_weight_type(ctx, w, k->ne[2]) != GGML_TYPE_F32) wino = 2;
     const bool depthwise = d1 == 2 && p.group == x->ne[2] && k->ne[3] == p.group && k->ne[2] == 1 && unit_dil &&
                            ctx.cpu && ggml_nelements(x) > 0;
     // Our CPU kernels add the bias while writing the output.
@@ -311,7 +345,8 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     // 1x1 stride-1 unpadded convolutions with a constant weight: our NCHW kernel, bias and activation in its epilogue.
     const bool pointwise = d1 == 2 && p.group == 1 && k->ne[0] == 1 && k->ne[1] == 1 && s[0] == 1 && s[1] == 1 &&
                            wb == 0 && we == 0 && hb == 0 && he == 0 && constant_w && ctx.cpu &&
-                           x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0;
+                           x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0 &&
+                           product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32;
     ggml_tensor* y;
     if (pointwise) {
         const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};

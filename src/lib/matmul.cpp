@@ -10,14 +10,12 @@
 
 namespace o2g {
 
-namespace {
-
-// Storage type of constant weight w whose shared dim (ne0 once transposed) is K: ctx.matmul_type, where ggml's
-// CPU kernels take that row length.
-ggml_type weight_type(const Ctx& ctx, const ggml_tensor* w, int64_t K) {
+ggml_type product_weight_type(const Ctx& ctx, const ggml_tensor* w, int64_t K) {
     if (ctx.matmul_type == GGML_TYPE_F32 || w->type != GGML_TYPE_F32 || K % 32 != 0) return GGML_TYPE_F32;
     return ctx.matmul_type;
 }
+
+namespace {
 
 bool is_weight(Ctx& ctx, const ggml_tensor* w) { return ctx.weights && ctx.weights->is_weight(w); }
 
@@ -26,7 +24,7 @@ ggml_tensor* transposed_rhs(Ctx& ctx, ggml_tensor* b) {
     if (!is_weight(ctx, b)) return ggml_cont(ctx, ggml_transpose(ctx, b));
     const int64_t N = b->ne[0], K = b->ne[1], batch = b->ne[2] * b->ne[3];
     const int64_t ne[4] = {K, N, b->ne[2], b->ne[3]};
-    return ctx.weights->derived(b, "T", weight_type(ctx, b, K), ne, [=](const float* src, float* dst) {
+    return ctx.weights->derived(b, "T", product_weight_type(ctx, b, K), ne, [=](const float* src, float* dst) {
         // In 64x64 blocks: element by element, every write of a large weight missed the cache (seconds for a UNet).
         constexpr int64_t B = 64;
         for (int64_t bb = 0; bb < batch; bb++)
@@ -113,8 +111,8 @@ ggml_tensor* gemm(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* c, cons
     } else {
         ggml_tensor* bt;  // ggml [K, N]
         if (!p.trans_b) bt = transposed_rhs(ctx, b);
-        else if (is_weight(ctx, b) && weight_type(ctx, b, b->ne[0]) != GGML_TYPE_F32)  // kept at reduced precision
-            bt = ctx.weights->derived(b, "rows", weight_type(ctx, b, b->ne[0]), b->ne, [n = ggml_nelements(b)](
+        else if (is_weight(ctx, b) && product_weight_type(ctx, b, b->ne[0]) != GGML_TYPE_F32)  // kept at reduced precision
+            bt = ctx.weights->derived(b, "rows", product_weight_type(ctx, b, b->ne[0]), b->ne, [n = ggml_nelements(b)](
                                           const float* src, float* dst) { std::copy(src, src + n, dst); });
         else bt = b;
         y = mul_mat(ctx, bt, cont(ctx, a));

@@ -9,6 +9,10 @@ namespace o2g {
 // fallback is several times slower.
 ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b);
 
+// Storage type of constant weight w in a product over shared dim K (MatMul, Gemm, convolutions): ctx.matmul_type
+// (SessionOptions::weights) where w is F32 and ggml's kernels take rows of K (multiples of 32), else F32.
+ggml_type product_weight_type(const Ctx& ctx, const ggml_tensor* w, int64_t K);
+
 struct MatMulParams {
     bool a_vector = false;  // A is 1-D (ONNX [K]): a row vector, its dim dropped from the result
     bool b_vector = false;  // B is 1-D (ONNX [K]): a column vector, its dim dropped from the result
