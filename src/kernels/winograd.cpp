@@ -206,18 +206,33 @@ template <int M>
 void transform_weights(const float* g, float* o, int64_t CO, int64_t CI) {
     using K = Mat<M>;
     constexpr int A = K::A;
+    // LANES input channels at a time, so the arithmetic vectorizes and each of the A*A outputs is one contiguous
+    // store (a new shape's tiles are made while its graph builds: 360 MB for the VAE decoder).
     auto rows = [&](int64_t co0, int64_t co1) {
         for (int64_t co = co0; co < co1; co++)
-            for (int64_t ci = 0; ci < CI; ci++) {
-                const float* k = g + size_t((co * CI + ci) * 9);
-                double gk[A][3];  // G g
+            for (int64_t ci0 = 0; ci0 < CI; ci0 += LANES) {
+                const int64_t n = std::min<int64_t>(LANES, CI - ci0);
+                const float* k = g + size_t((co * CI + ci0) * 9);
+                double kk[9][LANES], gk[A][3][LANES];  // the kernels, then G g
+                for (int j = 0; j < 9; j++)
+                    for (int64_t l = 0; l < LANES; l++) kk[j][l] = l < n ? k[l * 9 + j] : 0.0;
+                #pragma GCC unroll 6
                 for (int a = 0; a < A; a++)
+                    #pragma GCC unroll 3
                     for (int j = 0; j < 3; j++)
-                        gk[a][j] = K::G[a][0] * k[j] + K::G[a][1] * k[3 + j] + K::G[a][2] * k[6 + j];
+                        for (int l = 0; l < LANES; l++)
+                            gk[a][j][l] = K::G[a][0] * kk[j][l] + K::G[a][1] * kk[3 + j][l] + K::G[a][2] * kk[6 + j][l];
+                #pragma GCC unroll 6
                 for (int a = 0; a < A; a++)
-                    for (int b = 0; b < A; b++)
-                        o[(size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(CI) + size_t(ci)] =
-                            float(gk[a][0] * K::G[b][0] + gk[a][1] * K::G[b][1] + gk[a][2] * K::G[b][2]);
+                    #pragma GCC unroll 6
+                    for (int b = 0; b < A; b++) {
+                        float u[LANES];
+                        for (int l = 0; l < LANES; l++)
+                            u[l] = float(gk[a][0][l] * K::G[b][0] + gk[a][1][l] * K::G[b][1] + gk[a][2][l] * K::G[b][2]);
+                        float* dst = o + (size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(CI) + size_t(ci0);
+                        if (n == LANES) std::memcpy(dst, u, sizeof u);
+                        else std::copy(u, u + n, dst);
+                    }
             }
     };
     // Large weights (UNet) take seconds: split output channels over the machine's threads.
