@@ -27,6 +27,7 @@ constexpr int64_t MC = 96;   // row block: its [MC, KC] slice of X (144 KiB) sta
 
 struct Params {
     int64_t K, N, NP;
+    int64_t B = 1;  // independent products (Winograd's A*A): x [K, M, B], panels [16, K, NP, B], y [N, M, B]
 };
 
 // tile<R>: C[R, 16] (row stride ldc) = start (one 16-wide row, for every row) or C itself, plus X[R, kc] (row
@@ -120,18 +121,21 @@ constexpr std::array<TileFn, sizeof...(I)> tile_table(std::integer_sequence<int,
 }
 constexpr auto TILES = tile_table(std::make_integer_sequence<int, MR>{});  // TILES[R - 1]: R rows
 
-// dst [N, M...] = src[0] [K, M...] x panels src[1] [16, K, NP] (+ src[2] [N]).
+// dst [N, M...] = src[0] [K, M...] x panels src[1] [16, K, NP] (+ src[2] [N]); with p.B > 1, B such products.
 void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const Params& p = *static_cast<const Params*>(ud);
-    const float* x = static_cast<const float*>(dst->src[0]->data);
-    const float* w = static_cast<const float*>(dst->src[1]->data);
+    const float* x0 = static_cast<const float*>(dst->src[0]->data);
+    const float* w0 = static_cast<const float*>(dst->src[1]->data);
     const float* bias = dst->src[2] ? static_cast<const float*>(dst->src[2]->data) : nullptr;
-    float* y = static_cast<float*>(dst->data);
-    const int64_t K = p.K, N = p.N, NP = p.NP, M = ggml_nrows(dst), MB = (M + MC - 1) / MC;
-    const WorkSpan s = work_span(MB * NP, ith, nth);
-    for (int64_t mb = s.b / NP; mb < MB && mb * NP < s.e; mb++) {
-        const int64_t p0 = std::max(s.b, mb * NP) - mb * NP, p1 = std::min(s.e, (mb + 1) * NP) - mb * NP;
-        const int64_t m0 = mb * MC, m1 = std::min(M, m0 + MC);
+    float* y0 = static_cast<float*>(dst->data);
+    const int64_t K = p.K, N = p.N, NP = p.NP, M = ggml_nrows(dst) / p.B, MB = (M + MC - 1) / MC;
+    const WorkSpan s = work_span(p.B * MB * NP, ith, nth);
+    for (int64_t q = s.b / NP; q < p.B * MB && q * NP < s.e; q++) {  // q: (product, row block)
+        const int64_t p0 = std::max(s.b, q * NP) - q * NP, p1 = std::min(s.e, (q + 1) * NP) - q * NP;
+        const int64_t b = q / MB, mb = q % MB, m0 = mb * MC, m1 = std::min(M, m0 + MC);
+        const float* x = x0 + b * M * K;
+        const float* w = w0 + b * NP * K * NR;
+        float* y = y0 + b * M * N;
         for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += KC) {
             const int64_t kc = std::min(KC, K - k0);
             for (int64_t pi = p0; pi < p1; pi++) {
@@ -206,6 +210,16 @@ ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggm
 
 ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N) {
     return gemm_packed(ctx, x, w, ggml_nelements(w) / N, N, true, "gemm16rows", nullptr);
+}
+
+ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N) {
+    const int64_t K = x->ne[0], B = x->ne[2];
+    x = cont(ctx, x);
+    ggml_tensor* args[2] = {x, panels};
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, N, x->ne[1], B, 1, args, 2, gemm_kernel, GGML_N_TASKS_MAX,
+                                    keep_params(Params{K, N, (N + NR - 1) / NR, B}));
+    ctx.label(y, "gemm");
+    return y;
 }
 
 }  // namespace o2g

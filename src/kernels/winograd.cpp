@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/custom.h"
+#include "kernels/gemm.h"
 
 namespace o2g {
 
@@ -201,9 +202,10 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
-// g: weight [CO, CI, 3, 3] -> o: U [A*A, CO, CI] (ggml [CI, CO, A*A]).
+// g: weight [CO, CI, 3, 3] -> o: U [A*A, CO, CI] (ggml [CI, CO, A*A]) or, packed, the gemm kernel's panels
+// [A*A, CO/16, CI, 16] (kernels/gemm.h; zero past CO).
 template <int M>
-void transform_weights(const float* g, float* o, int64_t CO, int64_t CI) {
+void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool packed) {
     using K = Mat<M>;
     constexpr int A = K::A;
     // LANES input channels at a time, so the arithmetic vectorizes and each of the A*A outputs is one contiguous
@@ -229,12 +231,21 @@ void transform_weights(const float* g, float* o, int64_t CO, int64_t CI) {
                         float u[LANES];
                         for (int l = 0; l < LANES; l++)
                             u[l] = float(gk[a][0][l] * K::G[b][0] + gk[a][1][l] * K::G[b][1] + gk[a][2][l] * K::G[b][2]);
+                        if (packed) {
+                            const int64_t np = (CO + 15) / 16;
+                            float* dst = o + ((size_t(a * A + b) * size_t(np) + size_t(co / 16)) * size_t(CI) +
+                                              size_t(ci0)) * 16 + size_t(co % 16);
+                            for (int64_t l = 0; l < n; l++) dst[l * 16] = u[l];
+                            continue;
+                        }
                         float* dst = o + (size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(CI) + size_t(ci0);
                         if (n == LANES) std::memcpy(dst, u, sizeof u);
                         else std::copy(u, u + n, dst);
                     }
             }
     };
+    if (packed && CO % 16)  // the panels' padding columns
+        std::fill(o, o + size_t(A * A) * size_t((CO + 15) / 16) * size_t(CI) * 16, 0.f);
     // Large weights (UNet) take seconds: split output channels over the machine's threads.
     const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(CO, int64_t(std::thread::hardware_concurrency())));
     if (nt == 1 || CO * CI < 65536) {
@@ -263,19 +274,25 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
     p.TH = (p.OH + M - 1) / M;
     const int64_t CO = w->ne[3], CI = w->ne[2];
     const ggml_type ut = product_weight_type(ctx, w, CI);  // --weights f16|bf16|q8_0 reaches the products too
-    p.co_fastest = ut != GGML_TYPE_F32;
+    const int64_t T = p.N * p.TH * p.TW;
+    // F32: the A*A products in our packed-weight kernel (1.6x ggml's MUL_MAT on the UNet's, measured), its
+    // output [CO, T, A*A].
+    const bool packed = ut == GGML_TYPE_F32 && gemm_available() && gemm_wanted(T, CI, CO);
+    p.co_fastest = ut != GGML_TYPE_F32 || packed;
     const Params* pp = keep_params(p);
-    const int64_t une[4] = {CI, CO, A * A, 1};
-    ggml_tensor* u = ctx.weights->derived(w, M == 2 ? "wino2" : "wino4", ut, une,
-                                          [CO, CI](const float* src, float* dst) {
-                                              transform_weights<M>(src, dst, CO, CI);
-                                          });  // [CI, CO, A*A]
+    const int64_t une[4] = {CI, CO, A * A, 1}, pne[4] = {16, CI, (CO + 15) / 16, A * A};
+    ggml_tensor* u = ctx.weights->derived(w, packed ? (M == 2 ? "wino2p" : "wino4p") : (M == 2 ? "wino2" : "wino4"), ut,
+                                          packed ? pne : une, [CO, CI, packed](const float* src, float* dst) {
+                                              transform_weights<M>(src, dst, CO, CI, packed);
+                                          });
     ggml_tensor* args[1] = {x};
-    ggml_tensor* v = ggml_custom_4d(ctx, GGML_TYPE_F32, p.C, p.N * p.TH * p.TW, A * A, 1, args, 1, input_kernel<M>,
+    ggml_tensor* v = ggml_custom_4d(ctx, GGML_TYPE_F32, p.C, T, A * A, 1, args, 1, input_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
     ggml_format_name(v, "%s#wino_in", ggml_get_name(w));
     ctx.label(v, M == 2 ? "winograd2_input" : "winograd4_input");
-    ggml_tensor* mt = p.co_fastest ? ggml_mul_mat(ctx, u, v) : mul_mat(ctx, v, u);  // [CO, T, A*A] or [T, CO, A*A]
+    ggml_tensor* mt = packed ? gemm_batched(ctx, v, u, CO)  // [CO, T, A*A]
+                      : p.co_fastest ? ggml_mul_mat(ctx, u, v)  // [CO, T, A*A]
+                                     : mul_mat(ctx, v, u);      // [T, CO, A*A]
     ggml_tensor* oargs[2] = {mt, bias};
     ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1, output_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
