@@ -129,10 +129,13 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const float* bias = dst->src[2] ? static_cast<const float*>(dst->src[2]->data) : nullptr;
     float* y0 = static_cast<float*>(dst->data);
     const int64_t K = p.K, N = p.N, NP = p.NP, M = ggml_nrows(dst) / p.B, MB = (M + MC - 1) / MC;
+    // Row blocks of equal size (a multiple of MR): threads split the items by count, and with one short block
+    // (M = 128: 96 + 32 rows) one thread had three times the other's work.
+    const int64_t mc = ((M + MB - 1) / MB + MR - 1) / MR * MR;
     const WorkSpan s = work_span(p.B * MB * NP, ith, nth);
     for (int64_t q = s.b / NP; q < p.B * MB && q * NP < s.e; q++) {  // q: (product, row block)
         const int64_t p0 = std::max(s.b, q * NP) - q * NP, p1 = std::min(s.e, (q + 1) * NP) - q * NP;
-        const int64_t b = q / MB, mb = q % MB, m0 = mb * MC, m1 = std::min(M, m0 + MC);
+        const int64_t b = q / MB, mb = q % MB, m0 = std::min(M, mb * mc), m1 = std::min(M, m0 + mc);
         const float* x = x0 + b * M * K;
         const float* w = w0 + b * NP * K * NR;
         float* y = y0 + b * M * N;
