@@ -173,6 +173,43 @@ def attention(k_shared: bool, D=40, T=64):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
 
 
+def clip_attention(mask="causal", scores_out=False, const_scale=True, T=77, D=64):
+    """CLIP's attention as transformers exports it: Transposes, MatMul, Mul by the scale, Add of the causal mask
+    (mask: "causal" constant [1, 1, T, T]; "input" a graph input [B, 1, T, T]; "keys" [B, 1, 1, T], one value per
+    key), Softmax, two Casts to float, MatMul."""
+    rng = np.random.RandomState(5)
+    B, H = 2, 3
+    inits = [numpy_helper.from_array(np.array([B, T, H, D], np.int64), "shape")]
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [B, T, H * D]) for n in "qkv"]
+    feeds = {n: rng.randn(B, T, H * D).astype(np.float32) for n in "qkv"}
+    if const_scale:
+        inits.append(numpy_helper.from_array(np.array(D ** -0.5, np.float32), "scale"))
+    else:  # a graph input: not a constant, no fusion
+        ins.append(helper.make_tensor_value_info("scale", TensorProto.FLOAT, []))
+        feeds["scale"] = np.array(D ** -0.5, np.float32)
+    if mask == "causal":
+        inits.append(numpy_helper.from_array(np.triu(np.full((T, T), np.finfo(np.float32).min, np.float32), 1)
+                                             .reshape(1, 1, T, T), "mask"))
+    else:
+        shape = [B, 1, T, T] if mask == "input" else [B, 1, 1, T]
+        ins.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, shape))
+        feeds["mask"] = (rng.rand(*shape) < 0.3).astype(np.float32) * -1e4
+    nodes = [helper.make_node("Reshape", [n, "shape"], [n + "r"]) for n in "qkv"]
+    nodes += [helper.make_node("Transpose", ["qr"], ["qt"], perm=[0, 2, 1, 3]),
+              helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 2, 3, 1]),
+              helper.make_node("Transpose", ["vr"], ["vt"], perm=[0, 2, 1, 3]),
+              helper.make_node("MatMul", ["qt", "kt"], ["sc"]), helper.make_node("Mul", ["sc", "scale"], ["ss"]),
+              helper.make_node("Add", ["ss", "mask"], ["sm"]), helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+              helper.make_node("Cast", ["p"], ["pc"], to=TensorProto.FLOAT),
+              helper.make_node("Cast", ["pc"], ["pc2"], to=TensorProto.FLOAT),
+              helper.make_node("MatMul", ["pc2", "vt"], ["o"])]
+    outs = [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)]
+    if scores_out:  # the masked scores are also an output: no fusion
+        outs.append(helper.make_tensor_value_info("sm", TensorProto.FLOAT, None))
+    g = helper.make_graph(nodes, "g", ins, outs, inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
+
+
 def gelu(div_form: bool, half=0.5):
     """GELU as torch exports it before opset 20: Mul(Mul(x, Add(Erf(x / sqrt2), 1)), 0.5)."""
     inits = [numpy_helper.from_array(np.array(1.4142135, np.float32), "sqrt2"),
@@ -387,6 +424,18 @@ def main():
              ("fuse_attention: ggml path (soft_max_ext with the folded scale)", attention(False), 4,
               {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {"ONNX2GGML_GGML_ATTENTION": "1"}),
              ("fuse_attention: transposed K also an output: no fusion", attention(True), 11, {"MUL": 2}, {}),
+             ("fuse_attention: CLIP form (scale Mul after the MatMul, causal mask Add, Casts) becomes one kernel",
+              clip_attention(), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None, "ADD": None, "MUL_MAT": None}, {}),
+             ("fuse_attention: CLIP form, per-batch mask [2, 1, 37, 37] a graph input, odd T and D",
+              clip_attention("input", T=37, D=24), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
+             ("fuse_attention: CLIP form, one mask value per key [2, 1, 1, 77]", clip_attention("keys"), 4,
+              {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
+             ("fuse_attention: CLIP form on the ggml path (scale, mask add, soft_max)", clip_attention("input"), 4,
+              {"SOFT_MAX": 1, "ADD": 1, "MUL_MAT": 2}, {"ONNX2GGML_GGML_ATTENTION": "1"}),
+             ("fuse_attention: CLIP form, masked scores also an output: no fusion", clip_attention(scores_out=True),
+              13, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
+             ("fuse_attention: CLIP form, scale a graph input (not a constant): no fusion",
+              clip_attention(const_scale=False), 13, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
              ("fuse_gelu: erf GELU (Div form) becomes one ggml_gelu_erf", gelu(True), 1, {"GELU_ERF": 1}, {}),
              ("fuse_gelu: erf GELU (Mul by 1/sqrt2 form)", gelu(False), 1, {"GELU_ERF": 1}, {}),
              ("fuse_gelu: scale 0.25 is not GELU: no fusion", gelu(True, 0.25), 5, {"GELU_ERF": None}, {}),

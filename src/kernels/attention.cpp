@@ -110,7 +110,7 @@ void pv(const float* sc, int64_t Sp, const float* vp, int64_t Dvp, int64_t S, in
 // never written out.
 void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
     const float scale = static_cast<const AttnParams*>(ud)->scale;
-    const ggml_tensor *qt = dst->src[0], *kt = dst->src[1], *vt = dst->src[2];
+    const ggml_tensor *qt = dst->src[0], *kt = dst->src[1], *vt = dst->src[2], *mt = dst->src[3];
     const int64_t D = qt->ne[0], H = qt->ne[1], T = qt->ne[2], B = qt->ne[3];
     const int64_t S = kt->ne[2], Dv = vt->ne[0];
     const int64_t Sp = (S + 15) / 16 * 16, Dvp = (Dv + 15) / 16 * 16;
@@ -154,6 +154,15 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
                     }
                     for (int r = 0; r < SR; r++)
                         for (int j = 0; j < SJ; j++) storev(&sc[size_t((rg + r) * Sp + s0 + W * j)], acc[r][j] * scale);
+                }
+            }
+            if (mt) {  // the additive mask, broadcast over its dims of size 1
+                const int64_t mT = mt->ne[1], mH = mt->ne[2], mB = mt->ne[3];
+                for (int64_t r = 0; r < nr; r++) {
+                    const float* mrow = static_cast<const float*>(mt->data) +
+                                        (((mB == 1 ? 0 : b) * mH + (mH == 1 ? 0 : h)) * mT + (mT == 1 ? 0 : t0 + r)) * S;
+                    float* row = &sc[size_t(r * Sp)];
+                    for (int64_t s = 0; s < S; s++) row[s] += mrow[s];
                 }
             }
             // softmax over the S real keys of each row (padding keys get probability 0)
@@ -202,9 +211,10 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
 
 }  // namespace
 
-ggml_tensor* attention_kernel(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float scale) {
-    ggml_tensor* args[3] = {q, k, v};
-    ggml_tensor* o = ggml_custom_4d(ctx, GGML_TYPE_F32, v->ne[0], q->ne[2], q->ne[1], q->ne[3], args, 3,
+ggml_tensor* attention_kernel(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float scale,
+                              ggml_tensor* mask) {
+    ggml_tensor* args[4] = {q, k, v, mask};
+    ggml_tensor* o = ggml_custom_4d(ctx, GGML_TYPE_F32, v->ne[0], q->ne[2], q->ne[1], q->ne[3], args, mask ? 4 : 3,
                                     attention_compute, GGML_N_TASKS_MAX, keep_params(AttnParams{scale}));
     ctx.label(o, "attention");
     return o;

@@ -6,8 +6,10 @@
 
 namespace o2g {
 
-// softmax(scale * Q K^T) V: Q [D, H, Tq, B], K [D, H, Tk, B], V [Dv, H, Tk, B] (contiguous F32) -> [Dv, Tq, H, B].
-ggml_tensor* attention_kernel(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float scale);
+// softmax(scale * Q K^T + mask) V: Q [D, H, Tq, B], K [D, H, Tk, B], V [Dv, H, Tk, B] (contiguous F32) ->
+// [Dv, Tq, H, B]. mask (may be null): F32 [Tk, Tq or 1, H or 1, B or 1], contiguous.
+ggml_tensor* attention_kernel(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float scale,
+                              ggml_tensor* mask = nullptr);
 
 struct LinAttnParams {
     int64_t B, T, Hq, Hkv, Dk, Dv;

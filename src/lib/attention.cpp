@@ -26,7 +26,7 @@ std::string ne_str(const ggml_tensor* t) {
 }  // namespace
 
 ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* q_scale,
-                             ggml_tensor* k_scale, const FusedAttentionParams& p) {
+                             ggml_tensor* k_scale, ggml_tensor* mask, const FusedAttentionParams& p) {
     if (q->ne[0] != k->ne[0] || q->ne[1] != k->ne[1] || k->ne[1] != v->ne[1] || q->ne[3] != k->ne[3] ||
         k->ne[3] != v->ne[3] || k->ne[2] != v->ne[2])
         throw OpError("fused_attention: Q " + ne_str(q) + ", K " + ne_str(k) + ", V " + ne_str(v) + " do not match");
@@ -36,8 +36,21 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
         if (s->type != GGML_TYPE_F32) s = ggml_cast(ctx, s, GGML_TYPE_F32);
         *side = ggml_mul(ctx, cont(ctx, *side), s);
     }
+    if (mask) {  // [Tk, Tq, H, B], each dim full or 1
+        const int64_t want[4] = {k->ne[2], q->ne[2], q->ne[1], q->ne[3]};
+        for (int d = 0; d < 4; d++)
+            if (mask->ne[d] != want[d] && mask->ne[d] != 1)
+                throw OpError("fused_attention: mask " + ne_str(mask) + " does not broadcast to the scores [" +
+                              std::to_string(want[0]) + ", " + std::to_string(want[1]) + ", " +
+                              std::to_string(want[2]) + ", " + std::to_string(want[3]) + "]");
+        if (mask->type != GGML_TYPE_F32) mask = ggml_cast(ctx, mask, GGML_TYPE_F32);
+        if (mask->ne[0] != want[0])  // one value for every key
+            mask = ggml_repeat(ctx, mask, ggml_new_tensor_4d(ctx, GGML_TYPE_F32, want[0], mask->ne[1], mask->ne[2],
+                                                             mask->ne[3]));
+        mask = cont(ctx, mask);
+    }
     if (ctx.cpu && getenv("ONNX2GGML_GGML_ATTENTION") == nullptr)
-        return attention_kernel(ctx, cont(ctx, q), cont(ctx, k), cont(ctx, v), p.scale);
+        return attention_kernel(ctx, cont(ctx, q), cont(ctx, k), cont(ctx, v), p.scale, mask);
     q = ggml_cont(ctx, ggml_permute(ctx, q, 0, 2, 1, 3));                    // [D, Tq, H, B]
     k = ggml_cont(ctx, ggml_permute(ctx, k, 0, 2, 1, 3));                    // [D, Tk, H, B]
     ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));      // [Tk, Dv, H, B]
@@ -53,7 +66,14 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
         ggml_tensor* qc = n == Tq ? q : ggml_cont(ctx, ggml_view_4d(ctx, q, q->ne[0], n, q->ne[2], q->ne[3], q->nb[1],
                                                                      q->nb[2], q->nb[3], size_t(t0) * q->nb[1]));
         ggml_tensor* kq = mul_mat(ctx, k, qc);  // [Tk, n, H, B]
-        kq = ggml_soft_max_ext(ctx, kq, nullptr, p.scale, 0.0f);
+        if (mask) {
+            ggml_tensor* mc = mask->ne[1] == 1 || n == Tq ? mask
+                              : ggml_view_4d(ctx, mask, mask->ne[0], n, mask->ne[2], mask->ne[3], mask->nb[1],
+                                             mask->nb[2], mask->nb[3], size_t(t0) * mask->nb[1]);
+            kq = ggml_soft_max(ctx, ggml_add(ctx, ggml_scale(ctx, kq, p.scale), mc));
+        } else {
+            kq = ggml_soft_max_ext(ctx, kq, nullptr, p.scale, 0.0f);
+        }
         ggml_tensor* y = mul_mat(ctx, vt, kq);  // [Dv, n, H, B]
         out = out ? ggml_concat(ctx, out, y, 1) : y;
     }

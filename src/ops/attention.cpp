@@ -10,8 +10,9 @@ bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.n
 
 }  // namespace
 
-// onnx2ggml.Attention(Q, K, V [B, T, H, D], sq, sk) -> [B, H, Tq, Dv]: fuse_attention. Scales known when the
-// graph is built fold into the softmax; others are multiplied into Q or K.
+// onnx2ggml.Attention(Q, K, V [B, T, H, D], sq, sk[, mask]) -> [B, H, Tq, Dv]: fuse_attention. Scales known when
+// the graph is built fold into the softmax; others are multiplied into Q or K. The mask is added to the scores.
+// Attribute to_float: the pattern cast the probabilities to float (the kernel computes in F32 in any case).
 void lower_AttentionFused(Lower& L) {
     const Shape &qs = L.shape(0), &ks = L.shape(1), &vs = L.shape(2);
     if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4 || qs[0] != ks[0] || ks[0] != vs[0] || qs[2] != ks[2] ||
@@ -25,7 +26,10 @@ void lower_AttentionFused(Lower& L) {
         if (s.host && s.host->numel() == 1) p.scale *= float(L.h(i).f64(0));
         else side[i - 3] = L.t(i);
     }
-    L.out(0, O2G_CALL(L, o2g::fused_attention, L.t(0), L.t(1), L.t(2), side[0], side[1], p), L.dtype(0), 4);
+    ggml_tensor* mask = L.has(5) ? L.t(5) : nullptr;
+    if (mask && L.rank(5) > 4) L.error("fused attention: mask of rank " + std::to_string(L.rank(5)));
+    const DType out = L.node.get_int("to_float", 0) ? DType::FLOAT : L.dtype(0);
+    L.out(0, O2G_CALL(L, o2g::fused_attention, L.t(0), L.t(1), L.t(2), side[0], side[1], mask, p), out, 4);
 }
 
 void lower_Attention(Lower& L) {

@@ -9,12 +9,13 @@ struct FusedAttentionParams {
     float scale = 1.0f;  // applied to the scores before the softmax
     void fields(FieldWriter& f) const { f("scale", scale); }
 };
-// softmax(scale * Q K^T) V per head: Q [B, Tq, H, D], K [B, Tk, H, D], V [B, Tk, H, Dv] (ggml [D, H, T, B]) ->
-// [B, H, Tq, Dv]. q_scale and k_scale (may be null) are tensors multiplied into Q and K first. On the CPU one
-// kernel (scores, softmax and P V per block of queries, no score matrix in memory); elsewhere, or with
-// ONNX2GGML_GGML_ATTENTION set, ggml_mul_mat and ggml_soft_max_ext.
+// softmax(scale * Q K^T + mask) V per head: Q [B, Tq, H, D], K [B, Tk, H, D], V [B, Tk, H, Dv] (ggml [D, H, T, B])
+// -> [B, H, Tq, Dv]. q_scale and k_scale (may be null) are tensors multiplied into Q and K first; mask (may be
+// null) broadcasts to the scores [B, H, Tq, Tk]. On the CPU one kernel (scores, softmax and P V per block of
+// queries, no score matrix in memory); elsewhere, or with ONNX2GGML_GGML_ATTENTION set, ggml_mul_mat and
+// ggml_soft_max_ext.
 ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* q_scale,
-                             ggml_tensor* k_scale, const FusedAttentionParams& p);
+                             ggml_tensor* k_scale, ggml_tensor* mask, const FusedAttentionParams& p);
 
 struct AttentionParams {
     int64_t q_heads = 0;   // 3-D inputs [B, S, heads * head size]: the head counts; 0 for 4-D [B, heads, S, size]
