@@ -347,6 +347,37 @@ def gemm_model(op, a_shape, k, n, const_w=True, trans_b=False, bias=None, **attr
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
 
 
+def linear(bias_shape=(37,), const_w=True, bias_first=False, identity=False, a_shape=(2, 77, 100)):
+    """MatMul by a [100, 37] weight, then Add of a bias (a Linear layer as torch exports it); bias_first: Add(b, y);
+    identity: the bias reached through an Identity node (how exporters share equal initializers)."""
+    model, feeds = gemm_model("MatMul", a_shape, 100, 37, const_w)
+    g = model.graph
+    g.output[0].name = "mm"
+    g.node[0].output[0] = "mm"
+    g.initializer.append(numpy_helper.from_array(np.random.RandomState(8).randn(*bias_shape).astype(np.float32), "b"))
+    b = "b"
+    if identity:
+        g.node.append(helper.make_node("Identity", ["b"], ["bi"]))
+        b = "bi"
+    g.node.append(helper.make_node("Add", [b, "mm"] if bias_first else ["mm", b], ["y"]))
+    g.output[0].name = "y"
+    return model, feeds
+
+
+def linear_cases():
+    G = "CUSTOM:gemm"
+    return [("fuse_matmul_bias: MatMul + Add(bias) -> gemm kernel with the bias in its epilogue", linear(), 1,
+             {G: 1, "ADD": None, "MUL_MAT": None}, {}),
+            ("fuse_matmul_bias: Add(bias, y) with the bias through an Identity", linear(bias_first=True, identity=True),
+             2, {G: 1, "ADD": None}, {}),
+            ("fuse_matmul_bias: 1-D input [100]", linear(a_shape=(100,)), 1, {G: 1, "ADD": None}, {}),
+            ("fuse_matmul_bias: ggml path with ONNX2GGML_GEMM=0 (MUL_MAT then ADD)", linear(), 1,
+             {G: None, "MUL_MAT": 1, "ADD": 1}, {"ONNX2GGML_GEMM": "0"}),
+            ("fuse_matmul_bias: bias [1, 37] (not 1-D): no fusion", linear(bias_shape=(1, 37)), 2, {G: 1, "ADD": 1}, {}),
+            ("fuse_matmul_bias: weight a graph input: no fusion", linear(const_w=False), 2,
+             {G: None, "MUL_MAT": 1, "ADD": 1}, {})]
+
+
 def gemm_cases():
     """CPU gemm kernel (src/kernels/gemm.cpp): products by a constant f32 weight, sizes off its 6x16 tile."""
     G = "CUSTOM:gemm"
@@ -476,6 +507,7 @@ def main():
               group_norm(True, hw=(37, 41)), 1, {"CUSTOM:group_norm": 1}, {})]
     cases += conv_act_cases()
     cases += gemm_cases()
+    cases += linear_cases()
     cases += reduced_weight_cases()
     for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
         opts = opts[0] if opts else {}

@@ -96,6 +96,22 @@ ggml_tensor* matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const MatMulParams
     return reshape_ne(ctx, y, ne);
 }
 
+ggml_tensor* matmul_bias(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, const MatMulParams& p) {
+    const int64_t N = p.b_vector ? 1 : b->ne[0];
+    if (ggml_nelements(bias) != N)
+        throw OpError("matmul_bias: bias of " + std::to_string(ggml_nelements(bias)) + " values for " +
+                      std::to_string(N) + " columns");
+    if (bias->type != GGML_TYPE_F32) bias = ggml_cast(ctx, bias, GGML_TYPE_F32);
+    bias = ggml_reshape_1d(ctx, cont(ctx, bias), N);
+    if (!p.b_vector && a->ne[0] == b->ne[1] && use_gemm(ctx, a, b, a->ne[0], N)) {
+        ggml_tensor* y = gemm_const(ctx, a, b, false, bias);  // [N, M, batch of A]
+        const int64_t ne[4] = {y->ne[0], p.a_vector ? y->ne[2] : y->ne[1], p.a_vector ? y->ne[3] : y->ne[2],
+                               p.a_vector ? 1 : y->ne[3]};
+        return reshape_ne(ctx, y, ne);
+    }
+    return ggml_add(ctx, matmul(ctx, a, b, p), bias);
+}
+
 ggml_tensor* gemm(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* c, const GemmParams& p) {
     if (p.trans_a) a = ggml_cont(ctx, ggml_transpose(ctx, a));
     const int64_t Kb = p.trans_b ? b->ne[0] : b->ne[1], N = p.trans_b ? b->ne[1] : b->ne[0];

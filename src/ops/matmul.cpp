@@ -9,6 +9,7 @@
 namespace onnx2ggml {
 
 
+// MatMul, and onnx2ggml.MatMulBias (fuse_matmul_bias: MatMul then Add of a bias [N], input 2).
 void lower_MatMul(Lower& L) {
     Shape as = L.shape(0), bs = L.shape(1);
     if (as.size() > 4 || bs.size() > 4) L.error("MatMul of rank > 4 is not supported");
@@ -25,6 +26,11 @@ void lower_MatMul(Lower& L) {
     os.push_back(bs.back());
     if (os.size() > 4) L.error("MatMul result of rank > 4 is not supported");
     int rank = int(os.size()) - (p.a_vector ? 1 : 0) - (p.b_vector ? 1 : 0);
+    if (L.node.op_type == "onnx2ggml.MatMulBias") {
+        if (L.rank(2) != 1 || L.shape(2)[0] != bs.back()) L.error("bias " + shape_str(L.shape(2)) + " is not [N]");
+        L.out(0, O2G_CALL(L, o2g::matmul_bias, L.t(0), L.t(1), L.t(2), p), L.dtype(0), rank);
+        return;
+    }
     L.out(0, O2G_CALL(L, o2g::matmul, L.t(0), L.t(1), p), L.dtype(0), rank);
 }
 
@@ -131,6 +137,7 @@ double matmul_flops(Lower& L) {
 const std::vector<OpDef>& matmul_ops() {
     static const std::vector<OpDef> t = {
         {.op = "MatMul", .since = 1, .ggml = lower_MatMul, .math = true, .flops = matmul_flops},
+        {.op = "onnx2ggml.MatMulBias", .since = 1, .ggml = lower_MatMul, .math = true, .flops = matmul_flops},  // fuse_matmul_bias
         {.op = "Gemm", .since = 1, .ggml = lower_Gemm, .math = true, .flops = matmul_flops},
         {.op = "Einsum", .since = 12, .ggml = lower_Einsum, .math = true},
     };

@@ -21,6 +21,8 @@ struct MatMulParams {
 // numpy matmul: A [..., M, K] x B [..., K, N] (ggml [K, M, ...] and [N, K, ...]) with broadcast batch dims. A
 // constant weight B is transposed once (ctx.weights) and kept at ctx.matmul_type where its rows allow.
 ggml_tensor* matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const MatMulParams& p);
+// matmul(a, b) + bias [N] (fuse_matmul_bias); on the CPU's packed-weight path the kernel adds the bias.
+ggml_tensor* matmul_bias(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, const MatMulParams& p);
 
 struct GemmParams {
     bool trans_a = false;
