@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -28,6 +29,7 @@ constexpr int64_t MC = 96;   // row block: its [MC, KC] slice of X (144 KiB) sta
 struct Params {
     int64_t K, N, NP;
     int64_t B = 1;  // independent products (Winograd's A*A): x [K, M, B], panels [16, K, NP, B], y [N, M, B]
+    bool transposed = false;              // y [M, N, B] (M fastest) instead of [N, M, B]
 };
 
 // tile<R>: C[R, 16] (row stride ldc) = start (one 16-wide row, for every row) or C itself, plus X[R, kc] (row
@@ -102,19 +104,22 @@ void tile(const float* x, int64_t ldx, const float* w, int64_t kc, float* c, int
 constexpr bool VECTOR = false;
 #endif
 
-// A tile whose panel has only nv < 16 real columns goes through a 16-wide buffer.
+// A tile whose panel has only nv < 16 real columns, or whose C is stored transposed (tr: C[r, j] at c[j * ldc + r]),
+// goes through a 16-wide buffer.
 template <int R>
 void tile_cols(const float* x, int64_t ldx, const float* w, int64_t kc, float* c, int64_t ldc, int nv,
-               const float* start) {
-    if (nv == NR) return tile<R>(x, ldx, w, kc, c, ldc, start);
+               const float* start, bool tr) {
+    if (nv == NR && !tr) return tile<R>(x, ldx, w, kc, c, ldc, start);
     alignas(64) float t[R][NR] = {};
     if (!start)
-        for (int r = 0; r < R; r++) std::copy(c + r * ldc, c + r * ldc + nv, t[r]);
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < nv; j++) t[r][j] = tr ? c[j * ldc + r] : c[r * ldc + j];
     tile<R>(x, ldx, w, kc, &t[0][0], NR, start);
-    for (int r = 0; r < R; r++) std::copy(t[r], t[r] + nv, c + r * ldc);
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < nv; j++) (tr ? c[j * ldc + r] : c[r * ldc + j]) = t[r][j];
 }
 
-using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int, const float*);
+using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int, const float*, bool);
 template <int... I>
 constexpr std::array<TileFn, sizeof...(I)> tile_table(std::integer_sequence<int, I...>) {
     return {&tile_cols<I + 1>...};
@@ -128,7 +133,7 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const float* w0 = static_cast<const float*>(dst->src[1]->data);
     const float* bias = dst->src[2] ? static_cast<const float*>(dst->src[2]->data) : nullptr;
     float* y0 = static_cast<float*>(dst->data);
-    const int64_t K = p.K, N = p.N, NP = p.NP, M = ggml_nrows(dst) / p.B, MB = (M + MC - 1) / MC;
+    const int64_t K = p.K, N = p.N, NP = p.NP, M = p.transposed ? dst->ne[0] : ggml_nrows(dst) / p.B, MB = (M + MC - 1) / MC;
     // Row blocks of equal size (a multiple of MR): threads split the items by count, and with one short block
     // (M = 128: 96 + 32 rows) one thread had three times the other's work.
     const int64_t mc = ((M + MB - 1) / MB + MR - 1) / MR * MR;
@@ -149,8 +154,12 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 const float* wp = w + (pi * K + k0) * NR;
                 for (int64_t r0 = m0; r0 < m1; r0 += MR) {
                     const int R = int(std::min<int64_t>(MR, m1 - r0));
-                    TILES[size_t(R - 1)](x + r0 * K + k0, K, wp, kc, y + r0 * N + n0, N, nv,
-                                         k0 == 0 ? start : nullptr);
+                    if (p.transposed)
+                        TILES[size_t(R - 1)](x + r0 * K + k0, K, wp, kc, y + n0 * M + r0, M, nv,
+                                             k0 == 0 ? start : nullptr, true);
+                    else
+                        TILES[size_t(R - 1)](x + r0 * K + k0, K, wp, kc, y + r0 * N + n0, N, nv,
+                                             k0 == 0 ? start : nullptr, false);
                 }
             }
         }
@@ -211,16 +220,17 @@ ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggm
     return gemm_packed(ctx, x, w, K, N, w_nk, w_nk ? "gemm16t" : "gemm16", bias);
 }
 
-ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N) {
-    return gemm_packed(ctx, x, w, ggml_nelements(w) / N, N, true, "gemm16rows", nullptr);
+ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N, ggml_tensor* bias) {
+    return gemm_packed(ctx, x, w, ggml_nelements(w) / N, N, true, "gemm16rows", bias);
 }
 
-ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N) {
+ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed) {
     const int64_t K = x->ne[0], B = x->ne[2];
     x = cont(ctx, x);
     ggml_tensor* args[2] = {x, panels};
-    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, N, x->ne[1], B, 1, args, 2, gemm_kernel, GGML_N_TASKS_MAX,
-                                    keep_params(Params{K, N, (N + NR - 1) / NR, B}));
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, transposed ? x->ne[1] : N, transposed ? N : x->ne[1], B, 1,
+                                    args, 2, gemm_kernel, GGML_N_TASKS_MAX,
+                                    keep_params(Params{K, N, (N + NR - 1) / NR, B, transposed}));
     ctx.label(y, "gemm");
     return y;
 }

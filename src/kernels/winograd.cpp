@@ -5,6 +5,7 @@
 #include "kernels/winograd.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -119,8 +120,8 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
-// Mt [T, M_out, A*A] or M [M_out, T, A*A] (+ bias [M_out]) -> y [OW, OH, M_out, N]; each work item is one output
-// channel and tile row, 16 tiles per vector. Items run along the product's fastest dim, so neighbours share lines.
+// Mt [T, M_out, A*A] (+ bias [M_out]) -> y [OW, OH, M_out, N]; each work item is one output channel and tile row,
+// 16 tiles per vector.
 template <int M>
 void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     using K = Mat<M>;
@@ -135,16 +136,7 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const int64_t i0 = std::min(items, per * ith), i1 = std::min(items, i0 + per);
     alignas(64) float s[A][A][LANES], t[M][A][LANES], r[M][M][LANES];
     for (int64_t it = i0; it < i1; it++) {
-        int64_t ty, co, n;
-        if (p.co_fastest) {
-            co = it % CO;
-            ty = (it / CO) % p.TH;
-            n = it / CO / p.TH;
-        } else {
-            ty = it % p.TH;
-            co = (it / p.TH) % CO;
-            n = it / p.TH / CO;
-        }
+        const int64_t ty = it % p.TH, co = (it / p.TH) % CO, n = it / p.TH / CO;
         const float b0 = bias ? static_cast<const float*>(bias->data)[co] : 0.f;
         float* plane = y + size_t((n * CO + co) * p.OH) * size_t(p.OW);
         for (int64_t tx0 = 0; tx0 < p.TW; tx0 += LANES) {
@@ -152,13 +144,7 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             const int64_t tile0 = (n * p.TH + ty) * p.TW + tx0;
             for (int a = 0; a < A; a++)
                 for (int b = 0; b < A; b++) {
-                    const size_t e = size_t(a * A + b);
-                    if (p.co_fastest) {
-                        const float* src = mm + (e * size_t(T) + size_t(tile0)) * size_t(CO) + size_t(co);
-                        for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nt ? src[size_t(l) * size_t(CO)] : 0.f;
-                        continue;
-                    }
-                    const float* src = mm + (e * size_t(CO) + size_t(co)) * size_t(T) + size_t(tile0);
+                    const float* src = mm + (size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(T) + size_t(tile0);
                     // a loop, not memcpy: GCC makes a variable-length memcpy `rep movs`, slow for 32-64 bytes
                     for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nt ? src[l] : 0.f;
                 }
@@ -200,6 +186,73 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             }
         }
     }
+}
+
+// M [M_out, T, A*A] (the product with the weight first) (+ bias [M_out]) -> y [OW, OH, M_out, N]; each work item is
+// one tile row; per tile, 16 output channels at a time are the vector lanes, so each of the A*A inputs is 16
+// contiguous floats and the A*A input streams run sequentially. (Lanes over tiles read with stride M_out and
+// thrashed L1: 3x slower on SqueezeNet.)
+template <int M>
+void output_kernel_co(ggml_tensor* dst, int ith, int nth, void* ud) {
+    using K = Mat<M>;
+    constexpr int A = K::A;
+    const Params& p = *static_cast<const Params*>(ud);
+    const ggml_tensor* bias = dst->src[1];
+    const float* mm = static_cast<const float*>(dst->src[0]->data);
+    float* y = static_cast<float*>(dst->data);
+    const int64_t T = p.N * p.TH * p.TW, CO = dst->ne[2], CB = (CO + LANES - 1) / LANES;
+    const WorkSpan w = work_span(p.N * p.TH, ith, nth);
+    alignas(64) float s[A][A][LANES], t[M][A][LANES], r[M][M][LANES], b0[LANES];
+    for (int64_t it = w.b; it < w.e; it++)
+        for (int64_t tx = 0; tx < p.TW; tx++)
+            for (int64_t cb = 0; cb < CB; cb++) {
+            const int64_t ty = it % p.TH, n = it / p.TH;
+            const int64_t co0 = cb * LANES, nc = std::min<int64_t>(LANES, CO - co0);
+            for (int64_t l = 0; l < LANES; l++)
+                b0[l] = bias && l < nc ? static_cast<const float*>(bias->data)[co0 + l] : 0.f;
+            const int64_t tile = (n * p.TH + ty) * p.TW + tx;
+            for (int a = 0; a < A; a++)
+                for (int b = 0; b < A; b++) {
+                    const float* src = mm + (size_t(a * A + b) * size_t(T) + size_t(tile)) * size_t(CO) + size_t(co0);
+                    if (nc == LANES) std::memcpy(s[a][b], src, sizeof s[a][b]);
+                    else
+                        for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nc ? src[l] : 0.f;
+                }
+            #pragma GCC unroll 6
+            for (int i = 0; i < M; i++)
+                #pragma GCC unroll 6
+                for (int b = 0; b < A; b++) {
+                    float acc[LANES] = {};
+                    #pragma GCC unroll 6
+                    for (int a = 0; a < A; a++) {
+                        const float c = K::AT[i][a];
+                        if (c == 0) continue;
+                        for (int l = 0; l < LANES; l++) acc[l] += c * s[a][b][l];
+                    }
+                    std::memcpy(t[i][b], acc, sizeof acc);
+                }
+            #pragma GCC unroll 6
+            for (int i = 0; i < M; i++)
+                #pragma GCC unroll 6
+                for (int j = 0; j < M; j++) {
+                    float acc[LANES];
+                    for (int l = 0; l < LANES; l++) acc[l] = b0[l];
+                    #pragma GCC unroll 6
+                    for (int b = 0; b < A; b++) {
+                        const float c = K::AT[j][b];
+                        if (c == 0) continue;
+                        for (int l = 0; l < LANES; l++) acc[l] += c * t[i][b][l];
+                    }
+                    std::memcpy(r[i][j], acc, sizeof acc);
+                }
+            for (int64_t l = 0; l < nc; l++) {
+                float* plane = y + size_t((n * CO + co0 + l) * p.OH) * size_t(p.OW);
+                for (int i = 0; i < M && ty * M + i < p.OH; i++) {
+                    float* orow = plane + (ty * M + i) * p.OW + tx * M;
+                    for (int j = 0; j < M && tx * M + j < p.OW; j++) orow[j] = r[i][j][l];
+                }
+            }
+        }
 }
 
 // g: weight [CO, CI, 3, 3] -> o: U [A*A, CO, CI] (ggml [CI, CO, A*A]) or, packed, the gemm kernel's panels
@@ -275,10 +328,10 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
     const int64_t CO = w->ne[3], CI = w->ne[2];
     const ggml_type ut = product_weight_type(ctx, w, CI);  // --weights f16|bf16|q8_0 reaches the products too
     const int64_t T = p.N * p.TH * p.TW;
-    // F32: the A*A products in our packed-weight kernel (1.6x ggml's MUL_MAT on the UNet's, measured), its
-    // output [CO, T, A*A].
+    // F32: the A*A products in our packed-weight kernel (1.6x ggml's MUL_MAT on the UNet's, measured), written
+    // transposed [T, CO, A*A] for the output transform's tile lanes.
     const bool packed = ut == GGML_TYPE_F32 && gemm_available() && gemm_wanted(T, CI, CO);
-    p.co_fastest = ut != GGML_TYPE_F32 || packed;
+    p.co_fastest = ut != GGML_TYPE_F32;
     const Params* pp = keep_params(p);
     const int64_t une[4] = {CI, CO, A * A, 1}, pne[4] = {16, CI, (CO + 15) / 16, A * A};
     ggml_tensor* u = ctx.weights->derived(w, packed ? (M == 2 ? "wino2p" : "wino4p") : (M == 2 ? "wino2" : "wino4"), ut,
@@ -290,11 +343,12 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
     ggml_format_name(v, "%s#wino_in", ggml_get_name(w));
     ctx.label(v, M == 2 ? "winograd2_input" : "winograd4_input");
-    ggml_tensor* mt = packed ? gemm_batched(ctx, v, u, CO)  // [CO, T, A*A]
+    ggml_tensor* mt = packed ? gemm_batched(ctx, v, u, CO, true)  // [T, CO, A*A]
                       : p.co_fastest ? ggml_mul_mat(ctx, u, v)  // [CO, T, A*A]
                                      : mul_mat(ctx, v, u);      // [T, CO, A*A]
     ggml_tensor* oargs[2] = {mt, bias};
-    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1, output_kernel<M>,
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, p.OW, p.OH, CO, p.N, oargs, bias ? 2 : 1,
+                                    p.co_fastest ? output_kernel_co<M> : output_kernel<M>,
                                     GGML_N_TASKS_MAX, const_cast<Params*>(pp));
     ctx.label(y, M == 2 ? "winograd2_output" : "winograd4_output");
     return y;
