@@ -122,11 +122,19 @@ ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind,
     }
     make(in, reinterpret_cast<float*>(out.mut()));
     f = {};
-    made_bytes += out.nbytes;
     // The original is often only read for this transform: give its mapped pages back (re-read if needed later).
     if (h.mapped) drop_pages(h.data, h.nbytes);
     ggml_tensor* t = get(key, out, type);
     made.insert(t);
+    if (type != GGML_TYPE_F32 && !pending.empty() && pending.back().first == t) {
+        std::vector<uint8_t>& bytes = converted[t] = device_bytes(out, type, key);
+        made_bytes += bytes.size();
+        pending.back().second = HostTensor();
+        sources[t].second.keep.reset();
+        sources[t].second.data = nullptr;
+    } else {
+        made_bytes += out.nbytes;
+    }
     return t;
 }
 
@@ -157,7 +165,14 @@ void WeightCache::commit() {
     for (auto& [t, h] : pending) total += ggml_nbytes(t);
     LoadProgress shown("weights to " + std::string(ggml_backend_buft_name(buft)), total, progress && total >= (64u << 20));
     for (auto& [t, h] : pending) {
-        auto bytes = device_bytes(h, t->type, ggml_get_name(t));
+        auto done = converted.find(t);
+        std::vector<uint8_t> bytes;
+        if (done != converted.end()) {
+            bytes = std::move(done->second);
+            converted.erase(done);
+        } else {
+            bytes = device_bytes(h, t->type, ggml_get_name(t));
+        }
         if (!bytes.empty()) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         shown.add(ggml_nbytes(t));
         // Only the device copy is used from now on: the file's pages go back to the kernel, and the host copy

@@ -29,6 +29,9 @@ struct WeightCache : o2g::WeightStore {
     // Created during a build, allocated and uploaded after it.
     ggml_context* pending_ctx = nullptr;
     std::vector<std::pair<ggml_tensor*, HostTensor>> pending;
+    // Pending derived weights of a reduced type, converted when made so that their F32 form is not held until
+    // commit (a UNet's whole F32 set at once: 4.97 GB peak RSS with --weights f16, against 3.74 GB with f32).
+    std::map<const ggml_tensor*, std::vector<uint8_t>> converted;
     size_t made_bytes = 0;  // weight bytes transformed or uploaded so far (RunStats::transformed_weight_bytes)
 
     ggml_tensor* get(const std::string& key, const HostTensor& h, ggml_type type);
