@@ -19,8 +19,9 @@ struct SessionOptions {
     std::string device;       // ggml device name (e.g. "CPU", "CUDA0"); empty: best available
     bool quiet = false;       // do not print the device on open
     bool profile = false;     // time every ggml node (slower: one synchronisation per node)
-    // Storage of constant MatMul/Gemm weights: "f32" (exact), or "f16", "bf16", "q8_0" (faster, less exact;
-    // ggml then also rounds the activations they multiply). Convolutions stay f32.
+    // Storage of constant MatMul/Gemm and convolution weights: "f32" (exact), or "f16", "bf16", "q8_0" (less
+    // memory, less exact: ggml then also rounds the activations they multiply; faster only where the CPU has dot
+    // products for the type; docs/performance.md).
     std::string weights = "f32";
     // What the backend may round: "exact" keeps f32 everywhere (on Vulkan: no f16 inside matrix shaders; the same
     // 1e-4 bars as the CPU), "fast" lets it use f16 where it is faster. The CPU computes in f32 either way.

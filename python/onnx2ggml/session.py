@@ -71,7 +71,7 @@ class SessionOptions:
     log_severity_level: below 2 prints the device chosen when the session opens.
     device: a ggml device name ("CPU", "CUDA0", "Vulkan0"); empty: the `providers` argument, else the first GPU,
     else the CPU. Default from $ONNX2GGML_DEVICE.
-    weights: storage of constant MatMul/Gemm weights: "f32" (exact), "f16", "bf16" or "q8_0".
+    weights: storage of constant MatMul/Gemm and convolution weights: "f32" (exact), "f16", "bf16" or "q8_0".
     precision: "exact" (f32 everywhere) or "fast" (backends may round to f16). Default from $ONNX2GGML_PRECISION.
     portable: ggml-op compositions instead of our CPU kernels (the path other backends take).
     lora: LoRA .safetensors files merged into the weights at load: paths, "FILE:SCALE" strings or (path, scale).

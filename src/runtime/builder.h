@@ -18,7 +18,7 @@ struct WeightCache : o2g::WeightStore {
     ggml_backend_buffer_type_t buft = nullptr;
     bool zero_copy = false;   // CPU device: aligned f32 weights are used in place from the file mapping
     bool native_cpu = false;  // the graph runs on the CPU: our CPU kernels (Winograd, attention) may be used
-    ggml_type matmul_type = GGML_TYPE_F32;  // constant MatMul/Gemm weights (SessionOptions::weights)
+    ggml_type matmul_type = GGML_TYPE_F32;  // constant MatMul/Gemm and conv weights (SessionOptions::weights)
     size_t max_alloc = 0;     // the device's largest buffer (0: no limit), see Ctx::max_alloc
     bool progress = false;    // show commit()'s conversions and uploads (a big model, see load_progress.h)
     ggml_context* mapped_ctx = nullptr;
