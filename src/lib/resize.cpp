@@ -162,6 +162,9 @@ ggml_tensor* resize(Ctx& ctx, ggml_tensor* x, const Ints& sizes, const ResizePar
         if (!listed[d] || (os[d] == cur[d] && scales[d] == 1.0 && p.coord != 6)) continue;
         const int64_t in = cur[d], on = os[d];
         if (on < 0) throw OpError("resize: output size " + std::to_string(on) + " along dim " + std::to_string(d));
+        // Nothing to interpolate from: an empty axis cannot grow (the tap table would index past it).
+        if (in == 0 && on > 0)
+            throw OpError("resize: dim " + std::to_string(d) + " is empty and cannot be resized to " + std::to_string(on));
         const Taps tp = taps(p, in, on, scales[d], rs[d], re[d]);
         const int T = tp.T;
         int64_t ns[4] = {cur[0], cur[1], cur[2], cur[3]};
