@@ -120,6 +120,42 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
+// One output transform over LANES tiles or channels: r = A^T s A + b0 (s: A x A inputs, r: M x M outputs).
+template <int M>
+inline void output_tile(const float (&s)[Mat<M>::A][Mat<M>::A][LANES], const float (&b0)[LANES],
+                        float (&r)[M][M][LANES]) {
+    using K = Mat<M>;
+    constexpr int A = K::A;
+    alignas(64) float t[M][A][LANES];
+    #pragma GCC unroll 6
+    for (int i = 0; i < M; i++)
+        #pragma GCC unroll 6
+        for (int b = 0; b < A; b++) {
+            float acc[LANES] = {};
+            #pragma GCC unroll 6
+            for (int a = 0; a < A; a++) {
+                const float c = K::AT[i][a];
+                if (c == 0) continue;
+                for (int l = 0; l < LANES; l++) acc[l] += c * s[a][b][l];
+            }
+            std::memcpy(t[i][b], acc, sizeof acc);
+        }
+    #pragma GCC unroll 6
+    for (int i = 0; i < M; i++)
+        #pragma GCC unroll 6
+        for (int j = 0; j < M; j++) {
+            float acc[LANES];
+            for (int l = 0; l < LANES; l++) acc[l] = b0[l];
+            #pragma GCC unroll 6
+            for (int b = 0; b < A; b++) {
+                const float c = K::AT[j][b];
+                if (c == 0) continue;
+                for (int l = 0; l < LANES; l++) acc[l] += c * t[i][b][l];
+            }
+            std::memcpy(r[i][j], acc, sizeof acc);
+        }
+}
+
 // Mt [T, M_out, A*A] (+ bias [M_out]) -> y [OW, OH, M_out, N]; each work item is one output channel and tile row,
 // 16 tiles per vector.
 template <int M>
@@ -134,10 +170,10 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const int64_t T = p.N * p.TH * p.TW, CO = dst->ne[2];
     const int64_t items = p.N * CO * p.TH, per = (items + nth - 1) / nth;
     const int64_t i0 = std::min(items, per * ith), i1 = std::min(items, i0 + per);
-    alignas(64) float s[A][A][LANES], t[M][A][LANES], r[M][M][LANES];
+    alignas(64) float s[A][A][LANES], r[M][M][LANES], b0[LANES];
     for (int64_t it = i0; it < i1; it++) {
         const int64_t ty = it % p.TH, co = (it / p.TH) % CO, n = it / p.TH / CO;
-        const float b0 = bias ? static_cast<const float*>(bias->data)[co] : 0.f;
+        std::fill(b0, b0 + LANES, bias ? static_cast<const float*>(bias->data)[co] : 0.f);
         float* plane = y + size_t((n * CO + co) * p.OH) * size_t(p.OW);
         for (int64_t tx0 = 0; tx0 < p.TW; tx0 += LANES) {
             const int64_t nt = std::min<int64_t>(LANES, p.TW - tx0);
@@ -148,33 +184,7 @@ void output_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                     // a loop, not memcpy: GCC makes a variable-length memcpy `rep movs`, slow for 32-64 bytes
                     for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nt ? src[l] : 0.f;
                 }
-            #pragma GCC unroll 6
-            for (int i = 0; i < M; i++)
-                #pragma GCC unroll 6
-                for (int b = 0; b < A; b++) {
-                    float acc[LANES] = {};
-                    #pragma GCC unroll 6
-                    for (int a = 0; a < A; a++) {
-                        const float c = K::AT[i][a];
-                        if (c == 0) continue;
-                        for (int l = 0; l < LANES; l++) acc[l] += c * s[a][b][l];
-                    }
-                    std::memcpy(t[i][b], acc, sizeof acc);
-                }
-            #pragma GCC unroll 6
-            for (int i = 0; i < M; i++)
-                #pragma GCC unroll 6
-                for (int j = 0; j < M; j++) {
-                    float acc[LANES];
-                    for (int l = 0; l < LANES; l++) acc[l] = b0;
-                    #pragma GCC unroll 6
-                    for (int b = 0; b < A; b++) {
-                        const float c = K::AT[j][b];
-                        if (c == 0) continue;
-                        for (int l = 0; l < LANES; l++) acc[l] += c * t[i][b][l];
-                    }
-                    std::memcpy(r[i][j], acc, sizeof acc);
-                }
+            output_tile<M>(s, b0, r);
             for (int i = 0; i < M; i++) {
                 const int64_t oy = ty * M + i;
                 if (oy >= p.OH) break;
@@ -202,57 +212,31 @@ void output_kernel_co(ggml_tensor* dst, int ith, int nth, void* ud) {
     float* y = static_cast<float*>(dst->data);
     const int64_t T = p.N * p.TH * p.TW, CO = dst->ne[2], CB = (CO + LANES - 1) / LANES;
     const WorkSpan w = work_span(p.N * p.TH, ith, nth);
-    alignas(64) float s[A][A][LANES], t[M][A][LANES], r[M][M][LANES], b0[LANES];
+    alignas(64) float s[A][A][LANES], r[M][M][LANES], b0[LANES];
     for (int64_t it = w.b; it < w.e; it++)
         for (int64_t tx = 0; tx < p.TW; tx++)
             for (int64_t cb = 0; cb < CB; cb++) {
-            const int64_t ty = it % p.TH, n = it / p.TH;
-            const int64_t co0 = cb * LANES, nc = std::min<int64_t>(LANES, CO - co0);
-            for (int64_t l = 0; l < LANES; l++)
-                b0[l] = bias && l < nc ? static_cast<const float*>(bias->data)[co0 + l] : 0.f;
-            const int64_t tile = (n * p.TH + ty) * p.TW + tx;
-            for (int a = 0; a < A; a++)
-                for (int b = 0; b < A; b++) {
-                    const float* src = mm + (size_t(a * A + b) * size_t(T) + size_t(tile)) * size_t(CO) + size_t(co0);
-                    if (nc == LANES) std::memcpy(s[a][b], src, sizeof s[a][b]);
-                    else
-                        for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nc ? src[l] : 0.f;
-                }
-            #pragma GCC unroll 6
-            for (int i = 0; i < M; i++)
-                #pragma GCC unroll 6
-                for (int b = 0; b < A; b++) {
-                    float acc[LANES] = {};
-                    #pragma GCC unroll 6
-                    for (int a = 0; a < A; a++) {
-                        const float c = K::AT[i][a];
-                        if (c == 0) continue;
-                        for (int l = 0; l < LANES; l++) acc[l] += c * s[a][b][l];
-                    }
-                    std::memcpy(t[i][b], acc, sizeof acc);
-                }
-            #pragma GCC unroll 6
-            for (int i = 0; i < M; i++)
-                #pragma GCC unroll 6
-                for (int j = 0; j < M; j++) {
-                    float acc[LANES];
-                    for (int l = 0; l < LANES; l++) acc[l] = b0[l];
-                    #pragma GCC unroll 6
+                const int64_t ty = it % p.TH, n = it / p.TH;
+                const int64_t co0 = cb * LANES, nc = std::min<int64_t>(LANES, CO - co0);
+                for (int64_t l = 0; l < LANES; l++)
+                    b0[l] = bias && l < nc ? static_cast<const float*>(bias->data)[co0 + l] : 0.f;
+                const int64_t tile = (n * p.TH + ty) * p.TW + tx;
+                for (int a = 0; a < A; a++)
                     for (int b = 0; b < A; b++) {
-                        const float c = K::AT[j][b];
-                        if (c == 0) continue;
-                        for (int l = 0; l < LANES; l++) acc[l] += c * t[i][b][l];
+                        const float* src = mm + (size_t(a * A + b) * size_t(T) + size_t(tile)) * size_t(CO) + size_t(co0);
+                        if (nc == LANES) std::memcpy(s[a][b], src, sizeof s[a][b]);
+                        else
+                            for (int64_t l = 0; l < LANES; l++) s[a][b][l] = l < nc ? src[l] : 0.f;
                     }
-                    std::memcpy(r[i][j], acc, sizeof acc);
-                }
-            for (int64_t l = 0; l < nc; l++) {
-                float* plane = y + size_t((n * CO + co0 + l) * p.OH) * size_t(p.OW);
-                for (int i = 0; i < M && ty * M + i < p.OH; i++) {
-                    float* orow = plane + (ty * M + i) * p.OW + tx * M;
-                    for (int j = 0; j < M && tx * M + j < p.OW; j++) orow[j] = r[i][j][l];
+                output_tile<M>(s, b0, r);
+                for (int64_t l = 0; l < nc; l++) {
+                    float* plane = y + size_t((n * CO + co0 + l) * p.OH) * size_t(p.OW);
+                    for (int i = 0; i < M && ty * M + i < p.OH; i++) {
+                        float* orow = plane + (ty * M + i) * p.OW + tx * M;
+                        for (int j = 0; j < M && tx * M + j < p.OW; j++) orow[j] = r[i][j][l];
+                    }
                 }
             }
-        }
 }
 
 // g: weight [CO, CI, 3, 3] -> o: U [A*A, CO, CI] (ggml [CI, CO, A*A]) or, packed, the gemm kernel's panels
