@@ -149,6 +149,9 @@ ggml_tensor* transpose(Ctx& ctx, ggml_tensor* x, const TransposeParams& p) {
 
 ggml_tensor* concat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const ConcatParams& p) {
     check_dim(p.axis, "Concat");
+    if (a->type != b->type)
+        throw OpError(std::string("Concat: inputs of ggml types ") + ggml_type_name(a->type) + " and " +
+                      ggml_type_name(b->type));
     for (int d = 0; d < 4; d++)
         if (d != p.axis && a->ne[d] != b->ne[d])
             throw OpError("Concat: inputs differ in ggml dim " + std::to_string(d) + " (" + std::to_string(a->ne[d]) +

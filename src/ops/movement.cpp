@@ -42,6 +42,9 @@ void lower_Concat(Lower& L) {
         if (!L.has(i) || shape_numel(L.shape(i)) == 0) continue;
         // Checked here, not assumed: a hostile model's inputs may disagree (found by tests/fuzz).
         if (L.rank(i) != r) L.error("Concat inputs have ranks " + std::to_string(r) + " and " + std::to_string(L.rank(i)));
+        if (L.dtype(i) != L.dtype(0))
+            L.error(std::string("Concat inputs have element types ") + dtype_name(L.dtype(0)) + " and " +
+                    dtype_name(L.dtype(i)));
         for (int d = 0; d < r; d++)
             if (d != axis && L.shape(i)[size_t(d)] != L.shape(0)[size_t(d)])
                 L.error("Concat inputs differ in dim " + std::to_string(d) + " off the axis");
