@@ -13,6 +13,8 @@ namespace onnx2ggml {
 void lower_MatMul(Lower& L) {
     Shape as = L.shape(0), bs = L.shape(1);
     if (as.size() > 4 || bs.size() > 4) L.error("MatMul of rank > 4 is not supported");
+    if (as.empty() || bs.empty())  // found by tests/fuzz: a scalar operand indexed its shape at -2
+        L.error("MatMul of a scalar: A " + shape_str(as) + ", B " + shape_str(bs) + " (both must have rank >= 1)");
     o2g::MatMulParams p;
     p.a_vector = as.size() == 1;
     p.b_vector = bs.size() == 1;
