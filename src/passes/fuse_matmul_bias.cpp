@@ -7,16 +7,10 @@ namespace onnx2ggml {
 
 namespace {
 
-// Dims of a float initializer or Constant, whether or not its data is loaded yet, through Identity nodes (the
-// exporter shares equal initializers that way); null for anything else.
-const TensorData* float_constant(GraphIndex& g, const Model& m, std::string v) {
-    for (int hops = 0; hops < 8; hops++) {
-        const Node* id = g.producer_of(v, "Identity");
-        if (!id || id->inputs.empty()) break;
-        v = id->inputs[0];
-    }
-    auto it = m.graph.initializers.find(v);
-    const TensorData* t = it != m.graph.initializers.end() ? it->second.get() : g.constant(v);
+// Dims of a float initializer (data loaded or not) or Constant; null for anything else.
+const TensorData* float_constant(GraphIndex& g, const std::string& v) {
+    const TensorData* t = g.initializer(v);
+    if (!t) t = g.constant(v);
     return t && t->dtype == DType::FLOAT ? t : nullptr;
 }
 
@@ -28,14 +22,14 @@ void fuse_matmul_bias(const Model& m, GraphPlan& plan) {
     for (int idx : plan.live_nodes) {
         const Node& mm = plan.node(m, idx);
         if (mm.op_type != "MatMul" || !mm.domain.empty() || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
-        const TensorData* w = float_constant(g, m, mm.inputs[1]);
+        const TensorData* w = float_constant(g, mm.inputs[1]);
         if (!w || w->dims.size() != 2) continue;
         int add_idx = g.only_consumer(mm.outputs[0], "Add");
         if (add_idx < 0 || removed.count(add_idx)) continue;
         const Node& add = plan.node(m, add_idx);
         if (add.inputs.size() != 2 || add.outputs.size() != 1) continue;
         const std::string& bias = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
-        const TensorData* b = float_constant(g, m, bias);
+        const TensorData* b = float_constant(g, bias);
         if (!b || b->dims.size() != 1 || b->dims[0] != w->dims[1] || bias == mm.outputs[0]) continue;
         Node fused = mm;
         fused.op_type = "onnx2ggml.MatMulBias";  // internal op, produced only by this pass

@@ -49,8 +49,23 @@ struct GraphIndex {
         const Node& n = plan.node(m, it->second);
         return n.op_type == op && n.domain.empty() ? &n : nullptr;
     }
-    // Constant data: an initializer or the output of a Constant node.
-    const TensorData* constant(const std::string& v) {
+    // v, or the value it copies through Identity nodes (exporters share equal initializers that way).
+    std::string through_identity(std::string v) {
+        for (int hops = 0; hops < 8; hops++) {
+            const Node* id = producer_of(v, "Identity");
+            if (!id || id->inputs.empty()) break;
+            v = id->inputs[0];
+        }
+        return v;
+    }
+    // An initializer, whether or not its data is loaded, through Identity nodes; null otherwise.
+    const TensorData* initializer(const std::string& name) {
+        auto it = m.graph.initializers.find(through_identity(name));
+        return it != m.graph.initializers.end() ? it->second.get() : nullptr;
+    }
+    // Constant data: an initializer or the output of a Constant node, through Identity nodes.
+    const TensorData* constant(std::string v) {
+        v = through_identity(v);
         auto it = m.graph.initializers.find(v);
         if (it != m.graph.initializers.end()) return it->second->data || it->second->nbytes == 0 ? it->second.get() : nullptr;
         const Node* c = producer_of(v, "Constant");
