@@ -280,6 +280,13 @@ ggml_tensor* conv2d_core(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, int64_t group
     return out;
 }
 
+// A bias must hold one value per output channel (found by tests/fuzz: ggml_add asserted on a mismatch).
+void check_bias(const ggml_tensor* bias, int64_t M, const char* op) {
+    if (bias && ggml_nelements(bias) != M)
+        throw OpError(std::string(op) + ": bias has " + std::to_string(ggml_nelements(bias)) + " values for " +
+                      std::to_string(M) + " output channels");
+}
+
 // Group, channel and kernel checks shared by Conv (w [k..., C/group, M]) and ConvTranspose (w [k..., M/group, C]);
 // returns the kernel (ONNX order).
 Ints check_conv(const ggml_tensor* x, const ggml_tensor* w, int dims, int64_t group, const Ints& kernel,
@@ -318,6 +325,7 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     if (p.dims == 3) return apply_clamp(ctx, conv3d(ctx, x, w, bias, p), p);
     const int d1 = p.dims;
     Ints kernel = check_conv(x, w, d1, p.group, p.kernel, false);
+    check_bias(bias, w->ne[d1 + 1], "convolution");
     WindowGeometry g = conv_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides, p.dilations);
     Ints pb = g.pad_begin, pe = g.pad_end, s = g.strides, dil = g.dilations;
     ggml_tensor* k = w;
@@ -442,6 +450,7 @@ ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tenso
     if (p.dims == 3) return conv_transpose3d(ctx, x, w, bias, p);
     const int d1 = p.dims;
     Ints kernel = check_conv(x, w, d1, p.group, p.kernel, true);
+    check_bias(bias, w->ne[d1] * p.group, "transposed convolution");
     WindowGeometry g = conv_transpose_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides,
                                                p.dilations, p.output_padding, p.output_shape);
     const int64_t Cin = x->ne[d1], Cog = w->ne[d1], kW = w->ne[0], kH = d1 == 2 ? w->ne[1] : 1;
