@@ -256,26 +256,36 @@ ggml_tensor* affine_grid(Ctx& ctx, ggml_tensor* theta, const Ints& size, const A
     if (theta->ne[0] != k + 1 || theta->ne[1] != k || theta->ne[2] != N || theta->ne[3] != 1)
         throw OpError("affine_grid: theta is not [N, " + std::to_string(k) + ", " + std::to_string(k + 1) + "]");
     const std::vector<int64_t> sp(size.begin() + 2, size.end());
+    // Checked before any tensor is made: the output [N, spatial..., k] must fit in memory.
+    Shape os = {N};
+    os.insert(os.end(), sp.begin(), sp.end());
+    os.push_back(k);
+    onnx2ggml::check_host_size(os, sizeof(float), "affine_grid: the grid");
     int64_t P = 1;
     for (int64_t d : sp) P *= d;
-    // Homogeneous base grid [P, k+1]: (x, y[, z], 1) with x along the last spatial dim.
-    std::vector<float> base(size_t(P * (k + 1)));
+    // Homogeneous base grid [k+1, W, H(, D)]: (x, y[, z], 1), x along the last spatial dim. It is made on the
+    // device from one coordinate row per axis, so a large grid costs no host table (a 12M-point grid took
+    // seconds and 141 MB on the host).
     auto coord = [&](int64_t i, int64_t d) {
         if (p.align_corners) return d == 1 ? -1.0 : -1.0 + 2.0 * double(i) / double(d - 1);
         const double step = 2.0 / double(d);
         return -1.0 + step / 2 + step * double(i);
     };
-    for (int64_t q = 0; q < P; q++) {
-        int64_t rem = q;
-        for (int i = k - 1; i >= 0; i--) {
-            const int64_t d = sp[size_t(i)], c = rem % d;
-            rem /= d;
-            base[size_t(q * (k + 1) + (k - 1 - i))] = float(coord(c, d));
+    int64_t full[4] = {1, 1, 1, 1};
+    for (int i = 0; i < k; i++) full[i + 1] = sp[size_t(k - 1 - i)];
+    ggml_tensor* bg = nullptr;
+    for (int i = 0; i <= k; i++) {
+        int64_t ne[4] = {1, 1, 1, 1};
+        std::vector<float> v(1, 1.0f);  // the homogeneous 1
+        if (i < k) {
+            const int64_t d = full[i + 1];
+            ne[i + 1] = std::max<int64_t>(d, 1);  // an empty axis: one value, repeated to none
+            v.resize(size_t(ne[i + 1]));
+            for (int64_t j = 0; j < d; j++) v[size_t(j)] = float(coord(j, d));
         }
-        base[size_t(q * (k + 1) + k)] = 1.0f;
+        ggml_tensor* c = ggml_repeat_4d(ctx, ctx.constant_f32(ne, v), 1, full[1], full[2], full[3]);
+        bg = bg ? ggml_concat(ctx, bg, c, 0) : c;
     }
-    const int64_t bne[4] = {k + 1, P, 1, 1};
-    ggml_tensor* bg = ctx.constant_f32(bne, base);
     bg = ggml_repeat_4d(ctx, ggml_reshape_3d(ctx, bg, k + 1, P, 1), k + 1, P, N, 1);
     ggml_tensor* y = ggml_mul_mat(ctx, f32(ctx, theta), bg);  // [k, P, N]
     // ONNX [N, spatial..., k]; rank 5 folds N into the first spatial dim.

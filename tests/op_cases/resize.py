@@ -30,3 +30,4 @@ case("GridSample", R(1, 2, 3, 4, 5), R(1, 2, 3, 4, 3, lo=-1, hi=1), mode="linear
 case("AffineGrid", R(2, 2, 3), I64(2, 3, 4, 5), opset=20)
 case("AffineGrid", R(1, 2, 3), I64(1, 1, 3, 6), align_corners=1, opset=20)
 case("AffineGrid", R(2, 3, 4), I64(2, 1, 3, 4, 5), opset=20)  # 3-D
+case("AffineGrid", R(1, 3, 4), I64(1, 2, 2, 3, 2), align_corners=1, opset=20)  # 3-D
