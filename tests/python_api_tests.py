@@ -149,6 +149,37 @@ def same_stats(label: str, got: dict, cli: str, path: str, feeds: dict) -> None:
               f"(CLI --stats: {str(want.get(key))[:80]})")
 
 
+TRUNCATE_WHILE_MAPPED = r"""
+import os, sys
+import numpy as np
+import onnx2ggml
+model, weights = sys.argv[1], sys.argv[2]
+sess = onnx2ggml.InferenceSession(model)
+os.truncate(weights, 0)  # the session maps w.bin: its pages are gone now
+sess.run(None, {"x": np.ones((64, 64), np.float32)})
+print("ran")
+"""
+
+
+def truncated_while_mapped(work: str) -> None:
+    """A weights file truncated under an open session: one error line naming it and exit status 1 (the guard the
+    package installs at import), not SIGBUS."""
+    from onnx import numpy_helper
+    w = numpy_helper.from_array(np.full((64, 64), 2.0, np.float32), "W")
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "W"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 64])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    path = os.path.join(work, "model.onnx")
+    onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin",
+              size_threshold=0)
+    r = subprocess.run([sys.executable, "-c", TRUNCATE_WHILE_MAPPED, path, os.path.join(work, "w.bin")],
+                       capture_output=True, text=True, timeout=120)
+    last = (r.stderr.strip().splitlines() or [""])[-1]  # after the device line the session prints on open
+    check(r.returncode == 1 and "w.bin" in last and "shrank" in last and "ran" not in r.stdout,
+          f"weights truncated while mapped: exit {r.returncode}, '{last[:160]}'")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--filter", default=None, help="regex on the fixture name")
@@ -209,6 +240,8 @@ def main(argv=None) -> int:
             check(False, "SessionOptions.max_memory = 16: the run was not refused")
         except onnx2ggml.Error as e:
             check("max_memory" in str(e) and "\n" not in str(e), f"SessionOptions.max_memory = 16: '{str(e)[:150]}'")
+        with tempfile.TemporaryDirectory() as work:
+            truncated_while_mapped(work)
     print()
     if failures:
         print(f"{len(failures)} checks FAILED")

@@ -98,4 +98,11 @@ public:
     virtual const std::vector<ProfileEntry>& profile() const = 0;
 };
 
+// Weights are mapped from their files: a file truncated or rewritten in place while a session uses it turns the
+// next read of a lost page into SIGBUS. This installs a process-wide SIGBUS handler that reports such a fault as
+// one line, "onnx2ggml: error: FILE: the file shrank while it was mapped ...", and exits with status 1; a SIGBUS
+// outside our mappings goes to the handler that was there before. The library never installs it by itself (signal
+// handlers belong to the program): the CLI and the Python package do, an embedding program may.
+void install_sigbus_guard();
+
 }  // namespace onnx2ggml

@@ -167,6 +167,7 @@ std::vector<std::pair<std::string, std::string>> devices() {
 
 NB_MODULE(_core, m) {
     m.doc() = "onnx2ggml's C++ runtime (use onnx2ggml.InferenceSession)";
+    install_sigbus_guard();  // a weights file truncated while mapped: one error line and exit 1, not a crash
     nb::exception<std::runtime_error>(m, "Error", PyExc_RuntimeError);
     nb::class_<PySession>(m, "Session")
         .def(nb::init<nb::object, int, const std::string&, const std::string&, const std::string&,

@@ -4,14 +4,11 @@
 #include <cstddef>
 #include <string>
 
+#include "onnx2ggml/onnx2ggml.h"  // install_sigbus_guard
+
 namespace onnx2ggml {
 
 void register_mapping(const void* addr, size_t size, const std::string& path);
 void unregister_mapping(const void* addr);
-
-// Installs a process-wide SIGBUS handler: a fault inside a registered mapping prints
-// "onnx2ggml: error: FILE: ..." and exits with status 1; any other SIGBUS is handled as before.
-// Programs (the CLI) call it; the library does not, since signal handlers belong to the program.
-void install_sigbus_guard();
 
 }  // namespace onnx2ggml
