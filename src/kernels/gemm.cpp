@@ -30,6 +30,7 @@ struct Params {
     int64_t K, N, NP;
     int64_t B = 1;  // independent products (Winograd's A*A): x [K, M, B], panels [16, K, NP, B], y [N, M, B]
     bool transposed = false;              // y [M, N, B] (M fastest) instead of [N, M, B]
+    bool shared = false;                  // one weight for all B products (a convolution's images)
 };
 
 // tile<R>: C[R, 16] (row stride ldc) = start (one 16-wide row, for every row) or C itself, plus X[R, kc] (row
@@ -142,7 +143,7 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
         const int64_t p0 = std::max(s.b, q * NP) - q * NP, p1 = std::min(s.e, (q + 1) * NP) - q * NP;
         const int64_t b = q / MB, mb = q % MB, m0 = std::min(M, mb * mc), m1 = std::min(M, m0 + mc);
         const float* x = x0 + b * M * K;
-        const float* w = w0 + b * NP * K * NR;
+        const float* w = p.shared ? w0 : w0 + b * NP * K * NR;
         float* y = y0 + b * M * N;
         for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += KC) {
             const int64_t kc = std::min(KC, K - k0);
@@ -201,15 +202,22 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N) {
 
 namespace {
 ggml_tensor* gemm_packed(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, const char* kind,
-                         ggml_tensor* bias) {
+                         ggml_tensor* bias, bool transposed = false) {
     const int64_t NP = (N + NR - 1) / NR;
     const int64_t ne[4] = {NR, K, NP, 1};
     ggml_tensor* wp = ctx.weights->derived(w, kind, GGML_TYPE_F32, ne,
                                            [=](const float* src, float* dst) { pack(src, dst, K, N, w_nk); });
     x = cont(ctx, x);
     ggml_tensor* args[3] = {x, wp, bias};
-    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, N, x->ne[1], x->ne[2], x->ne[3], args, bias ? 3 : 2,
-                                    gemm_kernel, GGML_N_TASKS_MAX, keep_params(Params{K, N, NP}));
+    ggml_tensor* y;
+    if (transposed) {  // [M, N, b2] per b2, written in place of a transpose pass
+        if (x->ne[3] != 1) throw OpError("gemm: a transposed product of a 4-D operand");
+        y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[1], N, x->ne[2], 1, args, bias ? 3 : 2, gemm_kernel,
+                           GGML_N_TASKS_MAX, keep_params(Params{K, N, NP, x->ne[2], true, true}));
+    } else {
+        y = ggml_custom_4d(ctx, GGML_TYPE_F32, N, x->ne[1], x->ne[2], x->ne[3], args, bias ? 3 : 2, gemm_kernel,
+                           GGML_N_TASKS_MAX, keep_params(Params{K, N, NP}));
+    }
     ctx.label(y, "gemm");
     return y;
 }
@@ -220,8 +228,9 @@ ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggm
     return gemm_packed(ctx, x, w, K, N, w_nk, w_nk ? "gemm16t" : "gemm16", bias);
 }
 
-ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N, ggml_tensor* bias) {
-    return gemm_packed(ctx, x, w, ggml_nelements(w) / N, N, true, "gemm16rows", bias);
+ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N, ggml_tensor* bias,
+                             bool transposed) {
+    return gemm_packed(ctx, x, w, ggml_nelements(w) / N, N, true, "gemm16rows", bias, transposed);
 }
 
 ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed) {

@@ -242,10 +242,10 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
     if (gemm) {
         // Our packed-weight kernel, channels fastest, then a blocked transpose back: ~10 % faster than ggml's sgemm
         // on ResNet-18, SqueezeNet and MobileNetV2 (2 threads, AVX2), equal on the UNet's 8x8 layers.
-        ggml_tensor* prod = gemm_const_rows(ctx, col2, k, M, ep ? ep->bias : nullptr);
+        // Stored transposed, [OW*OH, M] per image: NCHW with no transpose pass after it.
+        ggml_tensor* col3 = ggml_reshape_3d(ctx, col, col->ne[0], col->ne[1] * col->ne[2], col->ne[3]);
+        ggml_tensor* yt = gemm_const_rows(ctx, col3, k, M, ep ? ep->bias : nullptr, true);
         if (ep) ep->done = true;
-        ggml_tensor* yt = ggml_reshape_3d(ctx, prod, M, col->ne[1] * col->ne[2], col->ne[3]);
-        yt = transpose_blocked(ctx, yt);  // [OW*OH, M, N]
         return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
     }
     if (ctx.cpu && col2->ne[1] % 4 != 0 && M % 4 == 0) {
