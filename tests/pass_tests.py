@@ -32,7 +32,9 @@ def run(cli, model, feeds, tmp, env=None, weights="f32"):
     for k, v in feeds.items():
         np.save(os.path.join(tmp, k + ".npy"), v)
         args += ["--input", f"{k}={os.path.join(tmp, k + '.npy')}"]
-    r = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    env = dict(env or {})
+    args += env.pop("ARGS", "").split()  # CLI flags, e.g. --portable
+    r = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **env})
     if r.returncode:
         raise RuntimeError(r.stderr)
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
@@ -308,6 +310,12 @@ def conv_act_cases():
         ("conv path: im2col 3x3, 7x7 output, batch 2, 12 output channels: the gemm kernel stores NCHW per image",
          conv3x3(2, 5, 7, 7, 12, [1, 1, 1, 1]), 1,
          {"IM2COL": 1, "CUSTOM:gemm": 1, "CUSTOM:transpose": None, "PERMUTE": None}, {}),
+        ("concat: channels of NCHW (SqueezeNet's fire modules), batch 2 -> block copies, not ggml's CONCAT",
+         concat([(2, 64, 27, 27), (2, 48, 27, 27)], 1), 1, {"CUSTOM:concat": 1, "CONCAT": None}, {}),
+        ("concat: three float16 inputs on the last axis (blocks of 6, 2 and 4 bytes)",
+         concat([(3, 5, 3), (3, 5, 1), (3, 5, 2)], -1, np.float16), 1, {"CUSTOM:concat": 2, "CONCAT": None}, {}),
+        ("concat: --portable keeps ggml's CONCAT", concat([(2, 6, 5, 4), (2, 3, 5, 4)], 1), 1,
+         {"CUSTOM:concat": None, "CONCAT": 1}, {"ARGS": "--portable"}),
         ("pool path: MaxPool 3x3/2 ceil_mode (SqueezeNet) -> max_pool kernel, no pad/mask/pool_2d",
          pool2d("MaxPool", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), 1,
          {"CUSTOM:max_pool": 1, "POOL_2D": None, "ADD": None}, {}),
@@ -330,6 +338,17 @@ def pool2d(op, n=1, **attrs):
     return (helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=9),
             {"x": rng.randn(n, 5, 15, 13).astype(np.float32)})
 # ---- end fuse_conv_activation ----
+
+
+def concat(shapes, axis, dtype=np.float32):
+    rng = np.random.RandomState(17)
+    names = [f"x{i}" for i in range(len(shapes))]
+    t = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    g = helper.make_graph([helper.make_node("Concat", names, ["y"], axis=axis)], "g",
+                          [helper.make_tensor_value_info(n, t, list(sh)) for n, sh in zip(names, shapes)],
+                          [helper.make_tensor_value_info("y", t, None)])
+    feeds = {n: (rng.randn(*sh) * 50).astype(dtype) for n, sh in zip(names, shapes)}
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=9), feeds
 
 
 def gemm_model(op, a_shape, k, n, const_w=True, trans_b=False, bias=None, **attrs):

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/concat.h"
 #include "kernels/custom.h"
 #include "lib/index_maps.h"
 #include "lib/row_gather.h"
@@ -156,6 +157,7 @@ ggml_tensor* concat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const ConcatParams
         if (d != p.axis && a->ne[d] != b->ne[d])
             throw OpError("Concat: inputs differ in ggml dim " + std::to_string(d) + " (" + std::to_string(a->ne[d]) +
                           " vs " + std::to_string(b->ne[d]) + ")");
+    if (ctx.cpu && ggml_blck_size(a->type) == 1) return concat_blocks(ctx, a, b, p.axis);
     return ggml_concat(ctx, a, b, p.axis);
 }
 
