@@ -1,5 +1,6 @@
-// 2-D max pooling (see max_pool.h): one (image, channel) plane per work item; each output row is the running max
-// of its kernel rows, the interior columns in a branch-free loop.
+// 2-D max pooling (see max_pool.h): one (image, channel) plane per work item. Each output row first takes the
+// max of its kernel rows (contiguous: vectorized), then of the column taps in that one row, the interior columns
+// without bounds checks. `v > m ? v : m` everywhere: a NaN input never wins, in either order.
 #include "kernels/max_pool.h"
 
 #include <algorithm>
@@ -20,32 +21,37 @@ void max_pool_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     int64_t xa = 0, xb = g.ow;
     while (xa < g.ow && xa * g.sw - g.pw < 0) xa++;
     while (xb > xa && (xb - 1) * g.sw - g.pw + g.kw > W) xb--;
-    std::vector<float> acc(size_t(g.ow));
+    std::vector<float> vm(static_cast<size_t>(W));  // the max of the kernel rows, per input column
     const WorkSpan s = work_span(planes, ith, nth);
     for (int64_t pl = s.b; pl < s.e; pl++) {
         const float* x = static_cast<const float*>(xt->data) + pl * W * H;
         float* y = static_cast<float*>(dst->data) + pl * g.ow * g.oh;
         for (int64_t oy = 0; oy < g.oh; oy++) {
-            std::fill(acc.begin(), acc.end(), -INFINITY);
+            float* m = vm.data();
+            std::fill(m, m + W, -INFINITY);
             for (int64_t ky = 0; ky < g.kh; ky++) {
                 const int64_t iy = oy * g.sh - g.ph + ky;
                 if (iy < 0 || iy >= H) continue;
                 const float* row = x + iy * W;
-                for (int64_t kx = 0; kx < g.kw; kx++) {
-                    const float* src = row + kx - g.pw;
-                    for (int64_t ox = xa; ox < xb; ox++) {
-                        const float v = src[ox * g.sw];
-                        acc[size_t(ox)] = v > acc[size_t(ox)] ? v : acc[size_t(ox)];
-                    }
-                    for (int64_t ox = 0; ox < g.ow; ox++) {  // edge columns
-                        if (ox == xa) ox = std::max(xb, xa);
-                        if (ox >= g.ow) break;
-                        const int64_t ix = ox * g.sw - g.pw + kx;
-                        if (ix >= 0 && ix < W && row[ix] > acc[size_t(ox)]) acc[size_t(ox)] = row[ix];
-                    }
-                }
+                for (int64_t ix = 0; ix < W; ix++) m[ix] = row[ix] > m[ix] ? row[ix] : m[ix];
             }
-            std::copy(acc.begin(), acc.end(), y + oy * g.ow);
+            float* yo = y + oy * g.ow;
+            for (int64_t ox = xa; ox < xb; ox++) {
+                const float* t = m + ox * g.sw - g.pw;
+                float a = -INFINITY;
+                for (int64_t kx = 0; kx < g.kw; kx++) a = t[kx] > a ? t[kx] : a;
+                yo[ox] = a;
+            }
+            for (int64_t ox = 0; ox < g.ow; ox++) {  // edge columns
+                if (ox == xa) ox = std::max(xb, xa);
+                if (ox >= g.ow) break;
+                float a = -INFINITY;
+                for (int64_t kx = 0; kx < g.kw; kx++) {
+                    const int64_t ix = ox * g.sw - g.pw + kx;
+                    if (ix >= 0 && ix < W && m[ix] > a) a = m[ix];
+                }
+                yo[ox] = a;
+            }
         }
     }
 }
