@@ -1,5 +1,6 @@
-// Depthwise convolution kernel (see depthwise.h). Padded row r of a plane is stored as `sw` phases, phase q holding
-// r[q], r[q + sw], ...: tap kx of output column ox then reads phase kx % sw at ox + kx / sw, contiguous in ox.
+// Direct convolution kernel for few input channels per group: depthwise convs, and dense stems such as 3 -> 32
+// channels (see depthwise.h). Padded row r of a plane is stored as `sw` phases, phase q holding r[q], r[q + sw], ...:
+// tap kx of output column ox then reads phase kx % sw at ox + kx / sw, contiguous in ox.
 #include "kernels/depthwise.h"
 
 #include <algorithm>
@@ -18,30 +19,38 @@ struct DwcParams {
     ConvClamp act;
 };
 
-void depthwise_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const DwcParams& p = *static_cast<const DwcParams*>(ud);
     const ggml_tensor *xt = dst->src[0], *kt = dst->src[1], *bt = dst->src[2];
-    const int64_t W = xt->ne[0], H = xt->ne[1], C = xt->ne[2], KW = kt->ne[0], KH = kt->ne[1];
-    const int64_t OW = dst->ne[0], OH = dst->ne[1], planes = C * dst->ne[3];
+    const int64_t W = xt->ne[0], H = xt->ne[1], C = xt->ne[2], KW = kt->ne[0], KH = kt->ne[1], CIN = kt->ne[2];
+    const int64_t OW = dst->ne[0], OH = dst->ne[1], M = dst->ne[2], planes = M * dst->ne[3];
+    const int64_t MG = M / (C / CIN);  // output channels per group
     const int64_t OW8 = (OW + 15) / 16 * 16;                 // columns computed (the rest dropped at the store)
     const int64_t L = OW8 + (KW - 1) / p.sw + 1;             // phase length: every read stays inside
     const int64_t RW = L * p.sw;                             // a padded row's length
     const int64_t PH = std::max(H + p.ph, (OH - 1) * p.sh + KH);  // padded rows
-    // Zeroed once: every plane writes the same interior positions, so the padding stays zero.
-    std::vector<float> buf(size_t(PH * RW), 0.f);
-    std::vector<int64_t> off(size_t(KH * KW));  // tap (ky, kx)'s offset from its output column's first tap
-    for (int64_t ky = 0; ky < KH; ky++)
-        for (int64_t kx = 0; kx < KW; kx++) off[size_t(ky * KW + kx)] = ky * RW + (kx % p.sw) * L + kx / p.sw;
+    // The group's CIN input planes, one after another. Zeroed once: every plane writes the same interior
+    // positions, so the padding stays zero.
+    std::vector<float> buf(size_t(CIN * PH * RW), 0.f);
+    const int64_t T = CIN * KH * KW;
+    std::vector<int64_t> off(static_cast<size_t>(T));  // tap (ci, ky, kx)'s offset from its output column's first tap
+    for (int64_t ci = 0; ci < CIN; ci++)
+        for (int64_t ky = 0; ky < KH; ky++)
+            for (int64_t kx = 0; kx < KW; kx++)
+                off[size_t((ci * KH + ky) * KW + kx)] = ci * PH * RW + ky * RW + (kx % p.sw) * L + kx / p.sw;
+    int64_t packed = -1;  // the (image, group) whose planes buf holds
     const v8 lo = v8{} + p.act.lo, hi = v8{} + p.act.hi;
     const WorkSpan s = work_span(planes, ith, nth);
     for (int64_t pl = s.b; pl < s.e; pl++) {
-        const int64_t c = pl % C;
-        const float* x = static_cast<const float*>(xt->data) + pl * H * W;
-        const float* k = static_cast<const float*>(kt->data) + c * KH * KW;
+        const int64_t m = pl % M, n = pl / M, grp = m / MG;
+        const float* k = static_cast<const float*>(kt->data) + m * T;
         float* y = static_cast<float*>(dst->data) + pl * OH * OW;
-        const float b = bt ? static_cast<const float*>(bt->data)[c] : 0.f;
+        const float b = bt ? static_cast<const float*>(bt->data)[m] : 0.f;
+        const bool pack = packed != n * C + grp;  // consecutive planes of one image and group share buf
+        for (int64_t ci = 0; pack && ci < CIN; ci++)
         for (int64_t iy = 0; iy < H; iy++) {
-            float* row = buf.data() + (iy + p.ph) * RW;
+            const float* x = static_cast<const float*>(xt->data) + (n * C + grp * CIN + ci) * H * W;
+            float* row = buf.data() + ci * PH * RW + (iy + p.ph) * RW;
             const float* src = x + iy * W;
             if (p.sw == 1) {
                 std::memcpy(row + p.pw, src, size_t(W) * sizeof(float));
@@ -66,13 +75,14 @@ void depthwise_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 for (int64_t ix = ix0; ix < W; ix += p.sw) *d++ = src[ix];
             }
         }
+        packed = n * C + grp;
         for (int64_t oy = 0; oy < OH; oy++) {
             for (int64_t ox = 0; ox < OW8; ox += 16) {
                 v8 a0 = {}, a1 = {};
                 a0 += b;
                 a1 += b;
                 const float* base = buf.data() + oy * p.sh * RW + ox;
-                for (int64_t t = 0; t < KH * KW; t++) {
+                for (int64_t t = 0; t < T; t++) {
                     const float* r = base + off[size_t(t)];
                     a0 += k[t] * load8(r);
                     a1 += k[t] * load8(r + 8);
@@ -99,16 +109,18 @@ void depthwise_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
 
 }  // namespace
 
-ggml_tensor* conv2d_depthwise_clamp(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh,
-                                    int pw, int ph, ConvClamp act) {
+ggml_tensor* conv2d_direct_clamp(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh, int pw,
+                                 int ph, ConvClamp act) {
     x = cont(ctx, x);
     k = cont(ctx, k);
     const int64_t OW = (x->ne[0] + 2 * pw - k->ne[0]) / sw + 1, OH = (x->ne[1] + 2 * ph - k->ne[1]) / sh + 1;
     ggml_tensor* args[3] = {x, k, bias};
-    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, OW, OH, x->ne[2], x->ne[3], args, bias ? 3 : 2,
-                                    depthwise_clamp_kernel, GGML_N_TASKS_MAX,
+    if (k->ne[2] < 1 || x->ne[2] % k->ne[2] != 0 || k->ne[3] % (x->ne[2] / k->ne[2]) != 0)
+        throw OpError("conv2d_direct_clamp: channels do not split into groups");
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, OW, OH, k->ne[3], x->ne[3], args, bias ? 3 : 2,
+                                    direct_clamp_kernel, GGML_N_TASKS_MAX,
                                     keep_params(DwcParams{sw, sh, pw, ph, act}));
-    ctx.label(y, "depthwise");
+    ctx.label(y, k->ne[2] == 1 ? "depthwise" : "conv_direct");
     return y;
 }
 

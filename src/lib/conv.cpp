@@ -354,6 +354,10 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     if (wino == 4 && product_weight_type(ctx, w, k->ne[2]) != GGML_TYPE_F32) wino = 2;
     const bool depthwise = d1 == 2 && p.group == x->ne[2] && k->ne[3] == p.group && k->ne[2] == 1 && unit_dil &&
                            ctx.cpu && ggml_nelements(x) > 0;
+    // A dense conv with few input channels (a stem: 3 -> 32 channels, 3x3/2): the direct kernel, no im2col.
+    const bool small_dense = d1 == 2 && p.group == 1 && x->ne[2] <= 4 && k->ne[2] * k->ne[1] * k->ne[0] <= 36 &&
+                             unit_dil && ctx.cpu && x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0 &&
+                             product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32 && !wino;
     // Our CPU kernels add the bias while writing the output.
     auto f32_bias = [&]() -> ggml_tensor* {
         if (!bias) return nullptr;
@@ -370,10 +374,10 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
         return conv2d_pointwise(ctx, x, k, f32_bias(), act);
     }
-    if (depthwise && x->type == GGML_TYPE_F32) {  // the activation applied while writing, too
+    if ((depthwise && x->type == GGML_TYPE_F32) || small_dense) {  // the activation applied while writing, too
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
         const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
-        return conv2d_depthwise_clamp(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph, act);
+        return conv2d_direct_clamp(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph, act);
     }
     if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
