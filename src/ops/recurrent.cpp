@@ -43,7 +43,10 @@ void lower_recurrent(Lower& L, Cell cell) {
     const Shape &xs = L.shape(0), &ws = L.shape(1), &rs = L.shape(2);
     if (xs.size() != 3) L.error("X must be 3-D");
     int64_t S = p.layout ? xs[1] : xs[0], B = p.layout ? xs[0] : xs[1], I = xs[2];
-    int64_t H = L.node.get_int("hidden_size", rs.size() == 3 ? rs[2] : 0), GH = G * H;
+    const int64_t H = L.node.get_int("hidden_size", rs.size() == 3 ? rs[2] : 0);
+    // Bounded before G * H is formed (found by tests/fuzz: hidden_size INT64_MIN overflowed it).
+    if (H < 0 || H > (int64_t(1) << 30)) L.error("hidden_size " + std::to_string(H) + " is out of range");
+    const int64_t GH = G * H;
     if (ws != Shape{D, GH, I}) L.error("W must have shape (num_directions, " + std::to_string(G) + " * hidden_size, input_size)");
     if (rs != Shape{D, GH, H}) L.error("R must have shape (num_directions, " + std::to_string(G) + " * hidden_size, hidden_size)");
     if (S == 0 || B == 0 || H == 0) L.error("empty sequence, batch or hidden size");
