@@ -19,11 +19,56 @@ struct DwcParams {
     ConvClamp act;
 };
 
+constexpr int64_t MB = 4;  // output channels per item of a dense conv: 8 accumulators
+
+struct Rows {
+    const float* buf;
+    const int64_t* off;
+    int64_t T, OH, OW, OW8, rstride;
+    v8 lo, hi;
+};
+
+// Every output row of `NM` channels (kernels k + j * T, biases b[j], planes y[j]), 16 columns at a time: each
+// tap's two input loads feed all NM channels' accumulators.
+template <int NM>
+void direct_rows(const Rows& r, const float* k, const float* b, float* const* y) {
+    for (int64_t oy = 0; oy < r.OH; oy++) {
+        for (int64_t ox = 0; ox < r.OW8; ox += 16) {
+            v8 a[NM][2];
+            for (int j = 0; j < NM; j++) a[j][0] = a[j][1] = v8{} + b[j];
+            const float* base = r.buf + oy * r.rstride + ox;
+            for (int64_t t = 0; t < r.T; t++) {
+                const v8 x0 = load8(base + r.off[t]), x1 = load8(base + r.off[t] + 8);
+                for (int j = 0; j < NM; j++) {
+                    a[j][0] += k[j * r.T + t] * x0;
+                    a[j][1] += k[j * r.T + t] * x1;
+                }
+            }
+            for (int j = 0; j < NM; j++) {
+                // clamp as selects (a NaN compares false and stays), then one store of the valid columns
+                v8 a0 = a[j][0] < r.lo ? r.lo : a[j][0], a1 = a[j][1] < r.lo ? r.lo : a[j][1];
+                a0 = a0 > r.hi ? r.hi : a0;
+                a1 = a1 > r.hi ? r.hi : a1;
+                float* yo = y[j] + oy * r.OW + ox;
+                if (r.OW - ox >= 16) {  // constant-size stores: no rep movs
+                    std::memcpy(yo, &a0, sizeof a0);
+                    std::memcpy(yo + 8, &a1, sizeof a1);
+                    continue;
+                }
+                float out[16];
+                std::memcpy(out, &a0, sizeof a0);
+                std::memcpy(out + 8, &a1, sizeof a1);
+                for (int64_t c = 0; c < r.OW - ox; c++) yo[c] = out[c];
+            }
+        }
+    }
+}
+
 void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const DwcParams& p = *static_cast<const DwcParams*>(ud);
     const ggml_tensor *xt = dst->src[0], *kt = dst->src[1], *bt = dst->src[2];
     const int64_t W = xt->ne[0], H = xt->ne[1], C = xt->ne[2], KW = kt->ne[0], KH = kt->ne[1], CIN = kt->ne[2];
-    const int64_t OW = dst->ne[0], OH = dst->ne[1], M = dst->ne[2], planes = M * dst->ne[3];
+    const int64_t OW = dst->ne[0], OH = dst->ne[1], M = dst->ne[2];
     const int64_t MG = M / (C / CIN);  // output channels per group
     const int64_t OW8 = (OW + 15) / 16 * 16;                 // columns computed (the rest dropped at the store)
     const int64_t L = OW8 + (KW - 1) / p.sw + 1;             // phase length: every read stays inside
@@ -40,12 +85,12 @@ void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 off[size_t((ci * KH + ky) * KW + kx)] = ci * PH * RW + ky * RW + (kx % p.sw) * L + kx / p.sw;
     int64_t packed = -1;  // the (image, group) whose planes buf holds
     const v8 lo = v8{} + p.act.lo, hi = v8{} + p.act.hi;
-    const WorkSpan s = work_span(planes, ith, nth);
-    for (int64_t pl = s.b; pl < s.e; pl++) {
-        const int64_t m = pl % M, n = pl / M, grp = m / MG;
-        const float* k = static_cast<const float*>(kt->data) + m * T;
-        float* y = static_cast<float*>(dst->data) + pl * OH * OW;
-        const float b = bt ? static_cast<const float*>(bt->data)[m] : 0.f;
+    // One group (a dense conv): MB output channels per item share each input load; else one channel per item.
+    const int64_t step = C == CIN ? MB : 1, mblocks = (M + step - 1) / step;
+    const WorkSpan s = work_span(dst->ne[3] * mblocks, ith, nth);
+    for (int64_t it = s.b; it < s.e; it++) {
+        const int64_t n = it / mblocks, m0 = it % mblocks * step, mb = std::min(step, M - m0), grp = m0 / MG;
+        const float* k = static_cast<const float*>(kt->data) + m0 * T;
         const bool pack = packed != n * C + grp;  // consecutive planes of one image and group share buf
         for (int64_t ci = 0; pack && ci < CIN; ci++)
         for (int64_t iy = 0; iy < H; iy++) {
@@ -76,33 +121,17 @@ void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             }
         }
         packed = n * C + grp;
-        for (int64_t oy = 0; oy < OH; oy++) {
-            for (int64_t ox = 0; ox < OW8; ox += 16) {
-                v8 a0 = {}, a1 = {};
-                a0 += b;
-                a1 += b;
-                const float* base = buf.data() + oy * p.sh * RW + ox;
-                for (int64_t t = 0; t < T; t++) {
-                    const float* r = base + off[size_t(t)];
-                    a0 += k[t] * load8(r);
-                    a1 += k[t] * load8(r + 8);
-                }
-                // clamp as selects (a NaN compares false and stays), then one store of the valid columns
-                a0 = a0 < lo ? lo : a0;
-                a1 = a1 < lo ? lo : a1;
-                a0 = a0 > hi ? hi : a0;
-                a1 = a1 > hi ? hi : a1;
-                float* yo = y + oy * OW + ox;
-                if (OW - ox >= 16) {  // constant-size stores: no rep movs
-                    std::memcpy(yo, &a0, sizeof a0);
-                    std::memcpy(yo + 8, &a1, sizeof a1);
-                    continue;
-                }
-                float out[16];
-                std::memcpy(out, &a0, sizeof a0);
-                std::memcpy(out + 8, &a1, sizeof a1);
-                for (int64_t j = 0; j < OW - ox; j++) yo[j] = out[j];
-            }
+        const Rows r{buf.data(), off.data(), T, OH, OW, OW8, p.sh * RW, lo, hi};
+        float bj[MB] = {};
+        float* yj[MB];
+        for (int64_t j = 0; j < mb; j++) {
+            bj[j] = bt ? static_cast<const float*>(bt->data)[m0 + j] : 0.f;
+            yj[j] = static_cast<float*>(dst->data) + (n * M + m0 + j) * OH * OW;
+        }
+        if (mb == MB) {
+            direct_rows<MB>(r, k, bj, yj);
+        } else {
+            for (int64_t j = 0; j < mb; j++) direct_rows<1>(r, k + j * T, bj + j, yj + j);
         }
     }
 }
