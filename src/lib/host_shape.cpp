@@ -52,8 +52,11 @@ Shape reshape_target(const Shape& in, const Ints& spec_in, bool allowzero) {
         if (spec[i] == -1) {
             if (neg >= 0) throw OpError("Reshape: more than one -1 in shape");
             neg = int(i);
-        } else if (spec[i] < 0) throw OpError("Reshape: invalid dim " + std::to_string(spec[i]));
-        else known *= spec[i];
+        } else if (spec[i] < 0) {
+            throw OpError("Reshape: invalid dim " + std::to_string(spec[i]));
+        } else if (__builtin_mul_overflow(known, spec[i], &known)) {  // found by tests/fuzz (UBSan)
+            throw OpError("Reshape: the target shape " + shape_str(spec_in) + " has more elements than int64 holds");
+        }
     }
     int64_t total = shape_numel(in);
     if (neg >= 0) {
