@@ -1,6 +1,9 @@
 // CPU matrix product with a constant f32 weight (see gemm.cpp): Y = X W (+ bias), W packed once into 16-column
 // panels. Used by o2g::matmul / o2g::gemm only when ctx.cpu and gemm_available().
 #pragma once
+#include <cmath>
+
+#include "kernels/conv_pointwise.h"  // ConvClamp
 #include "onnx2ggml/ops.h"
 
 namespace o2g {
@@ -14,9 +17,10 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N);
 // w_nk, ONNX [N, K] (ggml [K, N]); bias: F32 [N] or null. Returns ggml [N, M, b2, b3].
 ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias);
 // The same for a weight of any shape whose data is N rows of K (a convolution's [M, C, kH, kW]): x F32 [K, M, ...].
-// transposed: x [K, M, B] gives [M, N, B] (M fastest: a convolution's NCHW output, with no transpose pass).
+// transposed: x [K, M, B] gives [M, N, B] (M fastest: a convolution's NCHW output, with no transpose pass); only
+// then `act`, a clamp on the finished sums (a fused ReLU/ReLU6).
 ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N, ggml_tensor* bias = nullptr,
-                             bool transposed = false);
+                             bool transposed = false, ConvClamp act = {-INFINITY, INFINITY});
 // B products at once (Winograd's A*A): x F32 [K, M, B], panels a constant F32 [16, K, ceil(N/16), B] (column
 // n of product b at [n % 16, k, n / 16, b], zero past N). Returns [N, M, B], or [M, N, B] when transposed.
 ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed = false);

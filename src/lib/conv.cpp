@@ -200,10 +200,10 @@ ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, in
     return ggml_im2col(ctx, sizes, x, sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
 }
 
-// A bias a product kernel may add while writing; `done` says it did. (A fused clamp there measured slower than
-// ggml's separate pass.)
+// A bias and an activation a product kernel may apply while writing; `done` says it did both.
 struct Epilogue {
     ggml_tensor* bias = nullptr;  // F32 [M]
+    ConvClamp act{-INFINITY, INFINITY};
     bool done = false;
 };
 
@@ -244,7 +244,8 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         // on ResNet-18, SqueezeNet and MobileNetV2 (2 threads, AVX2), equal on the UNet's 8x8 layers.
         // Stored transposed, [OW*OH, M] per image: NCHW with no transpose pass after it.
         ggml_tensor* col3 = ggml_reshape_3d(ctx, col, col->ne[0], col->ne[1] * col->ne[2], col->ne[3]);
-        ggml_tensor* yt = gemm_const_rows(ctx, col3, k, M, ep ? ep->bias : nullptr, true);
+        ggml_tensor* yt = gemm_const_rows(ctx, col3, k, M, ep ? ep->bias : nullptr, true,
+                                          ep ? ep->act : ConvClamp{-INFINITY, INFINITY});
         if (ep) ep->done = true;
         return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
     }
@@ -386,11 +387,16 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
         return conv2d_winograd(ctx, wino, x, w, f32_bias(), pw, ph, act);
     } else {
-        Epilogue ep;  // the gemm kernel adds the bias, where it takes the product
+        Epilogue ep;  // the gemm kernel adds the bias and applies the activation, where it takes the product
         if (bias && bias->type == GGML_TYPE_F32 && ggml_nelements(bias) == k->ne[3]) ep.bias = cont(ctx, bias);
+        const bool act = p.clamp && (!bias || ep.bias);  // the kernel's clamp follows its bias, so both or none
+        if (act) ep.act = ConvClamp{p.clamp_min, p.clamp_max};
         y = conv2d_core(ctx, x, k, p.group, int(s[1]), int(s[0]), int(dil[1]), int(dil[0]), pw, ph,
-                        ep.bias ? &ep : nullptr);
+                        ep.bias || act ? &ep : nullptr);
         if (bias && !ep.done) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
+        if (ep.done && act) {
+            return d1 == 1 ? ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]) : y;
+        }
     }
     if (d1 == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
     return apply_clamp(ctx, y, p);
