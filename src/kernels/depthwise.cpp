@@ -84,6 +84,17 @@ void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int64_t kx = 0; kx < KW; kx++)
                 off[size_t((ci * KH + ky) * KW + kx)] = ci * PH * RW + ky * RW + (kx % p.sw) * L + kx / p.sw;
     int64_t packed = -1;  // the (image, group) whose planes buf holds
+    // The stride split, worked out once (divisions per row cost more than the copies of a 14x14 plane): columns
+    // [0, done) go 16 at a time (stride 2); phase q's remaining columns start at phase_ix[q], stored from
+    // phase_dst[q] in a padded row.
+    const int64_t done = p.sw == 2 ? W / 16 * 16 : 0;
+    std::vector<int64_t> phase_ix(static_cast<size_t>(p.sw)), phase_dst(static_cast<size_t>(p.sw));
+    for (int64_t q = 0; q < p.sw; q++) {
+        int64_t ix0 = ((q - p.pw) % p.sw + p.sw) % p.sw;
+        if (done > ix0) ix0 += (done - ix0 + p.sw - 1) / p.sw * p.sw;  // the first of this phase past `done`
+        phase_ix[size_t(q)] = ix0;
+        phase_dst[size_t(q)] = q * L + (ix0 + p.pw) / p.sw;
+    }
     const v8 lo = v8{} + p.act.lo, hi = v8{} + p.act.hi;
     // One group (a dense conv): MB output channels per item share each input load; else one channel per item.
     const int64_t step = C == CIN ? MB : 1, mblocks = (M + step - 1) / step;
@@ -98,26 +109,24 @@ void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             float* row = buf.data() + ci * PH * RW + (iy + p.ph) * RW;
             const float* src = x + iy * W;
             if (p.sw == 1) {
-                std::memcpy(row + p.pw, src, size_t(W) * sizeof(float));
+                if (W > 16) std::memcpy(row + p.pw, src, size_t(W) * sizeof(float));
+                else for (int64_t ix = 0; ix < W; ix++) row[p.pw + ix] = src[ix];  // no libc call for 7x7 planes
                 continue;
             }
-            int64_t done = 0;
             if (p.sw == 2) {  // 16 columns at a time: the even ones to one phase, the odd ones to the other
                 float* de = row + (p.pw % 2) * L + p.pw / 2;
                 float* dodd = row + ((p.pw + 1) % 2) * L + (p.pw + 1) / 2;
-                for (; done + 16 <= W; done += 16) {
-                    const v8 a = load8(src + done), b = load8(src + done + 8);
+                for (int64_t c0 = 0; c0 < done; c0 += 16) {
+                    const v8 a = load8(src + c0), b = load8(src + c0 + 8);
                     const v8 e = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
                     const v8 o = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-                    std::memcpy(de + done / 2, &e, sizeof e);
-                    std::memcpy(dodd + done / 2, &o, sizeof o);
+                    std::memcpy(de + c0 / 2, &e, sizeof e);
+                    std::memcpy(dodd + c0 / 2, &o, sizeof o);
                 }
             }
-            for (int64_t q = 0; q < p.sw; q++) {  // phase q: padded columns q, q + sw, ... (what is left)
-                int64_t ix0 = ((q - p.pw) % p.sw + p.sw) % p.sw;
-                ix0 += (done - ix0 + p.sw - 1) / p.sw * p.sw * (done > ix0);  // the first of this phase past `done`
-                float* d = row + q * L + (ix0 + p.pw) / p.sw;
-                for (int64_t ix = ix0; ix < W; ix += p.sw) *d++ = src[ix];
+            for (int64_t q = 0; q < p.sw; q++) {  // what is left of phase q: padded columns q, q + sw, ...
+                float* d = row + phase_dst[size_t(q)];
+                for (int64_t ix = phase_ix[size_t(q)]; ix < W; ix += p.sw) *d++ = src[ix];
             }
         }
         packed = n * C + grp;
