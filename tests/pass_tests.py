@@ -222,9 +222,10 @@ def gelu(div_form: bool, half=0.5):
              else helper.make_node("Mul", ["rsqrt2", "x"], ["d"]))
     nodes = [first, helper.make_node("Erf", ["d"], ["e"]), helper.make_node("Add", ["e", "one"], ["a"]),
              helper.make_node("Mul", ["x", "a"], ["m"]), helper.make_node("Mul", ["m", "half"], ["y"])]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 77, 96])],
+    shape = [2, 77, 96] if div_form else [2, 77, 97]  # 14938 values: not a whole number of vectors
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    x = (np.random.RandomState(6).randn(2, 77, 96) * 3).astype(np.float32)
+    x = (np.random.RandomState(6).randn(*shape) * 3).astype(np.float32)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
 
 
@@ -510,9 +511,14 @@ def main():
               13, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
              ("fuse_attention: CLIP form, scale a graph input (not a constant): no fusion",
               clip_attention(const_scale=False), 13, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
-             ("fuse_gelu: erf GELU (Div form) becomes one ggml_gelu_erf", gelu(True), 1, {"GELU_ERF": 1}, {}),
-             ("fuse_gelu: erf GELU (Mul by 1/sqrt2 form)", gelu(False), 1, {"GELU_ERF": 1}, {}),
-             ("fuse_gelu: scale 0.25 is not GELU: no fusion", gelu(True, 0.25), 5, {"GELU_ERF": None}, {}),
+             ("fuse_gelu: erf GELU (Div form) becomes one vectorized gelu_erf kernel", gelu(True), 1,
+              {"CUSTOM:gelu_erf": 1, "GELU_ERF": None}, {}),
+             ("fuse_gelu: erf GELU (Mul by 1/sqrt2 form), 14938 values (a tail past the 8-wide vectors)", gelu(False),
+              1, {"CUSTOM:gelu_erf": 1}, {}),
+             ("fuse_gelu: --portable takes ggml_gelu_erf", gelu(True), 1, {"GELU_ERF": 1, "CUSTOM:gelu_erf": None},
+              {"ARGS": "--portable"}),
+             ("fuse_gelu: scale 0.25 is not GELU: no fusion", gelu(True, 0.25), 5,
+              {"GELU_ERF": None, "CUSTOM:gelu_erf": None}, {}),
              ("matmul K=40: shared dim padded to 48 for the CPU sgemm", matmul(40), 1, {"CUSTOM:pad_rows": 2, "MUL_MAT": 1}, {}),
              ("matmul K=64: no padding", matmul(64), 1, {"CUSTOM:pad_rows": None}, {}),
              ("conv path: Winograd F(4,3) chosen for a 48x48 output, its 36 products in the gemm kernel",

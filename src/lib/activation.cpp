@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernels/custom.h"
+#include "kernels/gelu.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {
@@ -32,7 +33,7 @@ ggml_tensor* softsign(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, Un
 ggml_tensor* mish(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Mish); }
 
 ggml_tensor* gelu(Ctx& ctx, ggml_tensor* x, const GeluParams& p) {
-    if (!p.tanh) return ggml_gelu_erf(ctx, x);
+    if (!p.tanh) return ctx.cpu && x->type == GGML_TYPE_F32 ? gelu_erf_vec(ctx, x) : ggml_gelu_erf(ctx, x);
     // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     ggml_tensor* x3 = ggml_mul(ctx, ggml_sqr(ctx, x), x);
     ggml_tensor* in = ggml_scale(ctx, ggml_add(ctx, x, ggml_scale(ctx, x3, 0.044715f)), 0.7978845608028654f);
