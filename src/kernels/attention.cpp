@@ -10,6 +10,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/custom.h"
+#include "kernels/vexp.h"
 
 namespace o2g {
 
@@ -50,26 +51,8 @@ inline vf loadv(const float* p) {
 inline void storev(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 #endif
 
-// exp(x) for x <= 0 (softmax after subtracting the row max), W at a time: 2^k * p(r), r = x - k ln2 in
-// [-ln2/2, ln2/2], degree-7 Taylor polynomial (relative error below 1e-7); exp(x < -87) = 0.
-inline vf expv(vf x) {
-    const vf lo = x < -87.0f ? vf{} - 87.0f : x;
-    const vf y = lo * 1.44269504f + 0.5f;
-    vf k = __builtin_convertvector(__builtin_convertvector(y, vi), vf);
-    k = k + __builtin_convertvector(k > y, vf);  // floor: truncation rounds negatives up; true is -1
-    const vf r = (lo - k * 0.693145752f) - k * 1.42860677e-6f;
-    vf p = r * (1.f / 5040) + 1.f / 720;
-    p = p * r + 1.f / 120;
-    p = p * r + 1.f / 24;
-    p = p * r + 1.f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.f;
-    p = p * r + 1.f;
-    const vi bits = (__builtin_convertvector(k, vi) + 127) << 23;
-    vf two_k;
-    std::memcpy(&two_k, &bits, sizeof bits);
-    return x < -87.0f ? vf{} : p * two_k;
-}
+// exp(x) for x <= 0 (softmax after subtracting the row max), W at a time.
+inline vf expv(vf x) { return exp_nonpos<vf, vi>(x); }
 
 struct AttnParams {
     float scale;

@@ -6,39 +6,13 @@
 
 #include "kernels/custom.h"
 #include "kernels/vec8.h"
+#include "kernels/vexp.h"
 
 namespace o2g {
 
 namespace {
 
 typedef int32_t v8i __attribute__((vector_size(32)));
-
-// e^x for x in [-87, 88]: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7 (error ~5e-9), 2^n
-// put in the exponent bits.
-inline v8 exp8(v8 x) {
-    const v8 lo = v8{} - 87.0f, hi = v8{} + 88.0f;
-    x = x < lo ? lo : x;
-    x = x > hi ? hi : x;
-    const v8 magic = v8{} + 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-    const v8 t = x * 1.44269504088896341f + magic;
-    const v8 n = t - magic;
-    v8i ni;
-    std::memcpy(&ni, &t, sizeof t);
-    ni -= 0x4B400000;  // the bits of `magic`: what is left is n
-    const v8 r = (x - n * 0.693359375f) - n * -2.12194440e-4f;  // ln 2 in two parts (Cody-Waite)
-    v8 p = v8{} + 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    const v8i e = (ni + 127) << 23;
-    v8 s;
-    std::memcpy(&s, &e, sizeof s);
-    return p * s;
-}
 
 inline v8 gelu8(v8 x) {
     const v8 z = x * 0.70710678118654752f;
@@ -54,7 +28,7 @@ inline v8 gelu8(v8 x) {
     p = p * t + 0.37409196f;
     p = p * t + 1.00002368f;
     p = p * t - 1.26551223f;
-    const v8 erfc_a = t * exp8(p - a * a);      // erfc(|z|)
+    const v8 erfc_a = t * exp_nonpos<v8, v8i>(p - a * a);  // erfc(|z|); the argument is at most ~3e-8
     const v8 one_plus_erf = z >= 0 ? 2.0f - erfc_a : erfc_a;  // a NaN compares false: erfc_a, NaN too
     return 0.5f * x * one_plus_erf;
 }
