@@ -4,7 +4,7 @@
 #include <string>
 
 #include "kernels/conv_pointwise.h"
-#include "kernels/depthwise.h"
+#include "kernels/conv_direct.h"
 #include "kernels/gemm.h"
 #include "kernels/window.h"
 #include "kernels/winograd.h"
@@ -240,9 +240,8 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
                             : ggml_im2col(ctx, k, cont(ctx, x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);
     ggml_tensor* col2 = ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]);
     if (gemm) {
-        // Our packed-weight kernel, channels fastest, then a blocked transpose back: ~10 % faster than ggml's sgemm
-        // on ResNet-18, SqueezeNet and MobileNetV2 (2 threads, AVX2), equal on the UNet's 8x8 layers.
-        // Stored transposed, [OW*OH, M] per image: NCHW with no transpose pass after it.
+        // Our packed-weight kernel (~10 % faster than ggml's sgemm on ResNet-18, SqueezeNet and MobileNetV2, equal on
+        // the UNet's 8x8 layers), its product stored transposed, [OW*OH, M] per image: NCHW, no transpose pass.
         ggml_tensor* col3 = ggml_reshape_3d(ctx, col, col->ne[0], col->ne[1] * col->ne[2], col->ne[3]);
         ggml_tensor* yt = gemm_const_rows(ctx, col3, k, M, ep ? ep->bias : nullptr, true,
                                           ep ? ep->act : ConvClamp{-INFINITY, INFINITY});
@@ -361,7 +360,8 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     const bool small_dense = d1 == 2 && p.group == 1 && x->ne[2] <= 4 && k->ne[2] * k->ne[1] * k->ne[0] <= 36 &&
                              unit_dil && ctx.cpu && x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0 &&
                              product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32;
-    // Our CPU kernels add the bias while writing the output.
+    // Our CPU kernels add the bias and apply the activation (ReLU, ReLU6) while writing the output.
+    const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
     auto f32_bias = [&]() -> ggml_tensor* {
         if (!bias) return nullptr;
         ggml_tensor* b = bias->type != GGML_TYPE_F32 ? ggml_cast(ctx, bias, GGML_TYPE_F32) : bias;
@@ -374,29 +374,26 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
                            product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32;
     ggml_tensor* y;
     if (pointwise) {
-        const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
         return conv2d_pointwise(ctx, x, k, f32_bias(), act);
     }
-    if ((depthwise && x->type == GGML_TYPE_F32) || small_dense) {  // the activation applied while writing, too
+    if ((depthwise && x->type == GGML_TYPE_F32) || small_dense) {
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
-        const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
         return conv2d_direct_clamp(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph, act);
     }
     if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
         y = conv2d_depthwise(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph);
     } else if (wino) {  // d1 == 2: the bias and the activation applied in the output transform
-        const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
         return conv2d_winograd(ctx, wino, x, w, f32_bias(), pw, ph, act);
     } else {
         Epilogue ep;  // the gemm kernel adds the bias and applies the activation, where it takes the product
         if (bias && bias->type == GGML_TYPE_F32 && ggml_nelements(bias) == k->ne[3]) ep.bias = cont(ctx, bias);
-        const bool act = p.clamp && (!bias || ep.bias);  // the kernel's clamp follows its bias, so both or none
-        if (act) ep.act = ConvClamp{p.clamp_min, p.clamp_max};
+        const bool fused_act = p.clamp && (!bias || ep.bias);  // the kernel's clamp follows its bias: both or none
+        if (fused_act) ep.act = act;
         y = conv2d_core(ctx, x, k, p.group, int(s[1]), int(s[0]), int(dil[1]), int(dil[0]), pw, ph,
-                        ep.bias || act ? &ep : nullptr);
+                        ep.bias || fused_act ? &ep : nullptr);
         if (bias && !ep.done) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
-        if (ep.done && act) {
+        if (ep.done && fused_act) {
             return d1 == 1 ? ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]) : y;
         }
     }

@@ -1,7 +1,7 @@
-// Direct convolution kernel for few input channels per group: depthwise convs, and dense stems such as 3 -> 32
-// channels (see depthwise.h). Padded row r of a plane is stored as `sw` phases, phase q holding r[q], r[q + sw], ...:
-// tap kx of output column ox then reads phase kx % sw at ox + kx / sw, contiguous in ox.
-#include "kernels/depthwise.h"
+// Direct convolution kernel for few input channels per group (see conv_direct.h): depthwise convs, and dense
+// stems such as 3 -> 32 channels. Padded row r of a plane is stored as `sw` phases, phase q holding r[q],
+// r[q + sw], ...: tap kx of output column ox then reads phase kx % sw at ox + kx / sw, contiguous in ox.
+#include "kernels/conv_direct.h"
 
 #include <algorithm>
 #include <cstring>
