@@ -289,6 +289,7 @@ HostTensor host_pad(const HostTensor& x, const Ints& pads, const Ints& axes_in, 
 HostTensor host_gather(const HostTensor& x, const HostTensor& indices, int64_t axis_in) {
     const Shape& s = x.shape;
     int64_t r = int64_t(s.size());
+    if (r == 0) throw OpError("Gather: data is a scalar (it must have rank >= 1)");
     int64_t axis = host_axis(axis_in, r, "Gather axis");
     Shape os(s.begin(), s.begin() + axis);
     os.insert(os.end(), indices.shape.begin(), indices.shape.end());

@@ -73,6 +73,7 @@ Shape gather_shape(const Shape& s, const Shape& is, int axis) {
 void lower_Gather(Lower& L) {
     const Shape& s = L.shape(0);
     int r = int(s.size());
+    if (r == 0) L.error("Gather data is a scalar (it must have rank >= 1)");  // found by tests/fuzz (UBSan)
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     const Shape& is = L.shape(1);
     Shape os = gather_shape(s, is, axis);
