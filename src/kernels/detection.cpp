@@ -32,6 +32,12 @@ void roi_samples(const RoiAlignKernelParams& p, const float* roi, int64_t H, int
     };
     gh = p.sampling > 0 ? p.sampling : grid(rh, p.oh);
     gw = p.sampling > 0 ? p.sampling : grid(rw, p.ow);
+    const double total = double(p.oh) * double(p.ow) * double(gh) * double(gw);
+    if (total > double(kMaxRoiSamples)) {  // coarser, in proportion, at least 1 x 1
+        const double f = std::sqrt(double(kMaxRoiSamples) / total);
+        gh = std::max<int64_t>(1, int64_t(double(gh) * f));
+        gw = std::max<int64_t>(1, int64_t(double(gw) * f));
+    }
     out.clear();
     for (int64_t ph = 0; ph < p.oh; ph++)
         for (int64_t pw = 0; pw < p.ow; pw++)
