@@ -179,6 +179,7 @@ static void arg_common(Lower& L, bool is_max, bool host) {
     const Shape& in = L.shape(0);
     int r = int(in.size());
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
+    if (r > 0 && in[size_t(axis)] == 0) L.error("arg-reduction over an empty axis (it has no index to return)");
     bool keep = L.node.get_int("keepdims", 1) != 0, last = L.node.get_int("select_last_index", 0) != 0;
     Shape os;
     for (int i = 0; i < r; i++)
