@@ -125,6 +125,7 @@ HostTensor host_transpose(const HostTensor& x, const Ints& perm_in) {
 HostTensor host_concat(const std::vector<HostTensor>& xs, int64_t axis_in) {
     if (xs.empty()) throw OpError("Concat needs an input");
     int64_t r = int64_t(xs[0].shape.size());
+    if (r == 0) throw OpError("Concat of scalars (inputs must have rank >= 1)");
     int64_t axis = host_axis(axis_in, r, "Concat axis");
     Shape os = xs[0].shape;
     os[size_t(axis)] = 0;

@@ -33,6 +33,7 @@ void host_Transpose(Lower& L) { O2G_HOST(L, 0, o2g::host_transpose, L.hv(0), tra
 // ---- Concat ----
 void lower_Concat(Lower& L) {
     int r = L.rank(0);
+    if (r == 0) L.error("Concat of scalars (inputs must have rank >= 1)");  // found by tests/fuzz (UBSan)
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     o2g::ConcatParams p{gdim(r, axis)};
     ggml_tensor* acc = nullptr;
