@@ -31,7 +31,7 @@ struct Params {
     int64_t B = 1;  // independent products (Winograd's A*A): x [K, M, B], panels [16, K, NP, B], y [N, M, B]
     bool transposed = false;              // y [M, N, B] (M fastest) instead of [N, M, B]
     bool shared = false;                  // one weight for all B products (a convolution's images)
-    float lo = -INFINITY, hi = INFINITY;  // transposed only: a fused clamp (ReLU, ReLU6) on the finished sums
+    ConvClamp act;                        // transposed only: a fused clamp (ReLU, ReLU6) on the finished sums
 };
 
 // tile<R>: C[R, 16] (row stride ldc) = start (one 16-wide row, for every row) or C itself, plus X[R, kc] (row
@@ -110,24 +110,20 @@ constexpr bool VECTOR = false;
 // goes through a 16-wide buffer.
 template <int R>
 void tile_cols(const float* x, int64_t ldx, const float* w, int64_t kc, float* c, int64_t ldc, int nv,
-               const float* start, bool tr, const float* clamp) {
+               const float* start, bool tr, const ConvClamp* clamp) {
     if (nv == NR && !tr) return tile<R>(x, ldx, w, kc, c, ldc, start);
     alignas(64) float t[R][NR] = {};
     if (!start)
         for (int r = 0; r < R; r++)
             for (int j = 0; j < nv; j++) t[r][j] = tr ? c[j * ldc + r] : c[r * ldc + j];
     tile<R>(x, ldx, w, kc, &t[0][0], NR, start);
-    if (clamp) {  // [lo, hi], on the last block of the shared dim; selects: a NaN compares false and stays
-        float* v = &t[0][0];
-        for (int q = 0; q < R * NR; q++) v[q] = v[q] < clamp[0] ? clamp[0] : v[q];
-        for (int q = 0; q < R * NR; q++) v[q] = v[q] > clamp[1] ? clamp[1] : v[q];
-    }
+    if (clamp) clamp->apply(&t[0][0], R * NR);  // given on the last block of the shared dim only
     for (int r = 0; r < R; r++)
         for (int j = 0; j < nv; j++) (tr ? c[j * ldc + r] : c[r * ldc + j]) = t[r][j];
 }
 
 using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int, const float*, bool,
-                        const float*);
+                        const ConvClamp*);
 template <int... I>
 constexpr std::array<TileFn, sizeof...(I)> tile_table(std::integer_sequence<int, I...>) {
     return {&tile_cols<I + 1>...};
@@ -145,8 +141,7 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     // Row blocks of equal size (a multiple of MR): threads split the items by count, and with one short block
     // (M = 128: 96 + 32 rows) one thread had three times the other's work.
     const int64_t mc = ((M + MB - 1) / MB + MR - 1) / MR * MR;
-    const float clamp_v[2] = {p.lo, p.hi};
-    const float* clamp = p.lo == -INFINITY && p.hi == INFINITY ? nullptr : clamp_v;
+    const ConvClamp* clamp = p.act.active() ? &p.act : nullptr;
     const WorkSpan s = work_span(p.B * MB * NP, ith, nth);
     for (int64_t q = s.b / NP; q < p.B * MB && q * NP < s.e; q++) {  // q: (product, row block)
         const int64_t p0 = std::max(s.b, q * NP) - q * NP, p1 = std::min(s.e, (q + 1) * NP) - q * NP;
@@ -211,7 +206,7 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N) {
 
 namespace {
 ggml_tensor* gemm_packed(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, const char* kind,
-                         ggml_tensor* bias, bool transposed = false, ConvClamp act = {-INFINITY, INFINITY}) {
+                         ggml_tensor* bias, bool transposed = false, ConvClamp act = {}) {
     const int64_t NP = (N + NR - 1) / NR;
     const int64_t ne[4] = {NR, K, NP, 1};
     ggml_tensor* wp = ctx.weights->derived(w, kind, GGML_TYPE_F32, ne,
@@ -222,10 +217,10 @@ ggml_tensor* gemm_packed(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t K, in
     if (transposed) {  // [M, N, b2] per b2, written in place of a transpose pass
         if (x->ne[3] != 1) throw OpError("gemm: a transposed product of a 4-D operand");
         y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[1], N, x->ne[2], 1, args, bias ? 3 : 2, gemm_kernel,
-                           GGML_N_TASKS_MAX, keep_params(Params{K, N, NP, x->ne[2], true, true, act.lo, act.hi}));
+                           GGML_N_TASKS_MAX, keep_params(Params{K, N, NP, x->ne[2], true, true, act}));
     } else {
         y = ggml_custom_4d(ctx, GGML_TYPE_F32, N, x->ne[1], x->ne[2], x->ne[3], args, bias ? 3 : 2, gemm_kernel,
-                           GGML_N_TASKS_MAX, keep_params(Params{K, N, NP}));
+                           GGML_N_TASKS_MAX, keep_params(Params{K, N, NP, 1, false, false, {}}));
     }
     ctx.label(y, "gemm");
     return y;
@@ -239,7 +234,7 @@ ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggm
 
 ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N, ggml_tensor* bias,
                              bool transposed, ConvClamp act) {
-    if (!transposed && (act.lo != -INFINITY || act.hi != INFINITY)) throw OpError("gemm: a clamp needs transposed");
+    if (!transposed && act.active()) throw OpError("gemm: a clamp needs transposed");
     return gemm_packed(ctx, x, w, ggml_nelements(w) / N, N, true, "gemm16rows", bias, transposed, act);
 }
 
@@ -249,7 +244,7 @@ ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t
     ggml_tensor* args[2] = {x, panels};
     ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, transposed ? x->ne[1] : N, transposed ? N : x->ne[1], B, 1,
                                     args, 2, gemm_kernel, GGML_N_TASKS_MAX,
-                                    keep_params(Params{K, N, (N + NR - 1) / NR, B, transposed}));
+                                    keep_params(Params{K, N, (N + NR - 1) / NR, B, transposed, false, {}}));
     ctx.label(y, "gemm");
     return y;
 }

@@ -20,7 +20,7 @@ ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggm
 // transposed: x [K, M, B] gives [M, N, B] (M fastest: a convolution's NCHW output, with no transpose pass); only
 // then `act`, a clamp on the finished sums (a fused ReLU/ReLU6).
 ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N, ggml_tensor* bias = nullptr,
-                             bool transposed = false, ConvClamp act = {-INFINITY, INFINITY});
+                             bool transposed = false, ConvClamp act = {});
 // B products at once (Winograd's A*A): x F32 [K, M, B], panels a constant F32 [16, K, ceil(N/16), B] (column
 // n of product b at [n % 16, k, n / 16, b], zero past N). Returns [N, M, B], or [M, N, B] when transposed.
 ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed = false);

@@ -14,7 +14,7 @@ int winograd_tile(int64_t out_pixels);
 // x: [W, H, C, N]; w: a constant weight of ctx.weights [3, 3, C, CO] (transformed once, kept as a derived
 // weight); bias: F32 [CO] or null; symmetric pads pw, ph; act: a clamp applied in the output transform.
 ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, int pw, int ph,
-                             ConvClamp act = {-INFINITY, INFINITY});
+                             ConvClamp act = {});
 
 // Depthwise 2-D convolution (dilation 1): x [W, H, C, N], k F32 [kW, kH, 1, C], bias F32 [C] or null.
 ggml_tensor* conv2d_depthwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh, int pw,

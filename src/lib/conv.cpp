@@ -203,7 +203,7 @@ ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, in
 // A bias and an activation a product kernel may apply while writing; `done` says it did both.
 struct Epilogue {
     ggml_tensor* bias = nullptr;  // F32 [M]
-    ConvClamp act{-INFINITY, INFINITY};
+    ConvClamp act;
     bool done = false;
 };
 
@@ -244,7 +244,7 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         // the UNet's 8x8 layers), its product stored transposed, [OW*OH, M] per image: NCHW, no transpose pass.
         ggml_tensor* col3 = ggml_reshape_3d(ctx, col, col->ne[0], col->ne[1] * col->ne[2], col->ne[3]);
         ggml_tensor* yt = gemm_const_rows(ctx, col3, k, M, ep ? ep->bias : nullptr, true,
-                                          ep ? ep->act : ConvClamp{-INFINITY, INFINITY});
+                                          ep ? ep->act : ConvClamp{});
         if (ep) ep->done = true;
         return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
     }
@@ -361,7 +361,7 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
                              unit_dil && ctx.cpu && x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0 &&
                              product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32;
     // Our CPU kernels add the bias and apply the activation (ReLU, ReLU6) while writing the output.
-    const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{-INFINITY, INFINITY};
+    const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{};
     auto f32_bias = [&]() -> ggml_tensor* {
         if (!bias) return nullptr;
         ggml_tensor* b = bias->type != GGML_TYPE_F32 ? ggml_cast(ctx, bias, GGML_TYPE_F32) : bias;
