@@ -5,7 +5,8 @@ The graph is cached per shape and each weight form (Winograd tile 2 or 4) is pre
 checks that a new shape builds correct numbers from what an earlier shape left behind (no state leaks across
 shapes), that a shape whose weight forms were already made transforms no weight (RunStats
 transformed_weight_bytes is 0), that a shape needing a form not made yet transforms it, and that an earlier
-shape's graph is reused. The tile follows the shape alone, so a shape's output never depends on what ran before.
+shape's graph is reused. The tile follows the shape alone, so a shape's output never depends on what ran before,
+and it follows the image size, not the batch, so an image gives the same bits at batch 1 and batch 2.
 
 Usage: .venv/bin/python tests/shape_change_test.py [--cli build/onnx2ggml]
 """
@@ -40,8 +41,8 @@ def model() -> onnx.ModelProto:
         nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
         x = f"r{i}"
     g = helper.make_graph(nodes, "shape_change",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "h", "w"])],
-                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 16, "h", "w"])], inits)
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4, "h", "w"])],
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["n", 16, "h", "w"])], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -90,10 +91,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"))
     a = ap.parse_args()
-    # Output pixels below 512 take im2col (the weight as it is), from 512 F(2,3), from 2048 F(4,3).
+    # Per image: output pixels below 256 take im2col (the weight as it is), from 256 F(2,3), from 1024 F(4,3).
     sequences = [
-        [((20, 20), "first"), ((32, 32), "grow"), ((20, 20), "hit"), ((24, 24), "new"), ((48, 48), "grow"),
-         ((32, 32), "hit"), ((40, 40), "new"), ((64, 64), "new")],
+        [((12, 12), "first"), ((20, 20), "grow"), ((12, 12), "hit"), ((24, 24), "new"), ((32, 32), "grow"),
+         ((20, 20), "hit"), ((40, 40), "new"), ((64, 64), "new"), ((48, 48), "new")],
         # 12x20 is the first shape on the im2col path, whose product packs the weight (the gemm kernel) once
         [((64, 64), "first"), ((12, 20), "grow"), ((16, 12), "new"), ((64, 64), "hit")],
     ]
@@ -101,8 +102,38 @@ def main() -> int:
     for seq in sequences:
         with tempfile.TemporaryDirectory() as tmp:
             ok &= run_sequence(a.cli, seq, tmp)
+    for hw in ((32, 32), (20, 20)):
+        with tempfile.TemporaryDirectory() as tmp:
+            ok &= batch_invariant(a.cli, hw, tmp)
     ok &= prepared_at_open(a.cli)
     return 0 if ok else 1
+
+
+def batch_invariant(cli: str, hw, tmp: str) -> bool:
+    """Image x alone, then x beside another image: the first image's output must be the same bits (before the tile
+    followed the image size, batch 2 at 32x32 took F(4,3) and batch 1 F(2,3))."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 4) + hw).astype(np.float32)
+    feeds = [x, np.concatenate([x, rng.standard_normal(x.shape).astype(np.float32)])]
+    path = os.path.join(tmp, "m.onnx")
+    onnx.save(model(), path)
+    args = [cli, "run", path, "--threads", "2"]
+    for k, f in enumerate(feeds):
+        np.save(os.path.join(tmp, f"x{k}.npy"), f)
+        args += (["--then"] if k else []) + ["--input", f"x={tmp}/x{k}.npy", "--output-dir", f"{tmp}/out{k}"]
+    env = {k: v for k, v in os.environ.items() if k != "ONNX2GGML_WINOGRAD"}
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
+    if r.returncode:
+        print("FAIL onnx2ggml run:", r.stderr.strip())
+        return False
+    one, two = (np.load(os.path.join(tmp, f"out{k}", "r1.npy")) for k in range(2))
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": feeds[1]})[0]
+    rel = metrics.errors(want, two).rel
+    differ = int(np.count_nonzero(one[0] != two[0]))
+    good = differ == 0 and rel <= 1e-5
+    print(f"{'OK  ' if good else 'FAIL'} batch invariance at {hw[0]}x{hw[1]}: image 0 at batch 1 and batch 2 differs "
+          f"in {differ} values (want 0), batch 2 rel err {rel:.2e}")
+    return good
 
 
 # ---- MatMul/Gemm weights prepared at session open ----

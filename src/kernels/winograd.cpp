@@ -242,58 +242,70 @@ void output_kernel_co(ggml_tensor* dst, int ith, int nth, void* ud) {
             }
 }
 
-// g: weight [CO, CI, 3, 3] -> o: U [A*A, CO, CI] (ggml [CI, CO, A*A]) or, packed, the gemm kernel's panels
-// [A*A, CO/16, CI, 16] (kernels/gemm.h; zero past CO).
+// One input channel's forms for 16 output channels (lanes; zero past n): u[a][b][l] = (G g_l G^T)[a][b], computed in
+// double and rounded once. k: the first of the 16 kernels [9], `stride` floats apart.
 template <int M>
-void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool packed) {
+inline void forms16(const float* k, int64_t stride, int64_t n, float u[][LANES]) {
     using K = Mat<M>;
     constexpr int A = K::A;
-    // LANES input channels at a time, so the arithmetic vectorizes and each of the A*A outputs is one contiguous
-    // store (a new shape's tiles are made while its graph builds: 360 MB for the VAE decoder).
-    auto rows = [&](int64_t co0, int64_t co1) {
+    double kk[9][LANES], gk[A][3][LANES];  // the kernels, then G g
+    for (int l = 0; l < LANES; l++)
+        for (int j = 0; j < 9; j++) kk[j][l] = l < n ? k[size_t(l * stride + j)] : 0.0;
+    #pragma GCC unroll 6
+    for (int a = 0; a < A; a++)
+        #pragma GCC unroll 3
+        for (int j = 0; j < 3; j++)
+            for (int l = 0; l < LANES; l++)
+                gk[a][j][l] = K::G[a][0] * kk[j][l] + K::G[a][1] * kk[3 + j][l] + K::G[a][2] * kk[6 + j][l];
+    #pragma GCC unroll 6
+    for (int a = 0; a < A; a++)
+        #pragma GCC unroll 6
+        for (int b = 0; b < A; b++)
+            for (int l = 0; l < LANES; l++)
+                u[a * A + b][l] = float(gk[a][0][l] * K::G[b][0] + gk[a][1][l] * K::G[b][1] + gk[a][2][l] * K::G[b][2]);
+}
+
+// g: weight [CO, CI, 3, 3] -> o: U [A*A, CO, CI] (ggml [CI, CO, A*A]) or, packed, the gemm kernel's panels
+// [A*A, CO/16, CI, 16] (kernels/gemm.h; zero past CO). A new shape's forms are made while its graph builds (360 MB
+// for the VAE decoder's 48x48 latent), so each store is a whole contiguous run: 16 input channels of one output
+// channel, or, packed, one 64-byte panel line of 16 output channels. (Packed forms made in input-channel lanes
+// were 4-byte stores 64 bytes apart: 1.1 GB/s.)
+template <int M>
+void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool packed) {
+    constexpr int AA = Mat<M>::A * Mat<M>::A;
+    const int64_t np = (CO + 15) / 16;
+    auto rows = [&](int64_t co0, int64_t co1) {  // U order: lanes are input channels
+        float u[AA][LANES];
         for (int64_t co = co0; co < co1; co++)
             for (int64_t ci0 = 0; ci0 < CI; ci0 += LANES) {
                 const int64_t n = std::min<int64_t>(LANES, CI - ci0);
-                const float* k = g + size_t((co * CI + ci0) * 9);
-                double kk[9][LANES], gk[A][3][LANES];  // the kernels, then G g
-                for (int j = 0; j < 9; j++)
-                    for (int64_t l = 0; l < LANES; l++) kk[j][l] = l < n ? k[l * 9 + j] : 0.0;
-                #pragma GCC unroll 6
-                for (int a = 0; a < A; a++)
-                    #pragma GCC unroll 3
-                    for (int j = 0; j < 3; j++)
-                        for (int l = 0; l < LANES; l++)
-                            gk[a][j][l] = K::G[a][0] * kk[j][l] + K::G[a][1] * kk[3 + j][l] + K::G[a][2] * kk[6 + j][l];
-                #pragma GCC unroll 6
-                for (int a = 0; a < A; a++)
-                    #pragma GCC unroll 6
-                    for (int b = 0; b < A; b++) {
-                        float u[LANES];
-                        for (int l = 0; l < LANES; l++)
-                            u[l] = float(gk[a][0][l] * K::G[b][0] + gk[a][1][l] * K::G[b][1] + gk[a][2][l] * K::G[b][2]);
-                        if (packed) {
-                            const int64_t np = (CO + 15) / 16;
-                            float* dst = o + ((size_t(a * A + b) * size_t(np) + size_t(co / 16)) * size_t(CI) +
-                                              size_t(ci0)) * 16 + size_t(co % 16);
-                            for (int64_t l = 0; l < n; l++) dst[l * 16] = u[l];
-                            continue;
-                        }
-                        float* dst = o + (size_t(a * A + b) * size_t(CO) + size_t(co)) * size_t(CI) + size_t(ci0);
-                        if (n == LANES) std::memcpy(dst, u, sizeof u);
-                        else std::copy(u, u + n, dst);
-                    }
+                forms16<M>(g + size_t((co * CI + ci0) * 9), 9, n, u);
+                for (int ab = 0; ab < AA; ab++)
+                    std::memcpy(o + (size_t(ab) * size_t(CO) + size_t(co)) * size_t(CI) + size_t(ci0), u[ab],
+                                size_t(n) * sizeof(float));
             }
     };
-    if (packed && CO % 16)  // the panels' padding columns
-        std::fill(o, o + size_t(A * A) * size_t((CO + 15) / 16) * size_t(CI) * 16, 0.f);
-    // Large weights (UNet) take seconds: split output channels over the machine's threads.
-    const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(CO, int64_t(std::thread::hardware_concurrency())));
+    auto panels = [&](int64_t p0, int64_t p1) {  // packed: lanes are output channels
+        float u[AA][LANES];
+        for (int64_t pb = p0; pb < p1; pb++)
+            for (int64_t ci = 0; ci < CI; ci++) {
+                forms16<M>(g + size_t((pb * 16 * CI + ci) * 9), CI * 9, std::min<int64_t>(16, CO - pb * 16), u);
+                for (int ab = 0; ab < AA; ab++)
+                    std::memcpy(o + ((size_t(ab) * size_t(np) + size_t(pb)) * size_t(CI) + size_t(ci)) * 16, u[ab],
+                                sizeof u[ab]);
+            }
+    };
+    static_assert(LANES == 16, "a panel line is 16 output channels");
+    // Large weights (UNet) take seconds: split output channels (or panels) over the machine's threads.
+    const int64_t items = packed ? np : CO;
+    const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(items, int64_t(std::thread::hardware_concurrency())));
+    auto part = [&](int64_t i0, int64_t i1) { packed ? panels(i0, i1) : rows(i0, i1); };
     if (nt == 1 || CO * CI < 65536) {
-        rows(0, CO);
+        part(0, items);
         return;
     }
     std::vector<std::thread> pool;
-    for (int64_t t = 0; t < nt; t++) pool.emplace_back(rows, CO * t / nt, CO * (t + 1) / nt);
+    for (int64_t t = 0; t < nt; t++) pool.emplace_back(part, items * t / nt, items * (t + 1) / nt);
     for (auto& th : pool) th.join();
 }
 
@@ -405,16 +417,18 @@ ggml_tensor* conv2d_depthwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_ten
     return y;
 }
 
-int winograd_tile(int64_t out_pixels) {
+int winograd_tile(int64_t image_pixels) {
     static const int forced = [] {
         const char* e = getenv("ONNX2GGML_WINOGRAD");
         return e ? atoi(e) : -1;
     }();
     if (forced == 0 || forced == 2 || forced == 4) return forced;
     // The transformed weight is 4x (m = 4) or 1.8x (m = 2) the original: worth it only where many output pixels
-    // share it. Deep, narrow layers (UNet at 8x8) keep im2col and their original weights.
-    if (out_pixels >= 2048) return 4;
-    if (out_pixels >= 512) return 2;
+    // share it. Deep, narrow layers (UNet at 8x8) keep im2col and their original weights. F(4,3) from 32x32: on the
+    // SD VAE's 512-channel 32x32 layers it runs 2-3 % faster than F(2,3), and a 32 -> 48 latent then needs no new
+    // forms (F(2,3) -> F(4,3) there made 360 MB of them while the new shape's graph built: 330 ms).
+    if (image_pixels >= 1024) return 4;
+    if (image_pixels >= 256) return 2;
     return 0;
 }
 

@@ -347,7 +347,7 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     const bool constant_w = ctx.weights && ctx.weights->is_weight(w);
     int wino = d1 == 2 && p.group == 1 && k->ne[0] == 3 && k->ne[1] == 3 && s[0] == 1 && s[1] == 1 && unit_dil &&
                        constant_w && ctx.cpu
-                   ? winograd_tile(x->ne[3] * (x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
+                   ? winograd_tile((x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
                    : 0;
     // A reduced-precision weight also rounds the transformed input; F(4,3)'s transforms magnify that error about
     // 20x (f16: 8e-3 of the range against 5e-4 for F(2,3) on random data), so those products use F(2,3).
