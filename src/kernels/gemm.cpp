@@ -218,12 +218,15 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N) {
 }
 
 namespace {
+ggml_tensor* panels(Ctx& ctx, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, const char* kind) {
+    const int64_t ne[4] = {NR, K, (N + NR - 1) / NR, 1};
+    return ctx.weights->derived(w, kind, GGML_TYPE_F32, ne, [=](const float* src, float* dst) { pack(src, dst, K, N, w_nk); });
+}
+
 ggml_tensor* gemm_packed(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, const char* kind,
                          ggml_tensor* bias, bool transposed = false, ConvClamp act = {}) {
     const int64_t NP = (N + NR - 1) / NR;
-    const int64_t ne[4] = {NR, K, NP, 1};
-    ggml_tensor* wp = ctx.weights->derived(w, kind, GGML_TYPE_F32, ne,
-                                           [=](const float* src, float* dst) { pack(src, dst, K, N, w_nk); });
+    ggml_tensor* wp = panels(ctx, w, K, N, w_nk, kind);
     x = cont(ctx, x);
     ggml_tensor* args[3] = {x, wp, bias};
     ggml_tensor* y;
@@ -249,6 +252,10 @@ ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N
                              bool transposed, ConvClamp act) {
     if (!transposed && act.active()) throw OpError("gemm: a clamp needs transposed");
     return gemm_packed(ctx, x, w, ggml_nelements(w) / N, N, true, "gemm16rows", bias, transposed, act);
+}
+
+ggml_tensor* gemm_row_panels(Ctx& ctx, ggml_tensor* w, int64_t N) {
+    return panels(ctx, w, ggml_nelements(w) / N, N, true, "gemm16rows");  // gemm_const_rows' key: one copy
 }
 
 ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed) {

@@ -21,6 +21,9 @@ ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggm
 // then `act`, a clamp on the finished sums (a fused ReLU/ReLU6).
 ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N, ggml_tensor* bias = nullptr,
                              bool transposed = false, ConvClamp act = {});
+// The panels gemm_const_rows multiplies by: w (N rows of K) as [16, K, ceil(N/16)], made once per session. A 3x3
+// convolution's (K = C*9) are also its taps for Winograd products that make their forms as they go.
+ggml_tensor* gemm_row_panels(Ctx& ctx, ggml_tensor* w, int64_t N);
 // B products at once (Winograd's A*A): x F32 [K, M, B], panels a constant F32 [16, K, ceil(N/16), B] (column
 // n of product b at [n % 16, k, n / 16, b], zero past N). Returns [N, M, B], or [M, N, B] when transposed.
 ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed = false);

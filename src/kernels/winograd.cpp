@@ -49,7 +49,7 @@ struct Params {
     // The batched product is M [M_out, T, A*A] (reduced-precision weight first: ggml takes it as src0) instead
     // of Mt [T, M_out, A*A].
     bool co_fastest = false;
-    bool blocked = false;  // co_fastest as 16-channel blocks: M [16, T, M_out/16, A*A] (product4_kernel)
+    bool blocked = false;  // co_fastest as 16-channel blocks: M [16, T, M_out/16, A*A] (product_kernel)
     ConvClamp act;  // a fused clamp (ReLU, ReLU6) on the outputs
 };
 
@@ -317,55 +317,50 @@ void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool pa
     for (auto& th : pool) th.join();
 }
 
-// F(4,3)'s 36 products M[ab] [T, CO] = V[ab] [T, CI] x U[ab] [CI, CO], the forms U made in the product, block by
-// block, from the weight's taps: no stored copy 4x the weight (the UNet's 32x32 layers held 252 MB of them, the VAE
-// decoder's 540 MB) and none to make when a new shape first takes F(4,3). Making them is about 2 % of the
-// multiply-adds; the products run as fast as from stored forms (the VAE decoder's faster: M is written in 16-channel
-// blocks, whole rows of the micro-kernel).
+// Winograd's A*A products M[ab] [T, CO] = V[ab] [T, CI] x U[ab] [CI, CO], the forms U made in the product, block
+// by block, from the weight's taps: no stored form (F(4,3)'s are 4x the weight, F(2,3)'s 1.8x: the UNet held 440 MB
+// more than its weights, the VAE decoder 3x its weights) and none to make when a new shape changes a conv's tile.
+// The taps are the im2col product's panels (gemm_row_panels), so a weight has one prepared copy whatever the path.
+// Making forms is about 2 % of the multiply-adds; the products run as fast as from stored forms (the VAE decoder's
+// faster: M is written in 16-channel blocks, whole rows of the micro-kernel).
 constexpr int64_t FUSED_K = 128;     // input channels per block of forms
 constexpr int64_t FUSED_ROWS = 192;  // tiles per row block
-constexpr int64_t FUSED_PANELS = 8;  // 16-channel panels per work item, at most: their forms (2.3 MB) stay in L3
-constexpr float G4[6][3] = {{1.f / 4, 0, 0},           {-1.f / 6, -1.f / 6, -1.f / 6}, {-1.f / 6, 1.f / 6, -1.f / 6},
-                            {1.f / 24, 1.f / 12, 1.f / 6}, {1.f / 24, -1.f / 12, 1.f / 6}, {0, 0, 1}};
+constexpr int64_t FUSED_PANELS = 8;  // 16-channel panels per work item, at most: their F(4,3) forms (2.3 MB) stay in L3
 
-// g [CO, CI, 3, 3] -> taps [CO/16, CI, 9, 16] (zero past CO): a 16-channel panel's 9 taps of one input channel are
-// 9 vectors, so product4_kernel makes forms without a gather. The same size as the weight, made once per session.
-void tap_panels(const float* g, float* o, int64_t CO, int64_t CI) {
-    const int64_t NP = (CO + GEMM_PANEL - 1) / GEMM_PANEL;
-    std::fill(o, o + size_t(NP * CI * 9 * GEMM_PANEL), 0.f);
-    for (int64_t co = 0; co < CO; co++) {
-        float* panel = o + size_t(co / GEMM_PANEL * CI * 9 * GEMM_PANEL + co % GEMM_PANEL);
-        for (int64_t i = 0; i < CI * 9; i++) panel[size_t(i * GEMM_PANEL)] = g[size_t(co * CI * 9 + i)];
-    }
-}
-
-// The 36 forms of one input channel for a panel's 16 output channels (taps: 9 x 16), into u[ab * ld + lane].
-inline void forms4_lanes(const float* taps, float* u, int64_t ld) {
+// The forms of one input channel for a panel's 16 output channels (taps: 9 x 16), into u[ab * ld + lane].
+template <int M>
+inline void forms_lanes(const float* taps, float* u, int64_t ld) {
+    using K = Mat<M>;
+    constexpr int A = K::A;
     static_assert(LANES == GEMM_PANEL, "one lane per panel column");
-    v8 kk[9][2], gk[6][3][2];
+    v8 kk[9][2], gk[A][3][2];
     for (int j = 0; j < 9; j++)
         for (int h = 0; h < 2; h++) kk[j][h] = load8(taps + j * 16 + h * 8);
     #pragma GCC unroll 6
-    for (int a = 0; a < 6; a++)
+    for (int a = 0; a < A; a++)
         #pragma GCC unroll 3
         for (int j = 0; j < 3; j++)
             for (int h = 0; h < 2; h++)
-                gk[a][j][h] = G4[a][0] * kk[j][h] + G4[a][1] * kk[3 + j][h] + G4[a][2] * kk[6 + j][h];
+                gk[a][j][h] = float(K::G[a][0]) * kk[j][h] + float(K::G[a][1]) * kk[3 + j][h] +
+                              float(K::G[a][2]) * kk[6 + j][h];
     #pragma GCC unroll 6
-    for (int a = 0; a < 6; a++)
+    for (int a = 0; a < A; a++)
         #pragma GCC unroll 6
-        for (int b = 0; b < 6; b++)
+        for (int b = 0; b < A; b++)
             for (int h = 0; h < 2; h++) {
-                const v8 r = gk[a][0][h] * G4[b][0] + gk[a][1][h] * G4[b][1] + gk[a][2][h] * G4[b][2];
-                std::memcpy(u + (a * 6 + b) * ld + h * 8, &r, sizeof r);
+                const v8 r = gk[a][0][h] * float(K::G[b][0]) + gk[a][1][h] * float(K::G[b][1]) +
+                             gk[a][2][h] * float(K::G[b][2]);
+                std::memcpy(u + (a * A + b) * ld + h * 8, &r, sizeof r);
             }
 }
 
-// src0 V [CI, T, 36], src1 the weight's tap panels (tap_panels), ud: CO -> M [16, T, CO/16, 36]. A work item is a
-// block of rows and a run of panels; per block of input channels it makes those panels' 36 forms, then for each
-// product runs them over its slice of V, which stays in L2 across the panels. (With the panels outermost, V came
-// from L3 on each pass: 15-20 % slower.)
-void product4_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+// src0 V [CI, T, A*A], src1 the weight's taps [16, CI*9, CO/16] (gemm_row_panels), ud: CO -> M [16, T, CO/16, A*A].
+// A work item is a block of rows and a run of panels; per block of input channels it makes those panels' forms,
+// then for each product runs them over its slice of V, which stays in L2 across the panels. (With the panels
+// outermost, V came from L3 on each pass: 15-20 % slower.)
+template <int M>
+void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    constexpr int AA = Mat<M>::A * Mat<M>::A;
     const float* v = static_cast<const float*>(dst->src[0]->data);
     const float* taps = static_cast<const float*>(dst->src[1]->data);
     float* y = static_cast<float*>(dst->data);
@@ -377,7 +372,7 @@ void product4_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     if (MB < 2 * nth) runs = (runs + nth - 1) / nth * nth;  // whole rounds of items (5 items on 2 threads: 3 + 2)
     runs = std::min(NP, runs);
     const int64_t per = (NP + runs - 1) / runs, PANEL = FUSED_K * GEMM_PANEL;  // PANEL: floats in a form's slice
-    std::vector<float> forms(size_t(per * 36 * PANEL));
+    std::vector<float> forms(size_t(per * AA * PANEL));
     const WorkSpan s = work_span(MB * runs, ith, nth);
     for (int64_t it = s.b; it < s.e; it++) {
         const int64_t mb = it / runs, p0 = (it % runs) * per, p1 = std::min(NP, p0 + per);
@@ -386,12 +381,12 @@ void product4_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             const int64_t kc = std::min(FUSED_K, CI - k0);
             for (int64_t pi = p0; pi < p1; pi++) {
                 const float* t = taps + (pi * CI + k0) * 9 * GEMM_PANEL;
-                float* f = &forms[size_t((pi - p0) * 36 * PANEL)];
-                for (int64_t k = 0; k < kc; k++) forms4_lanes(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
+                float* f = &forms[size_t((pi - p0) * AA * PANEL)];
+                for (int64_t k = 0; k < kc; k++) forms_lanes<M>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
             }
-            for (int ab = 0; ab < 36; ab++)
+            for (int ab = 0; ab < AA; ab++)
                 for (int64_t pi = p0; pi < p1; pi++) {
-                    gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, &forms[size_t(((pi - p0) * 36 + ab) * PANEL)], kc,
+                    gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, &forms[size_t(((pi - p0) * AA + ab) * PANEL)], kc,
                                     y + ((ab * NP + pi) * T + m0) * GEMM_PANEL, GEMM_PANEL, rows,
                                     int(std::min<int64_t>(GEMM_PANEL, CO - pi * GEMM_PANEL)), k0 == 0);
                 }
@@ -401,7 +396,7 @@ void product4_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
 
 bool fused_forms() {
     static const bool on = [] {
-        const char* e = getenv("ONNX2GGML_WINOGRAD_FORMS");  // "stored": the 4x copy (measurements)
+        const char* e = getenv("ONNX2GGML_WINOGRAD_FORMS");  // "stored": forms made once and kept (measurements)
         return !(e && std::string(e) == "stored");
     }();
     return on;
@@ -426,11 +421,11 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
     const int64_t CO = w->ne[3], CI = w->ne[2];
     const ggml_type ut = product_weight_type(ctx, w, CI);  // --weights f16|bf16|q8_0 reaches the products too
     const int64_t T = p.N * p.TH * p.TW;
-    // F32: the A*A products in our packed-weight kernel (1.6x ggml's MUL_MAT on the UNet's, measured), written
-    // transposed [T, CO, A*A] for the output transform's tile lanes; F(4,3)'s with the forms made in the product
-    // (product4_kernel), written [CO, T, A*A].
+    // F32: the A*A products by our gemm micro-kernel (1.6x ggml's MUL_MAT on the UNet's, measured) with the forms
+    // made in the product (product_kernel); ONNX2GGML_WINOGRAD_FORMS=stored: from stored forms (gemm_batched),
+    // written transposed [T, CO, A*A] for the output transform's tile lanes.
     const bool packed = ut == GGML_TYPE_F32 && gemm_available() && gemm_wanted(T, CI, CO);
-    const bool fused = M == 4 && packed && fused_forms();
+    const bool fused = packed && fused_forms();
     p.co_fastest = ut != GGML_TYPE_F32 || fused;
     p.blocked = fused;
     const Params* pp = keep_params(p);
@@ -441,14 +436,11 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
     ctx.label(v, M == 2 ? "winograd2_input" : "winograd4_input");
     ggml_tensor* mt;
     if (fused) {
-        const int64_t tne[4] = {GEMM_PANEL, 9, CI, (CO + GEMM_PANEL - 1) / GEMM_PANEL};
-        ggml_tensor* taps = ctx.weights->derived(w, "wino4taps", GGML_TYPE_F32, tne,
-                                                 [CO, CI](const float* src, float* dst) { tap_panels(src, dst, CO, CI); });
-        ggml_tensor* fargs[2] = {v, taps};
+        ggml_tensor* fargs[2] = {v, gemm_row_panels(ctx, w, CO)};
         mt = ggml_custom_4d(ctx, GGML_TYPE_F32, GEMM_PANEL, T, (CO + GEMM_PANEL - 1) / GEMM_PANEL, A * A, fargs, 2,
-                            product4_kernel, GGML_N_TASKS_MAX, keep_params(CO));  // [16, T, CO/16, A*A]
+                            product_kernel<M>, GGML_N_TASKS_MAX, keep_params(CO));  // [16, T, CO/16, A*A]
         ggml_format_name(mt, "%s#wino_prod", ggml_get_name(w));
-        ctx.label(mt, "winograd4_product");
+        ctx.label(mt, M == 2 ? "winograd2_product" : "winograd4_product");
     } else {
         const int64_t une[4] = {CI, CO, A * A, 1}, pne[4] = {16, CI, (CO + 15) / 16, A * A};
         const char* kind = packed ? (M == 2 ? "wino2p" : "wino4p") : (M == 2 ? "wino2" : "wino4");

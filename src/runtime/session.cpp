@@ -15,6 +15,8 @@
 #include "onnx2ggml/ops.h"
 #include "onnx2ggml/program.h"
 #include "passes/pipeline.h"
+#include "kernels/conv_pointwise.h"
+#include "kernels/gemm.h"
 #include "runtime/builder.h"
 #include "runtime/checkpoint_import.h"
 #include "runtime/load_progress.h"
@@ -161,8 +163,9 @@ void SessionImpl::init_device(const SessionOptions& opts) {
 }
 
 // Constant MatMul and Gemm weights take the same form (transposed, or at SessionOptions::weights precision) for
-// every input shape: made here, once, through the op library's own calls on a stand-in A, so that graph builds
-// find them made and the time shows as load time. Winograd forms depend on the shape (the tile) and stay lazy.
+// every input shape, and so do f32 convolution weights on the CPU (the panels that im2col and both Winograd tiles
+// multiply by): made here, once, through the op library's own calls, so that graph builds find them made and the
+// time shows as load time.
 void SessionImpl::prepare_weights() {
     const Graph& g = model_->graph;
     auto initializer = [&](const std::string& name) -> const TensorData* {
@@ -171,16 +174,34 @@ void SessionImpl::prepare_weights() {
         auto p = plan_.initializers.find(name);
         return p != plan_.initializers.end() ? p->second.get() : nullptr;
     };
+    const bool conv_panels = weights_.native_cpu && weights_.matmul_type == GGML_TYPE_F32 && o2g::gemm_available();
     for (int idx : plan_.live_nodes) {
         const Node& n = plan_.node(*model_, idx);
         const bool matmul = n.op_type == "MatMul", gemm = n.op_type == "Gemm";
-        if ((!n.domain.empty() && n.domain != "ai.onnx") || !(matmul || gemm) || n.inputs.size() < 2) continue;
+        const bool conv = n.op_type == "onnx2ggml.ConvClamp" || (n.op_type == "Conv" && n.domain.empty());
+        if ((!n.domain.empty() && n.domain != "ai.onnx" && !conv) || !(matmul || gemm || conv) || n.inputs.size() < 2)
+            continue;
         const TensorData* td = initializer(n.inputs[1]);
         // A product the builder runs on the host (all inputs known) reads no device weight.
         if (!td || initializer(n.inputs[0]) || !dtype_is_float(td->dtype) || !dtype_supported(td->dtype) ||
             td->dims.size() < 2 || td->dims.size() > 4 || (gemm && td->dims.size() != 2) || n.outputs.empty() ||
             plan_.need_host.count(n.outputs[0]))
             continue;
+        bool pointwise = false;
+        if (conv) {
+            // 2-D and dense; not 4 or fewer input channels (the direct kernel reads the weight as it is); 1x1,
+            // stride 1, unpadded: the pointwise kernel's own form (see o2g::conv).
+            const auto& d = td->dims;
+            if (!conv_panels || d.size() != 4 || n.get_int("group", 1) != 1 || d[0] < 1 ||
+                (d[1] <= 4 && d[1] * d[2] * d[3] <= 36))
+                continue;
+            auto all = [&](const char* attr, int64_t v) {
+                for (int64_t e : n.get_ints(attr))
+                    if (e != v) return false;
+                return true;
+            };
+            pointwise = d[2] == 1 && d[3] == 1 && all("strides", 1) && all("pads", 0);
+        }
         ggml_tensor* w = weights_.get(n.inputs[1], initializer_host(*td), device_type(td->dtype));  // as bound
         ggml_init_params p = {ggml_tensor_overhead() * 64, nullptr, true};
         ggml_context* scratch = ggml_init(p);
@@ -192,7 +213,12 @@ void SessionImpl::prepare_weights() {
         octx.matmul_type = weights_.matmul_type;
         octx.max_alloc = weights_.max_alloc;
         try {
-            if (matmul) {
+            if (pointwise) {
+                ggml_tensor* x = ggml_new_tensor_4d(scratch, GGML_TYPE_F32, 1, 1, w->ne[2], 1);  // [1, 1, C, 1]
+                o2g::conv2d_pointwise(octx, x, w, nullptr, {});
+            } else if (conv) {
+                o2g::gemm_row_panels(octx, w, td->dims[0]);
+            } else if (matmul) {
                 ggml_tensor* a = ggml_new_tensor_2d(scratch, GGML_TYPE_F32, w->ne[1], 1);  // A [1, K]
                 o2g::matmul(octx, a, w, o2g::MatMulParams{});
             } else {
