@@ -1,5 +1,6 @@
-// CPU convolution kernels. Winograd F(m x m, 3 x 3): input transform and output transform are custom kernels,
-// the 36 (or 16) small products in between are one batched ggml_mul_mat. Compared with an F32 im2col this does
+// CPU convolution kernels. Winograd F(m x m, 3 x 3): input transform, the 36 (or 16) small products (the gemm
+// micro-kernel, the weight's forms made as they go) and output transform are custom kernels; with a reduced-precision
+// weight the products are one batched ggml_mul_mat by stored forms. Compared with an F32 im2col this does
 // 2.25x (m = 2) or 4x (m = 4) fewer multiply-adds and moves 4x / 2.25x the input instead of 9x. Depthwise: one
 // (image, channel) plane per work item. Built with -march=native (CMakeLists.txt, ONNX2GGML_NATIVE).
 #include "kernels/winograd.h"
@@ -273,11 +274,10 @@ inline void forms16(const float* k, int64_t stride, int64_t n, float u[][LANES])
                 u[a * A + b][l] = float(gk[a][0][l] * K::G[b][0] + gk[a][1][l] * K::G[b][1] + gk[a][2][l] * K::G[b][2]);
 }
 
-// g: weight [CO, CI, 3, 3] -> o: U [A*A, CO, CI] (ggml [CI, CO, A*A]) or, packed, the gemm kernel's panels
-// [A*A, CO/16, CI, 16] (kernels/gemm.h; zero past CO). A new shape's forms are made while its graph builds (360 MB
-// for the VAE decoder's 48x48 latent), so each store is a whole contiguous run: 16 input channels of one output
-// channel, or, packed, one 64-byte panel line of 16 output channels. (Packed forms made in input-channel lanes
-// were 4-byte stores 64 bytes apart: 1.1 GB/s.)
+// Stored forms (a reduced-precision weight; ONNX2GGML_WINOGRAD_FORMS=stored): g: weight [CO, CI, 3, 3] -> o: U
+// [A*A, CO, CI] (ggml [CI, CO, A*A]) or, packed, the gemm kernel's panels [A*A, CO/16, CI, 16] (kernels/gemm.h;
+// zero past CO). Each store is a whole contiguous run: 16 input channels of one output channel, or, packed, one
+// 64-byte panel line of 16 output channels (forms made in input-channel lanes were 4-byte stores 64 bytes apart).
 template <int M>
 void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool packed) {
     constexpr int AA = Mat<M>::A * Mat<M>::A;

@@ -12,8 +12,9 @@ namespace o2g {
 // path. Not the batch: an image gives the same bits at any batch size (a UNet with and without guidance).
 // ONNX2GGML_WINOGRAD=0|2|4 forces one choice (measurements, tests).
 int winograd_tile(int64_t image_pixels);
-// x: [W, H, C, N]; w: a constant weight of ctx.weights [3, 3, C, CO] (transformed once, kept as a derived
-// weight); bias: F32 [CO] or null; symmetric pads pw, ph; act: a clamp applied in the output transform.
+// x: [W, H, C, N]; w: a constant weight of ctx.weights [3, 3, C, CO] (f32: its gemm panels, shared with the im2col
+// path, the forms made in the product; reduced precision: its stored forms); bias: F32 [CO] or null; symmetric pads
+// pw, ph; act: a clamp applied in the output transform.
 ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, int pw, int ph,
                              ConvClamp act = {});
 
