@@ -28,7 +28,7 @@ ggml_tensor* gemm_row_panels(Ctx& ctx, ggml_tensor* w, int64_t N);
 // n of product b at [n % 16, k, n / 16, b], zero past N). Returns [N, M, B], or [M, N, B] when transposed.
 ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed = false);
 
-// The micro-kernel on its own, for kernels that make their panels as they go (Winograd F(4,3) products): C[rows, 16]
+// The micro-kernel on its own, for kernels that make their panels as they go (the Winograd products): C[rows, 16]
 // (nv real columns) = C (or 0 when `first`) + X[rows, kc] (row stride ldx) times panel[kc][16]. C[r, j] is at
 // c[r * ldc + j], or, transposed, at c[j * ldc + r]. Returns false where this build has no vector kernel.
 bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t kc, float* c, int64_t ldc, int64_t rows,
