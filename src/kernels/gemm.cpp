@@ -193,14 +193,14 @@ void pack(const float* src, float* dst, int64_t K, int64_t N, bool nk) {
 bool gemm_available() { return VECTOR; }
 
 bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t kc, float* c, int64_t ldc, int64_t rows,
-                     int nv, bool first, bool transposed) {
+                     int nv, bool first) {
     static_assert(GEMM_PANEL == NR, "one panel width");
     if (!VECTOR) return false;
     alignas(64) static const float zero[NR] = {};
     for (int64_t r0 = 0; r0 < rows; r0 += MR) {
         const int R = int(std::min<int64_t>(MR, rows - r0));
-        TILES[size_t(R - 1)](x + r0 * ldx, ldx, panel, kc, transposed ? c + r0 : c + r0 * ldc, ldc, nv,
-                             first ? zero : nullptr, transposed, nullptr);
+        TILES[size_t(R - 1)](x + r0 * ldx, ldx, panel, kc, c + r0 * ldc, ldc, nv, first ? zero : nullptr, false,
+                             nullptr);
     }
     return true;
 }

@@ -29,10 +29,10 @@ ggml_tensor* gemm_row_panels(Ctx& ctx, ggml_tensor* w, int64_t N);
 ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed = false);
 
 // The micro-kernel on its own, for kernels that make their panels as they go (the Winograd products): C[rows, 16]
-// (nv real columns) = C (or 0 when `first`) + X[rows, kc] (row stride ldx) times panel[kc][16]. C[r, j] is at
-// c[r * ldc + j], or, transposed, at c[j * ldc + r]. Returns false where this build has no vector kernel.
+// (row stride ldc; nv real columns) = C (or 0 when `first`) + X[rows, kc] (row stride ldx) times panel[kc][16].
+// Returns false where this build has no vector kernel (gemm_available()).
 bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t kc, float* c, int64_t ldc, int64_t rows,
-                     int nv, bool first, bool transposed = false);
+                     int nv, bool first);
 constexpr int GEMM_PANEL = 16;  // panel width: output columns per panel
 
 }  // namespace o2g
