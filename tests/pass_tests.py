@@ -192,6 +192,15 @@ def clip_attention(mask="causal", scores_out=False, const_scale=True, T=77, D=64
     if mask == "causal":
         inits.append(numpy_helper.from_array(np.triu(np.full((T, T), np.finfo(np.float32).min, np.float32), 1)
                                              .reshape(1, 1, T, T), "mask"))
+    elif mask == "padded":  # each row masked from a random key on (-inf or the dtype minimum); one row everywhere
+        ins.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [B, 1, T, T]))
+        m = (rng.rand(B, 1, T, T) < 0.2).astype(np.float32) * -1e4
+        ends = rng.randint(1, T + 1, size=(B, T))
+        for b in range(B):
+            for t in range(T):
+                m[b, 0, t, ends[b, t]:] = -np.inf if (b + t) % 2 else np.finfo(np.float32).min
+        m[1, 0, 3, :] = np.finfo(np.float32).min
+        feeds["mask"] = m
     else:
         shape = [B, 1, T, T] if mask == "input" else [B, 1, 1, T]
         ins.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, shape))
@@ -508,6 +517,8 @@ def main():
               clip_attention(), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None, "ADD": None, "MUL_MAT": None}, {}),
              ("fuse_attention: CLIP form, per-batch mask [2, 1, 37, 37] a graph input, odd T and D",
               clip_attention("input", T=37, D=24), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
+             ("attention kernel: rows masked from a key on stop there (scores, softmax, P V); odd T and D",
+              clip_attention("padded", T=45, D=24), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
              ("fuse_attention: CLIP form, one mask value per key [2, 1, 1, 77]", clip_attention("keys"), 4,
               {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
              ("fuse_attention: CLIP form on the ggml path (scale, mask add, soft_max)", clip_attention("input"), 4,

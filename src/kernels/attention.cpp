@@ -122,9 +122,28 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
             const int64_t nr = std::min(R, T - t0);
             const float* qrow[R];
             for (int64_t r = 0; r < R; r++) qrow[r] = Q + ((b * T + t0 + std::min(r, nr - 1)) * H + h) * D;
+            // Keys past the last one a row's mask leaves open get probability exactly 0 (exp below -87 is 0), so
+            // the scores, softmax and P V stop there: a causal mask (the text encoder's) halves the work. Masked
+            // means -inf or the dtype's minimum (what exporters write); a row masked everywhere keeps all its keys.
+            int64_t end[R], emax = 0;
+            const float* mrow[R] = {};
+            for (int64_t r = 0; r < nr; r++) {
+                end[r] = S;
+                if (mt) {
+                    const int64_t mT = mt->ne[1], mH = mt->ne[2], mB = mt->ne[3];
+                    mrow[r] = static_cast<const float*>(mt->data) +
+                              (((mB == 1 ? 0 : b) * mH + (mH == 1 ? 0 : h)) * mT + (mT == 1 ? 0 : t0 + r)) * S;
+                    int64_t e = S;
+                    while (e > 0 && mrow[r][e - 1] <= -1e30f) e--;
+                    if (e > 0) end[r] = e;
+                }
+                emax = std::max(emax, end[r]);
+            }
             // scores = scale * Q K^T: SR rows x KS keys per step, one broadcast FMA per row and key vector
             for (int64_t rg = 0; rg < nr; rg += SR) {
-                for (int64_t s0 = 0; s0 < Sp; s0 += KS) {
+                int64_t ge = 0;
+                for (int64_t r = rg; r < std::min(nr, rg + SR); r++) ge = std::max(ge, end[r]);
+                for (int64_t s0 = 0; s0 < ge; s0 += KS) {
                     const float* kb = &kT[size_t(s0 / 16 * D * 16 + s0 % 16)];
                     vf acc[SR][SJ] = {};
                     for (int64_t d = 0; d < D; d++) {
@@ -139,28 +158,23 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
                         for (int j = 0; j < SJ; j++) storev(&sc[size_t((rg + r) * Sp + s0 + W * j)], acc[r][j] * scale);
                 }
             }
-            if (mt) {  // the additive mask, broadcast over its dims of size 1
-                const int64_t mT = mt->ne[1], mH = mt->ne[2], mB = mt->ne[3];
-                for (int64_t r = 0; r < nr; r++) {
-                    const float* mrow = static_cast<const float*>(mt->data) +
-                                        (((mB == 1 ? 0 : b) * mH + (mH == 1 ? 0 : h)) * mT + (mT == 1 ? 0 : t0 + r)) * S;
-                    float* row = &sc[size_t(r * Sp)];
-                    for (int64_t s = 0; s < S; s++) row[s] += mrow[s];
-                }
-            }
-            // softmax over the S real keys of each row (padding keys get probability 0)
+            // softmax over each row's first end[r] keys (the additive mask added first); the rest, up to emax
+            // (what P V reads), are 0
             for (int64_t r = 0; r < nr; r++) {
                 float* row = &sc[size_t(r * Sp)];
-                for (int64_t s = S; s < Sp; s++) row[s] = -INFINITY;
+                const int64_t E = end[r], EW = (E + W - 1) / W * W;
+                if (mrow[r])
+                    for (int64_t s = 0; s < E; s++) row[s] += mrow[r][s];
+                for (int64_t s = E; s < EW; s++) row[s] = -INFINITY;
                 vf m = loadv(row);
-                for (int64_t s0 = W; s0 < Sp; s0 += W) {
+                for (int64_t s0 = W; s0 < EW; s0 += W) {
                     const vf x = loadv(row + s0);
                     m = x > m ? x : m;
                 }
                 float mx = m[0];
                 for (int l = 1; l < W; l++) mx = std::max(mx, m[l]);
                 vf sum = {};
-                for (int64_t s0 = 0; s0 < Sp; s0 += W) {
+                for (int64_t s0 = 0; s0 < EW; s0 += W) {
                     const vf e = expv(loadv(row + s0) - mx);
                     storev(row + s0, e);
                     sum += e;
@@ -168,7 +182,8 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
                 double total = 0;
                 for (int l = 0; l < W; l++) total += double(sum[l]);
                 const float inv = float(1.0 / total);
-                for (int64_t s0 = 0; s0 < Sp; s0 += W) storev(row + s0, loadv(row + s0) * inv);
+                for (int64_t s0 = 0; s0 < EW; s0 += W) storev(row + s0, loadv(row + s0) * inv);
+                for (int64_t s = EW; s < emax; s++) row[s] = 0.f;
             }
             // O = P V, PR rows x W*PJ value columns per pass
             for (int64_t r0 = 0; r0 < nr; r0 += PR) {
@@ -177,10 +192,10 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
                     const int nj = int(std::min<int64_t>(W * PJ, Dvp - c0) / W);
                     vf out[PR][PJ];
                     const float* p = &sc[size_t(r0 * Sp)];
-                    if (rn == 4) pv<4>(p, Sp, vp.data(), Dvp, S, c0, nj, out);
-                    else if (rn == 3) pv<3>(p, Sp, vp.data(), Dvp, S, c0, nj, out);
-                    else if (rn == 2) pv<2>(p, Sp, vp.data(), Dvp, S, c0, nj, out);
-                    else pv<1>(p, Sp, vp.data(), Dvp, S, c0, nj, out);
+                    if (rn == 4) pv<4>(p, Sp, vp.data(), Dvp, emax, c0, nj, out);
+                    else if (rn == 3) pv<3>(p, Sp, vp.data(), Dvp, emax, c0, nj, out);
+                    else if (rn == 2) pv<2>(p, Sp, vp.data(), Dvp, emax, c0, nj, out);
+                    else pv<1>(p, Sp, vp.data(), Dvp, emax, c0, nj, out);
                     for (int64_t r = 0; r < rn; r++) {
                         float* orow = O + ((b * H + h) * T + t0 + r0 + r) * Dv;
                         for (int j = 0; j < nj; j++)

@@ -157,8 +157,18 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 alignas(64) float start[NR] = {};
                 if (bias) std::copy(bias + n0, bias + n0 + nv, start);
                 const float* wp = w + (pi * K + k0) * NR;
+                // The weight streams from memory once per run (the text encoder's 492 MB): each tile asks for its
+                // share of the slice this thread multiplies next, so the slice is in cache when its tiles start.
+                const float* next = nullptr;
+                int64_t next_len = 0;
+                if (pi + 1 < p1) next = w + ((pi + 1) * K + k0) * NR, next_len = kc * NR;
+                else if (k0 + KC < K) next = w + (p0 * K + k0 + KC) * NR, next_len = std::min(KC, K - k0 - KC) * NR;
+                const int64_t tiles = (m1 - m0 + MR - 1) / MR, share = (next_len + tiles * 16 - 1) / (tiles * 16) * 16;
+                int64_t pf = 0;
                 for (int64_t r0 = m0; r0 < m1; r0 += MR) {
                     const int R = int(std::min<int64_t>(MR, m1 - r0));
+                    for (const int64_t e = std::min(next_len, pf + share); pf < e; pf += 16)
+                        __builtin_prefetch(next + pf, 0, 2);
                     if (p.transposed)
                         TILES[size_t(R - 1)](x + r0 * K + k0, K, wp, kc, y + n0 * M + r0, M, nv,
                                              k0 == 0 ? start : nullptr, true, k0 + kc >= K ? clamp : nullptr);

@@ -1,6 +1,7 @@
 // Builds one ggml graph for concrete input shapes: host evaluation of shape work, lowering of the rest.
 #pragma once
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +13,15 @@
 #include "ops/op.h"
 
 namespace onnx2ggml {
+
+// Huge-page chunks that mid-size derived weights share (see aligned_f32 in builder.cpp). A chunk is freed when the
+// last weight in it is.
+struct HugeArena {
+    static constexpr size_t HUGE_PAGE = size_t(2) << 20, CHUNK = size_t(32) << 20, MIN = size_t(256) << 10;
+    std::shared_ptr<void> chunk;
+    size_t used = 0;
+    std::shared_ptr<void> take(size_t n);  // n bytes, 64-byte aligned, not zeroed
+};
 
 // Persistent device copies of initializers, shared by every graph built for one model.
 struct WeightCache : o2g::WeightStore {
@@ -32,6 +42,7 @@ struct WeightCache : o2g::WeightStore {
     // Pending derived weights of a reduced type, converted when made so that their F32 form is not held until
     // commit (a UNet's whole F32 set at once: 4.97 GB peak RSS with --weights f16, against 3.74 GB with f32).
     std::map<const ggml_tensor*, std::vector<uint8_t>> converted;
+    HugeArena arena;        // where derived() puts mid-size weights
     size_t made_bytes = 0;  // weight bytes transformed or uploaded so far (RunStats::transformed_weight_bytes)
 
     ggml_tensor* get(const std::string& key, const HostTensor& h, ggml_type type);
