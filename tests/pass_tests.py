@@ -403,9 +403,10 @@ def gemm_model(op, a_shape, k, n, const_w=True, trans_b=False, bias=None, **attr
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
 
 
-def linear(bias_shape=(37,), const_w=True, bias_first=False, identity=False, a_shape=(2, 77, 100)):
+def linear(bias_shape=(37,), const_w=True, bias_first=False, identity=False, a_shape=(2, 77, 100), then=None):
     """MatMul by a [100, 37] weight, then Add of a bias (a Linear layer as torch exports it); bias_first: Add(b, y);
-    identity: the bias reached through an Identity node (how exporters share equal initializers)."""
+    identity: the bias reached through an Identity node (how exporters share equal initializers); then: what
+    follows, "quick_gelu" (or "quick_gelu_shared": y also an output) or the shape of a residual input Add(r, y)."""
     model, feeds = gemm_model("MatMul", a_shape, 100, 37, const_w)
     g = model.graph
     g.output[0].name = "mm"
@@ -417,6 +418,18 @@ def linear(bias_shape=(37,), const_w=True, bias_first=False, identity=False, a_s
         b = "bi"
     g.node.append(helper.make_node("Add", [b, "mm"] if bias_first else ["mm", b], ["y"]))
     g.output[0].name = "y"
+    if then == "quick_gelu" or then == "quick_gelu_shared":  # y * Sigmoid(1.702 y), as CLIP's MLP
+        c = helper.make_tensor("c", TensorProto.FLOAT, [], [1.702])
+        g.node.extend([helper.make_node("Constant", [], ["c"], value=c), helper.make_node("Mul", ["y", "c"], ["yc"]),
+                       helper.make_node("Sigmoid", ["yc"], ["s"]), helper.make_node("Mul", ["y", "s"], ["z"])])
+        g.output[0].name = "z"
+        if then == "quick_gelu_shared":  # the Linear's output is also a graph output
+            g.output.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
+    elif then:  # a residual Add of a graph input r of shape `then`
+        g.input.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, list(then)))
+        feeds["r"] = np.random.RandomState(9).randn(*then).astype(np.float32)
+        g.node.append(helper.make_node("Add", ["r", "y"], ["z"]))
+        g.output[0].name = "z"
     return model, feeds
 
 
@@ -431,7 +444,25 @@ def linear_cases():
              {G: None, "MUL_MAT": 1, "ADD": 1}, {"ONNX2GGML_GEMM": "0"}),
             ("fuse_matmul_bias: bias [1, 37] (not 1-D): no fusion", linear(bias_shape=(1, 37)), 2, {G: 1, "ADD": 1}, {}),
             ("fuse_matmul_bias: weight a graph input: no fusion", linear(const_w=False), 2,
-             {G: None, "MUL_MAT": 1, "ADD": 1}, {})]
+             {G: None, "MUL_MAT": 1, "ADD": 1}, {}),
+            ("fuse_matmul_bias: Linear + quick GELU: the kernel applies y sigmoid(1.702 y) as it writes",
+             linear(then="quick_gelu"), 1, {G: 1, "ADD": None, "SILU": None, "SCALE": None}, {}),
+            ("fuse_matmul_bias: Linear + quick GELU, N=37 and 4 rows (partial panel, short tile)",
+             linear(then="quick_gelu", a_shape=(4, 100)), 1, {G: 1, "SILU": None}, {}),
+            ("fuse_matmul_bias: Linear + quick GELU on the ggml path (ONNX2GGML_GEMM=0)", linear(then="quick_gelu"),
+             1, {G: None, "MUL_MAT": 1, "SILU": 1}, {"ONNX2GGML_GEMM": "0"}),
+            ("fuse_matmul_bias: Linear output also a graph output: no quick GELU fusion",
+             linear(then="quick_gelu_shared"), 2, {G: 1, "SILU": 1}, {}),
+            ("fuse_matmul_bias: Linear + residual Add(r, y): the kernel adds r as it writes",
+             linear(then=(2, 77, 37)), 1, {G: 1, "ADD": None}, {}),
+            ("fuse_matmul_bias: residual [1, 77, 37] broadcast over the batch: fused node, ggml ADD after the kernel",
+             linear(then=(1, 77, 37)), 1, {G: 1, "ADD": 1}, {}),
+            ("fuse_matmul_bias: residual [3, 2, 77, 37] broadcasts the product up a rank: ggml ADD",
+             linear(then=(3, 2, 77, 37)), 1, {G: 1, "ADD": 1}, {}),
+            ("fuse_matmul_bias: 1-D input [100] + residual [37]", linear(a_shape=(100,), then=(37,)), 1,
+             {G: 1, "ADD": 1}, {}),
+            ("fuse_matmul_bias: residual on the ggml path (ONNX2GGML_GEMM=0)", linear(then=(2, 77, 37)), 1,
+             {G: None, "MUL_MAT": 1, "ADD": 2}, {"ONNX2GGML_GEMM": "0"})]
 
 
 def gemm_cases():

@@ -17,6 +17,8 @@
 #endif
 
 #include "kernels/custom.h"
+#include "kernels/vec8.h"
+#include "kernels/vexp.h"
 
 namespace o2g {
 
@@ -24,7 +26,8 @@ namespace {
 
 constexpr int NR = 16;       // panel width (columns)
 constexpr int64_t KC = 384;  // shared-dim block: the panel slice (24 KiB) stays in L1
-constexpr int64_t MC = 96;   // row block: its [MC, KC] slice of X (144 KiB) stays in L2 across panels
+constexpr int64_t MC = 96;
+typedef int32_t v8i __attribute__((vector_size(32)));   // row block: its [MC, KC] slice of X (144 KiB) stays in L2 across panels
 
 struct Params {
     int64_t K, N, NP;
@@ -32,7 +35,31 @@ struct Params {
     bool transposed = false;              // y [M, N, B] (M fastest) instead of [N, M, B]
     bool shared = false;                  // one weight for all B products (a convolution's images)
     ConvClamp act;                        // transposed only: a fused clamp (ReLU, ReLU6) on the finished sums
+    float swish = 0;                      // not transposed: GemmEpilogue
+    bool residual = false;                // not transposed: src[3] is added (GemmEpilogue)
 };
+
+// GemmEpilogue on a finished block C[rows, nv] (row stride ldc) and the residual's same block (or null).
+void epilogue(float* c, int64_t ldc, int rows, int nv, const float* res, float alpha) {
+    for (int r = 0; r < rows; r++) {
+        float* y = c + r * ldc;
+        if (alpha != 0) {  // y sigmoid(a y), sigmoid from exp(-|a y|) (never overflows)
+            int j = 0;
+            for (; j + 8 <= nv; j += 8) {
+                const v8 v = load8(y + j), z = v * alpha, az = z < 0 ? -z : z;
+                const v8 t = exp_nonpos<v8, v8i>(-az), d = 1.0f / (1.0f + t), s = z >= 0 ? d : t * d;
+                const v8 o = v * s;
+                std::memcpy(y + j, &o, sizeof o);
+            }
+            for (; j < nv; j++) {
+                const float z = y[j] * alpha, t = std::exp(-std::fabs(z)), d = 1.0f / (1.0f + t);
+                y[j] *= z >= 0 ? d : t * d;
+            }
+        }
+        if (res)
+            for (int j = 0; j < nv; j++) y[j] += res[r * ldc + j];
+    }
+}
 
 // tile<R>: C[R, 16] (row stride ldc) = start (one 16-wide row, for every row) or C itself, plus X[R, kc] (row
 // stride ldx) times the panel slice w[kc][16].
@@ -142,6 +169,8 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     // (M = 128: 96 + 32 rows) one thread had three times the other's work.
     const int64_t mc = ((M + MB - 1) / MB + MR - 1) / MR * MR;
     const ConvClamp* clamp = p.act.active() ? &p.act : nullptr;
+    const float* res0 = p.residual ? static_cast<const float*>(dst->src[3]->data) : nullptr;
+    const bool epi = p.residual || p.swish != 0;
     const WorkSpan s = work_span(p.B * MB * NP, ith, nth);
     for (int64_t q = s.b / NP; q < p.B * MB && q * NP < s.e; q++) {  // q: (product, row block)
         const int64_t p0 = std::max(s.b, q * NP) - q * NP, p1 = std::min(s.e, (q + 1) * NP) - q * NP;
@@ -172,9 +201,13 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                     if (p.transposed)
                         TILES[size_t(R - 1)](x + r0 * K + k0, K, wp, kc, y + n0 * M + r0, M, nv,
                                              k0 == 0 ? start : nullptr, true, k0 + kc >= K ? clamp : nullptr);
-                    else
+                    else {
                         TILES[size_t(R - 1)](x + r0 * K + k0, K, wp, kc, y + r0 * N + n0, N, nv,
                                              k0 == 0 ? start : nullptr, false, nullptr);
+                        if (epi && k0 + kc >= K)
+                            epilogue(y + r0 * N + n0, N, R, nv, res0 ? res0 + b * M * N + r0 * N + n0 : nullptr,
+                                     p.swish);
+                    }
                 }
             }
         }
@@ -234,28 +267,34 @@ ggml_tensor* panels(Ctx& ctx, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, c
 }
 
 ggml_tensor* gemm_packed(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, const char* kind,
-                         ggml_tensor* bias, bool transposed = false, ConvClamp act = {}) {
+                         ggml_tensor* bias, bool transposed = false, ConvClamp act = {}, const GemmEpilogue& ep = {}) {
     const int64_t NP = (N + NR - 1) / NR;
     ggml_tensor* wp = panels(ctx, w, K, N, w_nk, kind);
     x = cont(ctx, x);
-    ggml_tensor* args[3] = {x, wp, bias};
+    ggml_tensor* args[4] = {x, wp, bias, ep.residual};
     ggml_tensor* y;
     if (transposed) {  // [M, N, b2] per b2, written in place of a transpose pass
         if (x->ne[3] != 1) throw OpError("gemm: a transposed product of a 4-D operand");
         y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[1], N, x->ne[2], 1, args, bias ? 3 : 2, gemm_kernel,
                            GGML_N_TASKS_MAX, keep_params(Params{K, N, NP, x->ne[2], true, true, act}));
     } else {
-        y = ggml_custom_4d(ctx, GGML_TYPE_F32, N, x->ne[1], x->ne[2], x->ne[3], args, bias ? 3 : 2, gemm_kernel,
-                           GGML_N_TASKS_MAX, keep_params(Params{K, N, NP, 1, false, false, {}}));
+        if (ep.residual && (ep.residual->type != GGML_TYPE_F32 || !ggml_is_contiguous(ep.residual) ||
+                            ep.residual->ne[0] != N || ep.residual->ne[1] != x->ne[1] ||
+                            ep.residual->ne[2] != x->ne[2] || ep.residual->ne[3] != x->ne[3]))
+            throw OpError("gemm: the residual is not a contiguous F32 of the product's shape");
+        y = ggml_custom_4d(ctx, GGML_TYPE_F32, N, x->ne[1], x->ne[2], x->ne[3], args, ep.residual ? 4 : bias ? 3 : 2,
+                           gemm_kernel, GGML_N_TASKS_MAX,
+                           keep_params(Params{K, N, NP, 1, false, false, {}, ep.swish, ep.residual != nullptr}));
     }
     ctx.label(y, "gemm");
     return y;
 }
 }  // namespace
 
-ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias) {
+ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias,
+                        const GemmEpilogue& ep) {
     const int64_t K = w_nk ? w->ne[0] : w->ne[1], N = w_nk ? w->ne[1] : w->ne[0];
-    return gemm_packed(ctx, x, w, K, N, w_nk, w_nk ? "gemm16t" : "gemm16", bias);
+    return gemm_packed(ctx, x, w, K, N, w_nk, w_nk ? "gemm16t" : "gemm16", bias, false, {}, ep);
 }
 
 ggml_tensor* gemm_const_rows(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t N, ggml_tensor* bias,

@@ -13,9 +13,15 @@ bool gemm_available();
 // Whether a product of M rows, shared dim K and N columns should take this kernel (shape classes measured faster
 // than ggml's MUL_MAT). ONNX2GGML_GEMM=0|1 forces the choice (measurements, tests).
 bool gemm_wanted(int64_t M, int64_t K, int64_t N);
+// What gemm_const does to each finished output block while it is in cache, in this order.
+struct GemmEpilogue {
+    float swish = 0;                 // 0, or y sigmoid(swish y)
+    ggml_tensor* residual = nullptr;  // null, or F32 of the output's shape [N, M, b2, b3], contiguous: added
+};
 // x: F32 [K, M, b2, b3] (ggml order); w: a constant weight of ctx.weights, ONNX [K, N] (ggml [N, K]) or, when
 // w_nk, ONNX [N, K] (ggml [K, N]); bias: F32 [N] or null. Returns ggml [N, M, b2, b3].
-ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias);
+ggml_tensor* gemm_const(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, bool w_nk, ggml_tensor* bias,
+                        const GemmEpilogue& ep = {});
 // The same for a weight of any shape whose data is N rows of K (a convolution's [M, C, kH, kW]): x F32 [K, M, ...].
 // transposed: x [K, M, B] gives [M, N, B] (M fastest: a convolution's NCHW output, with no transpose pass); only
 // then `act`, a clamp on the finished sums (a fused ReLU/ReLU6).

@@ -96,7 +96,8 @@ ggml_tensor* matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const MatMulParams
     return reshape_ne(ctx, y, ne);
 }
 
-ggml_tensor* matmul_bias(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, const MatMulParams& p) {
+ggml_tensor* matmul_bias(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, ggml_tensor* residual,
+                         const MatMulParams& p) {
     const int64_t N = p.b_vector ? 1 : b->ne[0];
     if (ggml_nelements(bias) != N)
         throw OpError("matmul_bias: bias of " + std::to_string(ggml_nelements(bias)) + " values for " +
@@ -104,12 +105,19 @@ ggml_tensor* matmul_bias(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* 
     if (bias->type != GGML_TYPE_F32) bias = ggml_cast(ctx, bias, GGML_TYPE_F32);
     bias = ggml_reshape_1d(ctx, cont(ctx, bias), N);
     if (!p.b_vector && a->ne[0] == b->ne[1] && use_gemm(ctx, a, b, a->ne[0], N)) {
-        ggml_tensor* y = gemm_const(ctx, a, b, false, bias);  // [N, M, batch of A]
+        // The residual joins the kernel's epilogue when it is the product's own shape: [N, M, batch of A].
+        const bool fused = residual && !p.a_vector && residual->type == GGML_TYPE_F32 && residual->ne[0] == N &&
+                           residual->ne[1] == a->ne[1] && residual->ne[2] == a->ne[2] && residual->ne[3] == a->ne[3];
+        GemmEpilogue ep{p.swish_alpha, fused ? cont(ctx, residual) : nullptr};
+        ggml_tensor* y = gemm_const(ctx, a, b, false, bias, ep);  // [N, M, batch of A]
         const int64_t ne[4] = {y->ne[0], p.a_vector ? y->ne[2] : y->ne[1], p.a_vector ? y->ne[3] : y->ne[2],
                                p.a_vector ? 1 : y->ne[3]};
-        return reshape_ne(ctx, y, ne);
+        y = reshape_ne(ctx, y, ne);
+        return residual && !fused ? add(ctx, y, residual) : y;
     }
-    return ggml_add(ctx, matmul(ctx, a, b, p), bias);
+    ggml_tensor* y = ggml_add(ctx, matmul(ctx, a, b, p), bias);
+    if (p.swish_alpha != 0) y = swish(ctx, y, SwishParams{p.swish_alpha});
+    return residual ? add(ctx, y, residual) : y;
 }
 
 ggml_tensor* gemm(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* c, const GemmParams& p) {

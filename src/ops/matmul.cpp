@@ -30,7 +30,19 @@ void lower_MatMul(Lower& L) {
     int rank = int(os.size()) - (p.a_vector ? 1 : 0) - (p.b_vector ? 1 : 0);
     if (L.node.op_type == "onnx2ggml.MatMulBias") {
         if (L.rank(2) != 1 || L.shape(2)[0] != bs.back()) L.error("bias " + shape_str(L.shape(2)) + " is not [N]");
-        L.out(0, O2G_CALL(L, o2g::matmul_bias, L.t(0), L.t(1), L.t(2), p), L.dtype(0), rank);
+        p.swish_alpha = L.node.get_float("swish_alpha", 0.0f);
+        ggml_tensor* residual = nullptr;
+        if (L.has(3)) {  // fuse_matmul_bias: a following Add of another value
+            Shape ys = os;  // the product's ONNX shape
+            if (p.b_vector) ys.pop_back();
+            if (p.a_vector) ys.erase(ys.end() - (p.b_vector ? 1 : 2));
+            if (L.dtype(3) != L.dtype(0)) L.error("residual of another type than the product");
+            const Shape sum = broadcast_shapes(L, ys, L.shape(3));
+            if (sum.size() > 4) L.error("residual sum of rank > 4 is not supported");
+            residual = L.t(3);
+            rank = int(sum.size());
+        }
+        L.out(0, O2G_CALL(L, o2g::matmul_bias, L.t(0), L.t(1), L.t(2), residual, p), L.dtype(0), rank);
         return;
     }
     L.out(0, O2G_CALL(L, o2g::matmul, L.t(0), L.t(1), p), L.dtype(0), rank);

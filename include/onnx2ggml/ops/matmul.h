@@ -16,13 +16,16 @@ ggml_type product_weight_type(const Ctx& ctx, const ggml_tensor* w, int64_t K);
 struct MatMulParams {
     bool a_vector = false;  // A is 1-D (ONNX [K]): a row vector, its dim dropped from the result
     bool b_vector = false;  // B is 1-D (ONNX [K]): a column vector, its dim dropped from the result
-    void fields(FieldWriter& f) const { f("a_vector", a_vector); f("b_vector", b_vector); }
+    float swish_alpha = 0;  // matmul_bias only: 0, or the result becomes y sigmoid(alpha y) (CLIP's quick GELU)
+    void fields(FieldWriter& f) const { f("a_vector", a_vector); f("b_vector", b_vector); f("swish_alpha", swish_alpha); }
 };
 // numpy matmul: A [..., M, K] x B [..., K, N] (ggml [K, M, ...] and [N, K, ...]) with broadcast batch dims. A
 // constant weight B is transposed once (ctx.weights) and kept at ctx.matmul_type where its rows allow.
 ggml_tensor* matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const MatMulParams& p);
-// matmul(a, b) + bias [N] (fuse_matmul_bias); on the CPU's packed-weight path the kernel adds the bias.
-ggml_tensor* matmul_bias(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, const MatMulParams& p);
+// matmul(a, b) + bias [N] (fuse_matmul_bias), then p.swish_alpha's activation, then + residual (numpy broadcast;
+// null: none). On the CPU's packed-weight path the kernel applies all three while it writes its output.
+ggml_tensor* matmul_bias(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* bias, ggml_tensor* residual,
+                         const MatMulParams& p);
 
 struct GemmParams {
     bool trans_a = false;
