@@ -26,8 +26,8 @@ namespace {
 
 constexpr int NR = 16;       // panel width (columns)
 constexpr int64_t KC = 384;  // shared-dim block: the panel slice (24 KiB) stays in L1
-constexpr int64_t MC = 96;
-typedef int32_t v8i __attribute__((vector_size(32)));   // row block: its [MC, KC] slice of X (144 KiB) stays in L2 across panels
+constexpr int64_t MC = 96;   // row block: its [MC, KC] slice of X (144 KiB) stays in L2 across panels
+typedef int32_t v8i __attribute__((vector_size(32)));  // exp_nonpos's integer lanes (the epilogue's sigmoid)
 
 struct Params {
     int64_t K, N, NP;
