@@ -326,6 +326,15 @@ def conv_act_cases():
         ("conv path: 3 -> 16 channels, 3x3/1 at 48x48 (a Winograd size): the direct kernel",
          conv_act(None, k=3, stride=1, c=3, m=16, h=48, w=48), 1,
          {"CUSTOM:conv_direct": 1, "CUSTOM:winograd4_input": None, "IM2COL": None}, {}),
+        ("conv path: stem 3 -> 10 channels, 7x7/2 pad 3 + Relu (ResNet's conv1): the direct kernel, no im2col",
+         conv_act("relu", k=7, stride=2, c=3, m=10, h=33, w=37), 1,
+         {"CUSTOM:conv_direct": 1, "IM2COL": None, "RELU": None}, {}),
+        ("conv path: 4 -> 8 channels, 7x7/2 (196 taps, over the direct kernel's 160): im2col",
+         conv_act("relu", k=7, stride=2, c=4, m=8, h=33, w=37), 1, {"CUSTOM:conv_direct": None, "IM2COL": 1}, {}),
+        ("conv path: 3x3 Conv + Relu at 14x14 (ResNet's layer3): Winograd F(2,3)",
+         conv_act("relu", k=3, c=8, m=16, h=14, w=14), 1, {"CUSTOM:winograd2_output": 1, "IM2COL": None}, {}),
+        ("conv path: 3x3 Conv + Relu at 13x13: under Winograd's size, im2col",
+         conv_act("relu", k=3, c=8, m=16, h=13, w=13), 1, {"CUSTOM:winograd2_output": None, "IM2COL": 1}, {}),
         ("conv path: 8 input channels: not the direct kernel (im2col)",
          conv_act("clip6", k=3, stride=2, c=8, m=16, h=21, w=23), 1, {"CUSTOM:conv_direct": None, "IM2COL": 1}, {}),
         ("fuse_conv_activation: depthwise 5x5/3 Conv + Relu, batch 2, no bias",
@@ -351,6 +360,10 @@ def conv_act_cases():
          {"CUSTOM:max_pool": 1, "POOL_2D": None, "ADD": None}, {}),
         ("pool path: MaxPool 3x3/2 pads 1 (ResNet), batch 2", pool2d("MaxPool", n=2, kernel_shape=[3, 3],
          strides=[2, 2], pads=[1, 1, 1, 1]), 1, {"CUSTOM:max_pool": 1, "PAD": None, "ADD": None}, {}),
+        ("pool path: MaxPool 3x3/2 ceil_mode, 43 wide: the 8-wide column pass (stride 2) and a scalar tail",
+         pool2d("MaxPool", w=43, kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), 1, {"CUSTOM:max_pool": 1}, {}),
+        ("pool path: MaxPool 3x3/1 pads 1, 29 wide: the 8-wide column pass (stride 1)",
+         pool2d("MaxPool", w=29, kernel_shape=[3, 3], pads=[1, 1, 1, 1]), 1, {"CUSTOM:max_pool": 1}, {}),
         ("pool path: MaxPool 2x3, asymmetric pads, strides 1x2", pool2d("MaxPool", kernel_shape=[2, 3],
          strides=[1, 2], pads=[0, 2, 1, 1]), 1, {"CUSTOM:max_pool": 1}, {}),
         ("pool path: AveragePool keeps ggml's pool", pool2d("AveragePool", kernel_shape=[3, 3], strides=[2, 2]), 1,
@@ -360,13 +373,13 @@ def conv_act_cases():
     ]
 
 
-def pool2d(op, n=1, **attrs):
+def pool2d(op, n=1, w=13, **attrs):
     rng = np.random.RandomState(13)
     g = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, 5, 15, 13])],
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, 5, 15, w])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     return (helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=9),
-            {"x": rng.randn(n, 5, 15, 13).astype(np.float32)})
+            {"x": rng.randn(n, 5, 15, w).astype(np.float32)})
 # ---- end fuse_conv_activation ----
 
 

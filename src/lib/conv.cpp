@@ -354,10 +354,10 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
     if (wino == 4 && product_weight_type(ctx, w, k->ne[2]) != GGML_TYPE_F32) wino = 2;
     const bool depthwise = d1 == 2 && p.group == x->ne[2] && k->ne[3] == p.group && k->ne[2] == 1 && unit_dil &&
                            ctx.cpu && ggml_nelements(x) > 0;
-    // A dense conv with few input channels (a stem: 3 -> 32 channels, 3x3/2; the VAE encoder's 3 -> 128, 3x3/1):
-    // the direct kernel, no im2col, and no Winograd either (its products would have a shared dim of 3: the VAE
-    // encoder's conv_in took 44.8 ms that way).
-    const bool small_dense = d1 == 2 && p.group == 1 && x->ne[2] <= 4 && k->ne[2] * k->ne[1] * k->ne[0] <= 36 &&
+    // A dense conv with few input channels (a stem: 3 -> 32 channels, 3x3/2; ResNet's 3 -> 64, 7x7/2, 147 taps:
+    // 3.4 -> 1.6 ms against im2col; the VAE encoder's 3 -> 128, 3x3/1): the direct kernel, no im2col, and no
+    // Winograd either (its products would have a shared dim of 3: the VAE encoder's conv_in took 44.8 ms that way).
+    const bool small_dense = d1 == 2 && p.group == 1 && x->ne[2] <= 4 && k->ne[2] * k->ne[1] * k->ne[0] <= 160 &&
                              unit_dil && ctx.cpu && x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0 &&
                              product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32;
     // Our CPU kernels add the bias and apply the activation (ReLU, ReLU6) while writing the output.
