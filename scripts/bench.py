@@ -29,15 +29,25 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 from model_data import make_inputs, regenerate_external_data  # noqa: E402
 
 
-def ours(cli, model, feeds, threads, runs, warmup, tmp, procs=1):
-    """Median over `procs` processes of each process's median (and the overall min): on this VM one process in
-    three or so runs the SD graphs ~25% slower throughout, so a single process is a lottery."""
-    res = [ours_once(cli, model, feeds, threads, runs, warmup, tmp) for _ in range(procs)]
+def side_by_side(cli, model, feeds, threads, runs, warmup, tmp, procs=1):
+    """`procs` processes of each runtime, alternating (ours, onnxruntime, ours, ...), so that both see the same
+    phases of this VM, which speeds up and slows down by 20-40 % for minutes at a time. Each runtime's time is the
+    median over its processes of each process's median, and the overall min.
+    Returns ((median, min, note) for ours or (None, None, error), (median, min, note) for onnxruntime)."""
+    res, ort_res = [], []
+    for _ in range(procs):
+        res.append(ours_once(cli, model, feeds, threads, runs, warmup, tmp))
+        ort_res.append(onnxruntime(model, feeds, threads, runs, warmup, tmp))
+    ort_meds = sorted(r[0] for r in ort_res)
+    ort_note = f"ort rss {max(r[2] for r in ort_res):.0f} MB"
+    if procs > 1:
+        ort_note += f"; ort per-process medians {', '.join(f'{m:.0f}' for m in ort_meds)}"
+    ort_out = (statistics.median(ort_meds), min(r[1] for r in ort_res), ort_note)
     if any(r[0] is None for r in res):
-        return next(r for r in res if r[0] is None)
+        return next(r for r in res if r[0] is None), ort_out
     meds = sorted(r[0] for r in res)
     note = res[-1][2] + (f"; per-process medians {', '.join(f'{m:.0f}' for m in meds)}" if procs > 1 else "")
-    return statistics.median(meds), min(r[1] for r in res), note
+    return (statistics.median(meds), min(r[1] for r in res), note), ort_out
 
 
 def ours_once(cli, model, feeds, threads, runs, warmup, tmp):
@@ -52,7 +62,7 @@ def ours_once(cli, model, feeds, threads, runs, warmup, tmp):
     m = re.search(r"median_ms=([\d.]+) min_ms=([\d.]+)", r.stdout)
     rss = re.search(r"peak RSS: ([\d.]+) MB", r.stdout)
     work = re.search(r"work: ([\d.]+) GFLOP", r.stdout)
-    ours.gflop = float(work.group(1)) if work else 0.0
+    ours_once.gflop = float(work.group(1)) if work else 0.0
     t = re.search(r"load: ([\d.]+) ms, graph build: ([\d.]+) ms, first run compute: ([\d.]+) ms", r.stdout)
     note = f"rss {rss.group(1)} MB" if rss else ""
     if t:
@@ -161,13 +171,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for label, path, feeds_fn in jobs:
             feeds = feeds_fn()
-            om, on, note = ours(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp, a.procs)
-            rm, rn, ort_rss = onnxruntime(path, feeds, a.threads, a.runs, a.warmup, tmp)
-            note = f"{note}; ort rss {ort_rss:.0f} MB"
+            (om, on, note), (rm, rn, ort_note) = side_by_side(a.cli, path, feeds, a.threads, a.runs, a.warmup,
+                                                               tmp, a.procs)
+            note = f"{note}; {ort_note}"
             if om is None:
                 print(f"{label:36} {'failed':>17} {rm:8.2f} /{rn:7.2f} {'':>6}  {note}")
                 continue
-            gf = ours.gflop
+            gf = ours_once.gflop
             share = ""
             if a.peak and gf:
                 share = f"  peak share: ours {100 * gf / (om / 1e3) / a.peak:.0f}%, ort {100 * gf / (rm / 1e3) / a.peak:.0f}%"

@@ -18,9 +18,16 @@ export ASAN_OPTIONS=detect_leaks=0
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_TSAN=ON -DCMAKE_PREFIX_PATH="$PWD/.deps/ggml-install" >/dev/null
 cmake --build build-tsan -j"$(nproc)" --target test_concurrency
 PY=.venv/bin/python
+setup_s=$SECONDS
 status=0
 failed=()
-run() { echo; echo "=== $*"; "$@" || { echo "FAILED: $*"; status=1; failed+=("$*"); }; }
+times=()
+# Each step's wall time goes into a table at the end (CI has 90 minutes; the suite should stay under 60).
+run() {
+  echo; echo "=== $*"; local t0=$SECONDS
+  "$@" || { echo "FAILED: $*"; status=1; failed+=("$*"); }
+  times+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$*")")
+}
 run ctest --test-dir build --output-on-failure
 run build-asan/test_proto_fuzz examples/small_cnn.onnx 3000
 run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
@@ -73,6 +80,9 @@ if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
   # Not in CI, for time (about 6 min on lavapipe): compiled programs on Vulkan0 against run on Vulkan0,
   #   $PY tests/compile_tests.py --vulkan 'sd15_vae_decoder|vae_decoder_like'   (docs/backends.md)
 fi
+echo
+echo "step times (set-up and builds before the first step: $setup_s s; total $SECONDS s):"
+printf '%s\n' "${times[@]}"
 echo
 # The failed steps last, so the tail of a CI log names them.
 for f in "${failed[@]}"; do echo "FAILED: $f"; done
