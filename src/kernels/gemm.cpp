@@ -25,7 +25,7 @@ namespace o2g {
 namespace {
 
 constexpr int NR = 16;       // panel width (columns)
-constexpr int64_t KC = 384;  // shared-dim block: the panel slice (24 KiB) stays in L1
+constexpr int64_t KC = 256;  // shared-dim block: the panel slice (16 KiB) stays in L1
 constexpr int64_t MC = 96;   // row block: its [MC, KC] slice of X (144 KiB) stays in L2 across panels
 typedef int32_t v8i __attribute__((vector_size(32)));  // exp_nonpos's integer lanes (the epilogue's sigmoid)
 
