@@ -38,16 +38,17 @@ def side_by_side(cli, model, feeds, threads, runs, warmup, tmp, procs=1):
     for _ in range(procs):
         res.append(ours_once(cli, model, feeds, threads, runs, warmup, tmp))
         ort_res.append(onnxruntime(model, feeds, threads, runs, warmup, tmp))
-    ort_meds = sorted(r[0] for r in ort_res)
-    ort_note = f"ort rss {max(r[2] for r in ort_res):.0f} MB"
-    if procs > 1:
-        ort_note += f"; ort per-process medians {', '.join(f'{m:.0f}' for m in ort_meds)}"
-    ort_out = (statistics.median(ort_meds), min(r[1] for r in ort_res), ort_note)
+
+    def summary(results, note, label):  # results: (median, min, ...) per process
+        meds = sorted(r[0] for r in results)
+        if len(meds) > 1:
+            note += f"; {label}per-process medians {', '.join(f'{m:.0f}' for m in meds)}"
+        return statistics.median(meds), min(r[1] for r in results), note
+
+    ort_out = summary(ort_res, f"ort rss {max(r[2] for r in ort_res):.0f} MB", "ort ")
     if any(r[0] is None for r in res):
         return next(r for r in res if r[0] is None), ort_out
-    meds = sorted(r[0] for r in res)
-    note = res[-1][2] + (f"; per-process medians {', '.join(f'{m:.0f}' for m in meds)}" if procs > 1 else "")
-    return (statistics.median(meds), min(r[1] for r in res), note), ort_out
+    return summary(res, res[-1][2], ""), ort_out
 
 
 def ours_once(cli, model, feeds, threads, runs, warmup, tmp):
