@@ -14,6 +14,11 @@ if [ "${1:-}" = "--vulkan" ]; then
          -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 / && !p {p=$NF} END {print p}')")
   GGML="$GGML;$PWD/.deps/vulkan/usr"
 fi
+# ccache (when installed) shares objects between build folders and git worktrees of this repository.
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$PWD")}"
+  EXTRA+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$GGML" "${EXTRA[@]}" "$@" >/dev/null
 cmake --build "$B" -j"$(nproc)"
 cmake --install "$B" --prefix "$PWD/$B/install" >/dev/null

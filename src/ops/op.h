@@ -216,6 +216,7 @@ using LowerFn = void (*)(Lower&);
 // One row of the op table, with named fields: {.op = "Conv", .since = 1, .ggml = lower_Conv, .math = true}.
 struct OpDef {
     const char* op = "";
+    const char* domain = "";       // "" is ai.onnx; contrib ops name theirs ("com.microsoft")
     int since = 1;                 // first opset this row covers; the newest row not above the model's opset wins
     LowerFn ggml = nullptr;        // builds ggml tensors through the op library
     LowerFn host = nullptr;        // evaluates on the host (shape, integer and boolean work)
@@ -228,7 +229,7 @@ struct OpDef {
 
 // The newest implementation not above `opset`; null if none.
 const OpDef* find_op(const std::string& domain, const std::string& op_type, int64_t opset);
-// Every op type in the table (for docs and `info`).
+// Every op type in the table (for docs and `info`), contrib ops as "domain:op".
 std::vector<std::string> registered_ops();
 
 // --- layout helpers: ONNX axis a of rank r is ggml dim r-1-a ---

@@ -30,11 +30,6 @@ const std::vector<OpDef>& sequence_ops();
 const std::vector<OpDef>& shape_ops();
 const std::vector<OpDef>& signal_ops();
 
-
-
-
-
-
 namespace {
 
 const std::vector<const std::vector<OpDef>*>& tables() {
@@ -69,11 +64,12 @@ const std::vector<const std::vector<OpDef>*>& tables() {
 }  // namespace
 
 const OpDef* find_op(const std::string& domain, const std::string& op_type, int64_t opset) {
-    if (!domain.empty() && domain != "ai.onnx") return nullptr;
+    const std::string dom = domain == "ai.onnx" ? "" : domain;
+    if (!dom.empty() && opset <= 0) opset = 1;  // contrib domains carry one version; some files omit its import
     const OpDef* best = nullptr;
     for (const auto* table : tables())
         for (const OpDef& d : *table)
-            if (op_type == d.op && d.since <= opset && (!best || d.since > best->since)) best = &d;
+            if (op_type == d.op && dom == d.domain && d.since <= opset && (!best || d.since > best->since)) best = &d;
     return best;
 }
 
@@ -81,7 +77,9 @@ std::vector<std::string> registered_ops() {
     std::vector<std::string> r;
     for (const auto* table : tables())
         for (const OpDef& d : *table)
-            if (std::find(r.begin(), r.end(), d.op) == r.end()) r.push_back(d.op);
+            if (std::string name = *d.domain ? std::string(d.domain) + ":" + d.op : d.op;
+                std::find(r.begin(), r.end(), name) == r.end())
+                r.push_back(name);
     std::sort(r.begin(), r.end());
     return r;
 }
