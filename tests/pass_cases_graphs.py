@@ -79,3 +79,41 @@ def affine_fold_cases():
          reversed_order(), 4, {}, {}),
     ]
     return cases
+
+
+def hard_swish(form, as_node=False, hi=6.0, opset=13):
+    """x * clip(x + 3, 0, hi) / 6 in one of the spellings exporters write; constants as initializers or nodes."""
+    pieces = [_const("three", [3.0], as_node), _const("six", [6.0], as_node), _const("sixth", [1 / 6], as_node)]
+    if opset >= 11:
+        pieces += [_const("zero", 0.0, as_node), _const("hi", hi, as_node)]
+        clip = helper.make_node("Clip", ["s", "zero", "hi"], ["c"])
+    else:
+        clip = helper.make_node("Clip", ["s"], ["c"], min=0.0, max=hi)
+    shifted = [helper.make_node("Add", ["three", "x"], ["s"]), clip]
+    if form == "hardsigmoid":
+        nodes = [helper.make_node("HardSigmoid", ["x"], ["g"], alpha=1 / 6), helper.make_node("Mul", ["g", "x"], ["y"])]
+    elif form == "hardsigmoid_default":  # alpha 0.2: not ggml's hardswish, still one fused node
+        nodes = [helper.make_node("HardSigmoid", ["x"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])]
+    elif form == "div":
+        nodes = shifted + [helper.make_node("Div", ["c", "six"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])]
+    elif form == "mul":
+        nodes = shifted + [helper.make_node("Mul", ["sixth", "c"], ["g"]), helper.make_node("Mul", ["g", "x"], ["y"])]
+    else:  # torch: (x * relu6(x + 3)) / 6
+        nodes = shifted + [helper.make_node("Mul", ["x", "c"], ["m"]), helper.make_node("Div", ["m", "six"], ["y"])]
+    X4 = {"x": (np.random.RandomState(3).randn(2, 3, 10, 12) * 4).astype(np.float32)}
+    return _model(nodes + [p[0] for p in pieces], [p[1] for p in pieces], opset=opset), X4
+
+
+def hard_swish_cases():
+    one = {"HARDSWISH": 1, "CLAMP": None, "CUSTOM:div_bcast": None, "CUSTOM:add_bcast": None}
+    return [
+        ("fuse_hard_swish: x * HardSigmoid(x, alpha 1/6) becomes ggml's hardswish", hard_swish("hardsigmoid"), 1, one, {}),
+        ("fuse_hard_swish: x * HardSigmoid(x) (alpha 0.2): one fused node, scale and clamp",
+         hard_swish("hardsigmoid_default"), 1, {"HARDSWISH": None, "CLAMP": 1}, {}),
+        ("fuse_hard_swish: x * (Clip(3 + x, 0, 6) / 6), Constant-node constants", hard_swish("div", True), 1, one, {}),
+        ("fuse_hard_swish: x * (1/6 * Clip(3 + x, 0, 6)), initializers", hard_swish("mul"), 1, one, {}),
+        ("fuse_hard_swish: (x * Clip(3 + x, 0, 6)) / 6 (torch), Clip attributes (opset 10)",
+         hard_swish("torch", True, opset=10), 1, one, {}),
+        ("fuse_hard_swish: Clip(x + 3, 0, 5) / 6 does not reach 1: no fusion", hard_swish("div", hi=5.0), 4,
+         {"HARDSWISH": None}, {}),
+    ]

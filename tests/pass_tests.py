@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import metrics  # noqa: E402
-from pass_cases_graphs import affine_fold_cases  # noqa: E402
+from pass_cases_graphs import affine_fold_cases, hard_swish_cases  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -636,6 +636,7 @@ def main():
     cases += linear_cases()
     cases += reduced_weight_cases()
     cases += affine_fold_cases()
+    cases += hard_swish_cases()
     for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
         opts = opts[0] if opts else {}
         size_note = ""
