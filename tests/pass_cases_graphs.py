@@ -144,6 +144,8 @@ def scalar_affine_cases():
          {"SCALE": 1}, {}),
         ("fuse_scalar_affine: one scalar step alone stays as it is",
          scalar_chain([("Mul", 3.0, False, (1,))]), 3, {"SCALE": None, "CUSTOM:mul_bcast": 1}, {}),
+        ("fuse_scalar_affine: a division by 1 alone is dropped",
+         scalar_chain([("Div", 1.0, False, (1,))]), 3, {"SCALE": None, "CUSTOM:div_bcast": None, "DIV": None}, {}),
         ("fuse_scalar_affine: Div(c, x) is not affine: no fusion",
          scalar_chain([("Div", 2.0, True, (1,)), ("Add", 1.0, False, (1,))]), 4, {"SCALE": None}, {}),
     ]

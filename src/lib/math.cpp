@@ -36,6 +36,7 @@ ggml_tensor* div(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, 
 ggml_tensor* pow(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Pow); }
 
 ggml_tensor* scale_bias(Ctx& ctx, ggml_tensor* x, const ScaleBiasParams& p) {
+    if (p.scale == 1.0f && p.bias == 0.0f) return x;
     return ggml_scale_bias(ctx, cont(ctx, x), p.scale, p.bias);
 }
 

@@ -1,6 +1,7 @@
 // fuse_scalar_affine: two or more Mul, Div, Add or Sub steps by scalar constants in a row (paddle's learnable
 // affine blocks, normalizations written out, `x * 2 - 1`) become one onnx2ggml.ScaleBias node, y = x * scale +
-// bias: one pass over the tensor instead of one per step. Steps after a Conv were already folded into its weights.
+// bias: one pass over the tensor instead of one per step, and none for a chain that does nothing (x / 1). Steps
+// after a Conv were already folded into its weights.
 #include <cmath>
 
 #include "passes/match.h"
@@ -70,7 +71,9 @@ void fuse_scalar_affine(const Model& m, GraphPlan& plan) {
             steps.push_back(next);
             y = out;
         }
-        if (steps.size() < 2 || !std::isfinite(scale) || !std::isfinite(bias)) continue;
+        // One step alone is already one pass, unless it does nothing (diffusers' division by an output scale of 1).
+        const bool identity = scale == 1.0 && bias == 0.0;
+        if ((steps.size() < 2 && !identity) || !std::isfinite(scale) || !std::isfinite(bias)) continue;
         Node fused = first;
         fused.op_type = "onnx2ggml.ScaleBias";  // internal op, produced only by this pass
         fused.inputs = {x};
