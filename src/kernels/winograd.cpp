@@ -385,11 +385,9 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 for (int64_t k = 0; k < kc; k++) forms_lanes<M>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
             }
             for (int ab = 0; ab < AA; ab++)
-                for (int64_t pi = p0; pi < p1; pi++) {
-                    gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, &forms[size_t(((pi - p0) * AA + ab) * PANEL)], kc,
-                                    y + ((ab * NP + pi) * T + m0) * GEMM_PANEL, GEMM_PANEL, rows,
-                                    int(std::min<int64_t>(GEMM_PANEL, CO - pi * GEMM_PANEL)), k0 == 0);
-                }
+                gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, &forms[size_t(ab * PANEL)], AA * PANEL, p1 - p0, kc,
+                                y + ((ab * NP + p0) * T + m0) * GEMM_PANEL, GEMM_PANEL, T * GEMM_PANEL, rows,
+                                int(std::min<int64_t>(GEMM_PANEL, CO - (p1 - 1) * GEMM_PANEL)), k0 == 0);
         }
     }
 }
