@@ -273,6 +273,8 @@ void pack(const float* src, float* dst, int64_t K, int64_t N, bool nk) {
 
 bool gemm_available() { return VECTOR; }
 
+GemmTile gemm_tile() { return {MR, PW}; }
+
 bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t ps, int64_t panels, int64_t kc,
                      float* c, int64_t ldc, int64_t cs, int64_t rows, int nv, bool first) {
     static_assert(GEMM_PANEL == NR, "one panel width");

@@ -40,6 +40,11 @@ ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t
 // Returns false where this build has no vector kernel (gemm_available()).
 bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t ps, int64_t panels, int64_t kc,
                      float* c, int64_t ldc, int64_t cs, int64_t rows, int nv, bool first);
-constexpr int GEMM_PANEL = 16;  // panel width: output columns per panel
+constexpr int GEMM_PANEL = 16;
+// The micro-kernel's register tile: rows, and panels side by side (callers round their blocks to these).
+struct GemmTile {
+    int rows, panels;
+};
+GemmTile gemm_tile();  // panel width: output columns per panel
 
 }  // namespace o2g
