@@ -19,7 +19,16 @@ struct DwcParams {
     ConvClamp act;
 };
 
-constexpr int64_t MB = 4;  // output channels per item of a dense conv: 8 accumulators
+#if defined(__AVX512F__)
+typedef float vw __attribute__((vector_size(64)));
+#else
+typedef v8 vw;
+#endif
+constexpr int VL = int(sizeof(vw) / sizeof(float)), VN = 16 / VL;  // a 16-column step in VN vectors
+
+// Output channels per item of a dense conv: 8 ymm accumulators, or 16 zmm on AVX-512 (8 were too few to hide the
+// FMA latency: ResNet-18's 7x7 stem ran at 47 % of peak).
+constexpr int64_t MB = VN == 1 ? 16 : 4;
 
 struct Rows {
     const float* buf;
@@ -32,36 +41,96 @@ struct Rows {
 // tap's two input loads feed all NM channels' accumulators.
 template <int NM>
 void direct_rows(const Rows& r, const float* k, const float* b, float* const* y) {
+    const vw lo = vw{} + r.lo[0], hi = vw{} + r.hi[0];
     for (int64_t oy = 0; oy < r.OH; oy++) {
         for (int64_t ox = 0; ox < r.OW8; ox += 16) {
-            v8 a[NM][2];
-            for (int j = 0; j < NM; j++) a[j][0] = a[j][1] = v8{} + b[j];
+            vw a[NM][VN];
+#pragma GCC unroll 16
+            for (int j = 0; j < NM; j++)
+#pragma GCC unroll 2
+                for (int v = 0; v < VN; v++) a[j][v] = vw{} + b[j];
             const float* base = r.buf + oy * r.rstride + ox;
             for (int64_t t = 0; t < r.T; t++) {
-                const v8 x0 = load8(base + r.off[t]), x1 = load8(base + r.off[t] + 8);
-                for (int j = 0; j < NM; j++) {
-                    a[j][0] += k[j * r.T + t] * x0;
-                    a[j][1] += k[j * r.T + t] * x1;
-                }
+                vw x[VN];
+#pragma GCC unroll 2
+                for (int v = 0; v < VN; v++) std::memcpy(&x[v], base + r.off[t] + v * VL, sizeof(vw));
+#pragma GCC unroll 16
+                for (int j = 0; j < NM; j++)
+#pragma GCC unroll 2
+                    for (int v = 0; v < VN; v++) a[j][v] += k[j * r.T + t] * x[v];
             }
+#pragma GCC unroll 16
             for (int j = 0; j < NM; j++) {
                 // clamp as selects (a NaN compares false and stays), then one store of the valid columns
-                v8 a0 = a[j][0] < r.lo ? r.lo : a[j][0], a1 = a[j][1] < r.lo ? r.lo : a[j][1];
-                a0 = a0 > r.hi ? r.hi : a0;
-                a1 = a1 > r.hi ? r.hi : a1;
-                float* yo = y[j] + oy * r.OW + ox;
-                if (r.OW - ox >= 16) {  // constant-size stores: no rep movs
-                    std::memcpy(yo, &a0, sizeof a0);
-                    std::memcpy(yo + 8, &a1, sizeof a1);
-                    continue;
+                alignas(64) float out[16];
+#pragma GCC unroll 2
+                for (int v = 0; v < VN; v++) {
+                    vw o = a[j][v] < lo ? lo : a[j][v];
+                    o = o > hi ? hi : o;
+                    std::memcpy(out + v * VL, &o, sizeof o);
                 }
-                float out[16];
-                std::memcpy(out, &a0, sizeof a0);
-                std::memcpy(out + 8, &a1, sizeof a1);
-                for (int64_t c = 0; c < r.OW - ox; c++) yo[c] = out[c];
+                float* yo = y[j] + oy * r.OW + ox;
+                if (r.OW - ox >= 16) std::memcpy(yo, out, sizeof out);  // constant size: no rep movs
+                else
+                    for (int64_t c = 0; c < r.OW - ox; c++) yo[c] = out[c];
             }
         }
     }
+}
+
+// A depthwise 3x3 conv (one channel: taps k[9], bias b, plane y), R output rows at a time: each input row of a
+// 16-column step is loaded once for the R rows whose taps read it (stride SH), and the step is one zmm on AVX-512.
+// (One row at a time loaded every input twice or thrice and ran at 8-16 % of peak.) col[kx]: tap kx's column
+// offset in a padded row (its phase).
+template <int R, int SH>
+void dw3_rows(const Rows& r, int64_t oy0, const int64_t* col, const float* k, float b, float* y) {
+    const vw lo = vw{} + r.lo[0], hi = vw{} + r.hi[0];
+    for (int64_t ox = 0; ox < r.OW8; ox += 16) {
+        vw a[R][VN];
+#pragma GCC unroll 8
+        for (int j = 0; j < R; j++)
+#pragma GCC unroll 2
+            for (int v = 0; v < VN; v++) a[j][v] = vw{} + b;
+        const float* base = r.buf + oy0 * r.rstride + ox;
+        const int64_t RW = r.rstride / SH;
+#pragma GCC unroll 16
+        for (int ir = 0; ir < (R - 1) * SH + 3; ir++)
+#pragma GCC unroll 3
+            for (int kx = 0; kx < 3; kx++) {
+                vw x[VN];
+#pragma GCC unroll 2
+                for (int v = 0; v < VN; v++) std::memcpy(&x[v], base + ir * RW + col[kx] + v * VL, sizeof(vw));
+#pragma GCC unroll 8
+                for (int j = 0; j < R; j++) {
+                    const int ky = ir - j * SH;
+                    if (ky >= 0 && ky < 3)
+#pragma GCC unroll 2
+                        for (int v = 0; v < VN; v++) a[j][v] += k[ky * 3 + kx] * x[v];
+                }
+            }
+#pragma GCC unroll 8
+        for (int j = 0; j < R; j++) {
+            alignas(64) float out[16];
+#pragma GCC unroll 2
+            for (int v = 0; v < VN; v++) {  // clamp as selects (a NaN compares false and stays)
+                vw o = a[j][v] < lo ? lo : a[j][v];
+                o = o > hi ? hi : o;
+                std::memcpy(out + v * VL, &o, sizeof o);
+            }
+            float* yo = y + (oy0 + j) * r.OW + ox;
+            if (r.OW - ox >= 16) std::memcpy(yo, out, sizeof out);  // constant size: no rep movs
+            else
+                for (int64_t c = 0; c < r.OW - ox; c++) yo[c] = out[c];
+        }
+    }
+}
+
+template <int SH>
+void dw3_plane(const Rows& r, const int64_t* col, const float* k, float b, float* y) {
+    constexpr int R = 4;
+    int64_t oy = 0;
+    for (; oy + R <= r.OH; oy += R) dw3_rows<R, SH>(r, oy, col, k, b, y);
+    for (; oy < r.OH; oy++) dw3_rows<1, SH>(r, oy, col, k, b, y);
 }
 
 void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
@@ -84,6 +153,8 @@ void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int64_t kx = 0; kx < KW; kx++)
                 off[size_t((ci * KH + ky) * KW + kx)] = ci * PH * RW + ky * RW + (kx % p.sw) * L + kx / p.sw;
     int64_t packed = -1;  // the (image, group) whose planes buf holds
+    const bool dw3 = CIN == 1 && MG == 1 && KW == 3 && KH == 3 && (p.sh == 1 || p.sh == 2);
+    const int64_t col[3] = {off[0], off[1], off[2]};  // a 3x3 tap's column part (dw3_rows)
     // The stride split, worked out once (divisions per row cost more than the copies of a 14x14 plane): columns
     // [0, done) go 16 at a time (stride 2); phase q's remaining columns start at phase_ix[q], stored from
     // phase_dst[q] in a padded row.
@@ -137,7 +208,9 @@ void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             bj[j] = bt ? static_cast<const float*>(bt->data)[m0 + j] : 0.f;
             yj[j] = static_cast<float*>(dst->data) + (n * M + m0 + j) * OH * OW;
         }
-        if (mb == MB) {
+        if (dw3) {
+            (p.sh == 1 ? dw3_plane<1> : dw3_plane<2>)(r, col, k, bj[0], yj[0]);
+        } else if (mb == MB) {
             direct_rows<MB>(r, k, bj, yj);
         } else {
             for (int64_t j = 0; j < mb; j++) direct_rows<1>(r, k + j * T, bj + j, yj + j);

@@ -1,8 +1,9 @@
 // CPU matrix product with a constant f32 weight: Y[M, N] = X[M, K] W[K, N] (+ bias). W is packed once per session
-// into 16-column panels [N/16][K][16] (zero-padded). The micro-kernel keeps an MR x 16 block of Y in registers
-// and, per k, loads one panel row and broadcasts one X value per row into FMAs: no horizontal sums (ggml's F32
-// tiles end every output with one) and no padding of X. K is blocked so a panel slice stays in L1 while the row
-// blocks of X pass over it; threads split (row block, panel) pairs. Built with -march=native (CMakeLists.txt).
+// into 16-column panels [N/16][K][16] (zero-padded). The micro-kernel keeps an MR x 16 PW block of Y in registers
+// (PW panels side by side: 2 on AVX-512) and, per k, loads one row of each panel and broadcasts one X value per row
+// into FMAs: no horizontal sums (ggml's F32 tiles end every output with one) and no padding of X. K is blocked so
+// the panels' slices stay in cache while the row blocks of X pass over them; threads split (row block, panel
+// group) pairs. Built with -march=native (CMakeLists.txt).
 #include "kernels/gemm.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))
 #include <immintrin.h>
@@ -25,8 +27,6 @@ namespace o2g {
 namespace {
 
 constexpr int NR = 16;       // panel width (columns)
-constexpr int64_t KC = 256;  // shared-dim block: the panel slice (16 KiB) stays in L1
-constexpr int64_t MC = 96;   // row block: its [MC, KC] slice of X (144 KiB) stays in L2 across panels
 typedef int32_t v8i __attribute__((vector_size(32)));  // exp_nonpos's integer lanes (the epilogue's sigmoid)
 
 struct Params {
@@ -61,11 +61,16 @@ void epilogue(float* c, int64_t ldc, int rows, int nv, const float* res, float a
     }
 }
 
-// tile<R>: C[R, 16] (row stride ldc) = start (one 16-wide row, for every row) or C itself, plus X[R, kc] (row
-// stride ldx) times the panel slice w[kc][16].
+// tile<R, P>: C[R, 16 P] = start (16 P floats, for every row) or C itself, plus X[R, kc] (row stride ldx) times P
+// panel slices w[kc][16] (the next one ws floats on); C's rows have stride ldc, its P 16-column blocks stride cs.
 #if defined(__AVX512F__)
 using Vec = __m512;
-constexpr int MR = 12;  // 12 zmm accumulators + 1 panel row (untested: no AVX-512 machine at hand)
+// 12 x 32 (two panels): 24 zmm accumulators, 2 panel rows, broadcasts from memory. Per k, 14 loads feed 24 FMAs
+// (12 x 16 needed 13 for 12, the loads the limit: 70-77 % of peak on Zen 5, measured).
+constexpr int MR = 12, PW = 2;
+// Shared-dim and row blocks: the [MC, KC] slice of X (288 KiB) stays in L2 across panels. 8-10 % faster than
+// 256 x 96 (measured on Zen 5, 1 MiB L2): fewer passes over the accumulators, fewer row-block switches.
+constexpr int64_t KC = 384, MC = 192;
 inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
 inline void vstore(float* p, Vec v) { _mm512_storeu_ps(p, v); }
 inline Vec vbroadcast(const float* p) { return _mm512_set1_ps(*p); }
@@ -74,14 +79,17 @@ inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
 #pragma GCC diagnostic ignored "-Wpsabi"
 // The AVX-512 tile shape with generic 16-float vectors, so that configuration is tested on AVX2 machines.
 typedef float Vec __attribute__((vector_size(64), aligned(4)));
-constexpr int MR = 12;
+constexpr int MR = 12, PW = 2;
+constexpr int64_t KC = 384, MC = 192;
 inline Vec vload(const float* p) { Vec v; std::memcpy(&v, p, sizeof v); return v; }
 inline void vstore(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 inline Vec vbroadcast(const float* p) { return Vec{} + *p; }
 inline Vec vfma(Vec a, Vec b, Vec c) { return a * b + c; }
 #elif defined(__AVX__) && defined(__FMA__)
 using Vec = __m256;
-constexpr int MR = 6;  // 12 ymm accumulators + 2 for the panel row + 1 broadcast
+constexpr int MR = 6, PW = 1;  // 12 ymm accumulators + 2 for the panel row + 1 broadcast
+constexpr int64_t KC = 256;    // shared-dim block: the panel slice (16 KiB) stays in L1
+constexpr int64_t MC = 96;     // row block: its [MC, KC] slice of X (96 KiB) stays in L2 across panels
 inline Vec vload(const float* p) { return _mm256_loadu_ps(p); }
 inline void vstore(float* p, Vec v) { _mm256_storeu_ps(p, v); }
 inline Vec vbroadcast(const float* p) { return _mm256_broadcast_ss(p); }
@@ -89,38 +97,50 @@ inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
 #endif
 
 #if defined(__AVX512F__) || defined(O2G_WIDE16) || (defined(__AVX__) && defined(__FMA__))
-template <int R>
-void tile(const float* x, int64_t ldx, const float* w, int64_t kc, float* c, int64_t ldc, const float* start) {
+template <int R, int P>
+void tile(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc, int64_t cs,
+          const float* start) {
     constexpr int L = int(sizeof(Vec) / sizeof(float)), NV = NR / L;
-    Vec acc[R][NV];
+    Vec acc[R][P][NV];
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[r][v] = vload((start ? start : c + r * ldc) + L * v);
+        for (int q = 0; q < P; q++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[r][q][v] = vload(start ? start + q * NR + L * v : c + q * cs + r * ldc + L * v);
     // Fully unrolled over rows and vectors so the accumulators live in registers (3x faster than leaving it to
     // the compiler, measured).
 #pragma GCC unroll 2
     for (int64_t k = 0; k < kc; k++) {
-        Vec wv[NV];
+        Vec wv[P][NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) wv[v] = vload(w + k * NR + L * v);
+        for (int q = 0; q < P; q++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) wv[q][v] = vload(w + q * ws + k * NR + L * v);
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
             const Vec xb = vbroadcast(x + r * ldx + k);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[r][v] = vfma(xb, wv[v], acc[r][v]);
+            for (int q = 0; q < P; q++)
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) acc[r][q][v] = vfma(xb, wv[q][v], acc[r][q][v]);
         }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) vstore(c + r * ldc + L * v, acc[r][v]);
+        for (int q = 0; q < P; q++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) vstore(c + q * cs + r * ldc + L * v, acc[r][q][v]);
 }
 constexpr bool VECTOR = true;
 #else
-constexpr int MR = 4;  // portable fallback (never chosen by gemm_wanted; kept so the file builds anywhere)
-template <int R>
-void tile(const float* x, int64_t ldx, const float* w, int64_t kc, float* c, int64_t ldc, const float* start) {
+constexpr int MR = 4, PW = 1;  // portable fallback (never chosen by gemm_wanted; kept so the file builds anywhere)
+constexpr int64_t KC = 256, MC = 96;
+template <int R, int P>
+void tile(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc, int64_t cs,
+          const float* start) {
     float acc[R][NR];
     for (int r = 0; r < R; r++)
         for (int j = 0; j < NR; j++) acc[r][j] = start ? start[j] : c[r * ldc + j];
@@ -133,29 +153,57 @@ void tile(const float* x, int64_t ldx, const float* w, int64_t kc, float* c, int
 constexpr bool VECTOR = false;
 #endif
 
-// A tile whose panel has only nv < 16 real columns, or whose C is stored transposed (tr: C[r, j] at c[j * ldc + r]),
-// goes through a 16-wide buffer.
-template <int R>
-void tile_cols(const float* x, int64_t ldx, const float* w, int64_t kc, float* c, int64_t ldc, int nv,
-               const float* start, bool tr, const ConvClamp* clamp) {
-    if (nv == NR && !tr) return tile<R>(x, ldx, w, kc, c, ldc, start);
-    alignas(64) float t[R][NR] = {};
+// A tile whose last panel has only nv < 16 real columns, or whose C is stored transposed (tr: C[r, j] at
+// c[j * ldc + r]), goes through a 16 P-wide buffer; cs: C's stride between 16-column blocks when not.
+template <int R, int P>
+void tile_cols(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc,
+               int64_t cs, int nv, const float* start, bool tr, const ConvClamp* clamp) {
+    if (nv == NR && !tr) return tile<R, P>(x, ldx, w, ws, kc, c, ldc, cs, start);
+    constexpr int W = P * NR;
+    alignas(64) float t[R][W] = {};
+    const int n = (P - 1) * NR + nv;  // real columns
+    auto at = [&](int r, int j) -> float& { return tr ? c[j * ldc + r] : c[j / NR * cs + r * ldc + j % NR]; };
     if (!start)
         for (int r = 0; r < R; r++)
-            for (int j = 0; j < nv; j++) t[r][j] = tr ? c[j * ldc + r] : c[r * ldc + j];
-    tile<R>(x, ldx, w, kc, &t[0][0], NR, start);
-    if (clamp) clamp->apply(&t[0][0], R * NR);  // given on the last block of the shared dim only
+            for (int j = 0; j < n; j++) t[r][j] = at(r, j);
+    tile<R, P>(x, ldx, w, ws, kc, &t[0][0], W, NR, start);
+    if (clamp) clamp->apply(&t[0][0], R * W);  // given on the last block of the shared dim only
     for (int r = 0; r < R; r++)
-        for (int j = 0; j < nv; j++) (tr ? c[j * ldc + r] : c[r * ldc + j]) = t[r][j];
+        for (int j = 0; j < n; j++) at(r, j) = t[r][j];
 }
 
-using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int, const float*, bool,
-                        const ConvClamp*);
-template <int... I>
+using TileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t, int,
+                        const float*, bool, const ConvClamp*);
+template <int P, int... I>
 constexpr std::array<TileFn, sizeof...(I)> tile_table(std::integer_sequence<int, I...>) {
-    return {&tile_cols<I + 1>...};
+    return {&tile_cols<I + 1, P>...};
 }
-constexpr auto TILES = tile_table(std::make_integer_sequence<int, MR>{});  // TILES[R - 1]: R rows
+// TILES[P - 1][R - 1]: R rows, P panels (P = PW, or 1 for a last odd panel).
+const std::array<TileFn, MR> TILES[2] = {tile_table<1>(std::make_integer_sequence<int, MR>{}),
+                                         tile_table<PW>(std::make_integer_sequence<int, MR>{})};
+
+// Rows [0, rows) of P panels (P <= PW) at w (stride ws), C blocks at c (stride cs); nv: the last panel's columns.
+inline void panel_rows(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc,
+                       int64_t cs, int64_t rows, int P, int nv, const float* start, bool tr, const ConvClamp* clamp) {
+    for (int64_t r0 = 0; r0 < rows; r0 += MR) {
+        const int R = int(std::min<int64_t>(MR, rows - r0));
+        TILES[P - 1][size_t(R - 1)](x + r0 * ldx, ldx, w, ws, kc, tr ? c + r0 : c + r0 * ldc, ldc, cs, nv, start,
+                                    tr, clamp);
+    }
+}
+
+// A transposed product (C[r, j] at c[j * ldc + r]) over several K blocks accumulates its R x 16 PW tile in `acc`
+// (normal layout) and writes it transposed once, after the last block (`last`): gathering C back through the
+// tile's buffer on every block cost 10-15 % of the UNet's 8x8 im2col products (30 blocks of K).
+void tile_staged(TileFn fn, const float* x, int64_t ldx, const float* wp, int64_t ws, int64_t kc, float* acc, int R,
+                 const float* start, bool last, float* c, int64_t ldc, int cols, const ConvClamp* clamp) {
+    constexpr int W = PW * NR;
+    fn(x, ldx, wp, ws, kc, acc, W, NR, NR, start, false, nullptr);  // zero-padded columns: computed, never read
+    if (!last) return;
+    if (clamp) clamp->apply(acc, R * W);
+    for (int j = 0; j < cols; j++)
+        for (int r = 0; r < R; r++) c[j * ldc + r] = acc[r * W + j];
+}
 
 // dst [N, M...] = src[0] [K, M...] x panels src[1] [16, K, NP] (+ src[2] [N]); with p.B > 1, B such products.
 void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
@@ -171,42 +219,53 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const ConvClamp* clamp = p.act.active() ? &p.act : nullptr;
     const float* res0 = p.residual ? static_cast<const float*>(dst->src[3]->data) : nullptr;
     const bool epi = p.residual || p.swish != 0;
-    const WorkSpan s = work_span(p.B * MB * NP, ith, nth);
-    for (int64_t q = s.b / NP; q < p.B * MB && q * NP < s.e; q++) {  // q: (product, row block)
-        const int64_t p0 = std::max(s.b, q * NP) - q * NP, p1 = std::min(s.e, (q + 1) * NP) - q * NP;
+    const int64_t G = (NP + PW - 1) / PW;  // groups of PW panels, one register tile wide
+    const WorkSpan s = work_span(p.B * MB * G, ith, nth);
+    for (int64_t q = s.b / G; q < p.B * MB && q * G < s.e; q++) {  // q: (product, row block)
+        const int64_t g0 = std::max(s.b, q * G) - q * G, g1 = std::min(s.e, (q + 1) * G) - q * G;
         const int64_t b = q / MB, mb = q % MB, m0 = std::min(M, mb * mc), m1 = std::min(M, m0 + mc);
         const float* x = x0 + b * M * K;
         const float* w = p.shared ? w0 : w0 + b * NP * K * NR;
         float* y = y0 + b * M * N;
+        thread_local std::vector<float> stage;  // tile_staged's tiles: [group][row][16 PW]
+        const bool staged = p.transposed && K > KC;
+        if (staged) stage.resize(size_t((g1 - g0) * mc * PW * NR));
         for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += KC) {
             const int64_t kc = std::min(KC, K - k0);
-            for (int64_t pi = p0; pi < p1; pi++) {
-                const int64_t n0 = pi * NR;
-                const int nv = int(std::min<int64_t>(NR, N - n0));
-                alignas(64) float start[NR] = {};
-                if (bias) std::copy(bias + n0, bias + n0 + nv, start);
+            for (int64_t g = g0; g < g1; g++) {
+                const int64_t pi = g * PW, n0 = pi * NR, cols = std::min<int64_t>(PW * NR, N - n0);
+                const int np = int(std::min<int64_t>(PW, NP - pi)), nv = int(cols - (np - 1) * NR);
+                alignas(64) float start[PW * NR] = {};
+                if (bias) std::copy(bias + n0, bias + n0 + cols, start);
                 const float* wp = w + (pi * K + k0) * NR;
                 // The weight streams from memory once per run (the text encoder's 492 MB): each tile asks for its
                 // share of the slice this thread multiplies next, so the slice is in cache when its tiles start.
-                const float* next = nullptr;
-                int64_t next_len = 0;
-                if (pi + 1 < p1) next = w + ((pi + 1) * K + k0) * NR, next_len = kc * NR;
-                else if (k0 + KC < K) next = w + (p0 * K + k0 + KC) * NR, next_len = std::min(KC, K - k0 - KC) * NR;
-                const int64_t tiles = (m1 - m0 + MR - 1) / MR, share = (next_len + tiles * 16 - 1) / (tiles * 16) * 16;
+                int64_t next_p = 0, next_k = 0, next_kc = 0, next_np = 0;
+                if (g + 1 < g1) next_p = pi + PW, next_k = k0, next_kc = kc;
+                else if (k0 + KC < K) next_p = g0 * PW, next_k = k0 + KC, next_kc = std::min(KC, K - k0 - KC);
+                if (next_kc) next_np = std::min<int64_t>(PW, NP - next_p);
+                const int64_t next_len = next_np * next_kc * NR, tiles = (m1 - m0 + MR - 1) / MR;
+                const int64_t share = (next_len + tiles * 16 - 1) / (tiles * 16) * 16;
                 int64_t pf = 0;
                 for (int64_t r0 = m0; r0 < m1; r0 += MR) {
                     const int R = int(std::min<int64_t>(MR, m1 - r0));
                     for (const int64_t e = std::min(next_len, pf + share); pf < e; pf += 16)
-                        __builtin_prefetch(next + pf, 0, 2);
-                    if (p.transposed)
-                        TILES[size_t(R - 1)](x + r0 * K + k0, K, wp, kc, y + n0 * M + r0, M, nv,
-                                             k0 == 0 ? start : nullptr, true, k0 + kc >= K ? clamp : nullptr);
+                        __builtin_prefetch(w + ((next_p + pf / (next_kc * NR)) * K + next_k) * NR + pf % (next_kc * NR),
+                                           0, 2);
+                    const TileFn fn = TILES[np - 1][size_t(R - 1)];
+                    if (staged)
+                        tile_staged(fn, x + r0 * K + k0, K, wp, K * NR, kc,
+                                    &stage[size_t(((g - g0) * mc + r0 - m0) * PW * NR)], R, k0 == 0 ? start : nullptr,
+                                    k0 + kc >= K, y + n0 * M + r0, M, int(cols), clamp);
+                    else if (p.transposed)
+                        fn(x + r0 * K + k0, K, wp, K * NR, kc, y + n0 * M + r0, M, NR, nv, k0 == 0 ? start : nullptr,
+                           true, k0 + kc >= K ? clamp : nullptr);
                     else {
-                        TILES[size_t(R - 1)](x + r0 * K + k0, K, wp, kc, y + r0 * N + n0, N, nv,
-                                             k0 == 0 ? start : nullptr, false, nullptr);
+                        fn(x + r0 * K + k0, K, wp, K * NR, kc, y + r0 * N + n0, N, NR, nv, k0 == 0 ? start : nullptr,
+                           false, nullptr);
                         if (epi && k0 + kc >= K)
-                            epilogue(y + r0 * N + n0, N, R, nv, res0 ? res0 + b * M * N + r0 * N + n0 : nullptr,
-                                     p.swish);
+                            epilogue(y + r0 * N + n0, N, R, int(cols),
+                                     res0 ? res0 + b * M * N + r0 * N + n0 : nullptr, p.swish);
                     }
                 }
             }
@@ -235,15 +294,17 @@ void pack(const float* src, float* dst, int64_t K, int64_t N, bool nk) {
 
 bool gemm_available() { return VECTOR; }
 
-bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t kc, float* c, int64_t ldc, int64_t rows,
-                     int nv, bool first) {
+GemmTile gemm_tile() { return {MR, PW}; }
+
+bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t ps, int64_t panels, int64_t kc,
+                     float* c, int64_t ldc, int64_t cs, int64_t rows, int nv, bool first) {
     static_assert(GEMM_PANEL == NR, "one panel width");
     if (!VECTOR) return false;
-    alignas(64) static const float zero[NR] = {};
-    for (int64_t r0 = 0; r0 < rows; r0 += MR) {
-        const int R = int(std::min<int64_t>(MR, rows - r0));
-        TILES[size_t(R - 1)](x + r0 * ldx, ldx, panel, kc, c + r0 * ldc, ldc, nv, first ? zero : nullptr, false,
-                             nullptr);
+    alignas(64) static const float zero[PW * NR] = {};
+    for (int64_t p0 = 0; p0 < panels; p0 += PW) {
+        const int np = int(std::min<int64_t>(PW, panels - p0));
+        panel_rows(x, ldx, panel + p0 * ps, ps, kc, c + p0 * cs, ldc, cs, rows, np, p0 + np < panels ? NR : nv,
+                   first ? zero : nullptr, false, nullptr);
     }
     return true;
 }

@@ -34,11 +34,17 @@ ggml_tensor* gemm_row_panels(Ctx& ctx, ggml_tensor* w, int64_t N);
 // n of product b at [n % 16, k, n / 16, b], zero past N). Returns [N, M, B], or [M, N, B] when transposed.
 ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t N, bool transposed = false);
 
-// The micro-kernel on its own, for kernels that make their panels as they go (the Winograd products): C[rows, 16]
-// (row stride ldc; nv real columns) = C (or 0 when `first`) + X[rows, kc] (row stride ldx) times panel[kc][16].
+// The micro-kernel on its own, for kernels that make their panels as they go (the Winograd products): for each of
+// `panels` panels (the i-th at panel + i ps, [kc][16]), the 16-column block C_i (at c + i cs, row stride ldc) =
+// C_i (or 0 when `first`) + X[rows, kc] (row stride ldx) times the panel; the last panel has nv real columns.
 // Returns false where this build has no vector kernel (gemm_available()).
-bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t kc, float* c, int64_t ldc, int64_t rows,
-                     int nv, bool first);
-constexpr int GEMM_PANEL = 16;  // panel width: output columns per panel
+bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t ps, int64_t panels, int64_t kc,
+                     float* c, int64_t ldc, int64_t cs, int64_t rows, int nv, bool first);
+constexpr int GEMM_PANEL = 16;
+// The micro-kernel's register tile: rows, and panels side by side (callers round their blocks to these).
+struct GemmTile {
+    int rows, panels;
+};
+GemmTile gemm_tile();  // panel width: output columns per panel
 
 }  // namespace o2g

@@ -1,7 +1,7 @@
 // 2-D max pooling (see max_pool.h): one (image, channel) plane per work item. Each output row first takes the
 // max of its kernel rows (contiguous: vectorized), then of the column taps in that one row, the interior columns
 // without bounds checks, 8 at a time for strides 1 and 2. `v > m ? v : m` everywhere: a NaN input never wins, in
-// either order.
+// either order. Global average pooling (mean_rows): each plane summed in vector lanes.
 #include "kernels/max_pool.h"
 
 #include <algorithm>
@@ -78,7 +78,33 @@ void max_pool_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
+void mean_rows(ggml_tensor* dst, int ith, int nth, void*) {
+    const ggml_tensor* xt = dst->src[0];
+    const int64_t S = xt->ne[0];
+    const WorkSpan s = work_span(ggml_nrows(xt), ith, nth);
+    for (int64_t r = s.b; r < s.e; r++) {
+        const float* x = static_cast<const float*>(xt->data) + r * S;
+        v8 a = {}, b = {};
+        int64_t i = 0;
+        for (; i + 16 <= S; i += 16) a += load8(x + i), b += load8(x + i + 8);
+        a += b;
+        float t = 0;
+        for (int j = 0; j < 8; j++) t += a[j];
+        for (; i < S; i++) t += x[i];
+        static_cast<float*>(dst->data)[r] = t / float(S);
+    }
+}
+
 }  // namespace
+
+ggml_tensor* mean_rows_kernel(Ctx& ctx, ggml_tensor* x) {
+    x = cont(ctx, x);
+    ggml_tensor* args[1] = {x};
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, 1, x->ne[1], x->ne[2], x->ne[3], args, 1, mean_rows,
+                                    GGML_N_TASKS_MAX, nullptr);
+    ctx.label(y, "mean_rows");
+    return y;
+}
 
 ggml_tensor* max_pool2d_kernel(Ctx& ctx, ggml_tensor* x, const MaxPoolGeom& g) {
     x = cont(ctx, x);

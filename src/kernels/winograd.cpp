@@ -323,9 +323,17 @@ void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool pa
 // The taps are the im2col product's panels (gemm_row_panels), so a weight has one prepared copy whatever the path.
 // Making forms is about 2 % of the multiply-adds; the products run as fast as from stored forms (the VAE decoder's
 // faster: M is written in 16-channel blocks, whole rows of the micro-kernel).
+#if defined(__AVX512F__)
+// AVX-512 (12 x 32 tiles, measured on Zen 5): 96 channels x 288 tiles x 4 panels, 62-72 % of peak; 128 x 192 x 8
+// was 52-61 %.
+constexpr int64_t FUSED_K = 96;      // input channels per block of forms
+constexpr int64_t FUSED_ROWS = 288;  // tiles per row block
+constexpr int64_t FUSED_PANELS = 4;  // 16-channel panels per work item, at most
+#else
 constexpr int64_t FUSED_K = 128;     // input channels per block of forms
 constexpr int64_t FUSED_ROWS = 192;  // tiles per row block
 constexpr int64_t FUSED_PANELS = 8;  // 16-channel panels per work item, at most: their F(4,3) forms (2.3 MB) stay in L3
+#endif
 
 // The forms of one input channel for a panel's 16 output channels (taps: 9 x 16), into u[ab * ld + lane].
 template <int M>
@@ -366,17 +374,20 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     float* y = static_cast<float*>(dst->data);
     const int64_t CI = dst->src[0]->ne[0], T = dst->src[0]->ne[1], NP = dst->ne[2];
     const int64_t CO = *static_cast<const int64_t*>(ud);
-    const int64_t MB = (T + FUSED_ROWS - 1) / FUSED_ROWS, mc = (T + MB - 1) / MB;
+    const GemmTile gt = gemm_tile();  // row blocks and panel runs in whole register tiles
+    const int64_t MB = (T + FUSED_ROWS - 1) / FUSED_ROWS, mc = ((T + MB - 1) / MB + gt.rows - 1) / gt.rows * gt.rows;
     // Few row blocks (the UNet's 32x32 layers: one): more panel runs, so that each thread has two items.
     int64_t runs = std::max((NP + FUSED_PANELS - 1) / FUSED_PANELS, (2 * nth + MB - 1) / MB);
     if (MB < 2 * nth) runs = (runs + nth - 1) / nth * nth;  // whole rounds of items (5 items on 2 threads: 3 + 2)
     runs = std::min(NP, runs);
-    const int64_t per = (NP + runs - 1) / runs, PANEL = FUSED_K * GEMM_PANEL;  // PANEL: floats in a form's slice
+    const int64_t per = std::min(NP, ((NP + runs - 1) / runs + gt.panels - 1) / gt.panels * gt.panels);
+    runs = (NP + per - 1) / per;
+    const int64_t PANEL = FUSED_K * GEMM_PANEL;  // PANEL: floats in a form's slice
     std::vector<float> forms(size_t(per * AA * PANEL));
     const WorkSpan s = work_span(MB * runs, ith, nth);
     for (int64_t it = s.b; it < s.e; it++) {
         const int64_t mb = it / runs, p0 = (it % runs) * per, p1 = std::min(NP, p0 + per);
-        const int64_t m0 = mb * mc, rows = std::min(T, m0 + mc) - m0;
+        const int64_t m0 = std::min(T, mb * mc), rows = std::min(T, m0 + mc) - m0;
         for (int64_t k0 = 0; k0 < CI; k0 += FUSED_K) {
             const int64_t kc = std::min(FUSED_K, CI - k0);
             for (int64_t pi = p0; pi < p1; pi++) {
@@ -385,11 +396,9 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 for (int64_t k = 0; k < kc; k++) forms_lanes<M>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
             }
             for (int ab = 0; ab < AA; ab++)
-                for (int64_t pi = p0; pi < p1; pi++) {
-                    gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, &forms[size_t(((pi - p0) * AA + ab) * PANEL)], kc,
-                                    y + ((ab * NP + pi) * T + m0) * GEMM_PANEL, GEMM_PANEL, rows,
-                                    int(std::min<int64_t>(GEMM_PANEL, CO - pi * GEMM_PANEL)), k0 == 0);
-                }
+                gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, &forms[size_t(ab * PANEL)], AA * PANEL, p1 - p0, kc,
+                                y + ((ab * NP + p0) * T + m0) * GEMM_PANEL, GEMM_PANEL, T * GEMM_PANEL, rows,
+                                int(std::min<int64_t>(GEMM_PANEL, CO - (p1 - 1) * GEMM_PANEL)), k0 == 0);
         }
     }
 }
@@ -534,7 +543,8 @@ int winograd_tile(int64_t image_pixels) {
     // SD VAE's 512-channel 32x32 layers it runs 2-3 % faster than F(2,3), and a 32 -> 48 latent then needs no new
     // forms (F(2,3) -> F(4,3) there made 360 MB of them while the new shape's graph built: 330 ms).
     if (image_pixels >= 1024) return 4;
-    if (image_pixels >= 196) return 2;  // 14x14: ResNet-18 13 % faster (min) with its layer3 off im2col
+    // 13x13 and up: SqueezeNet 1.1 12 % faster on AVX-512 (its 13x13 fire modules); 14x14: ResNet-18 13 % faster.
+    if (image_pixels >= 169) return 2;
     return 0;
 }
 

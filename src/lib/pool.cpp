@@ -181,7 +181,9 @@ ggml_tensor* global_pool(Ctx& ctx, ggml_tensor* x, int dims, bool is_max) {
         else R *= (ne[i] = x->ne[i]);
     }
     ggml_tensor* x2 = ggml_reshape_2d(ctx, cont(ctx, x), S, R);
-    ggml_tensor* y = is_max ? custom_rows(ctx, x2, ReduceK::Max) : ggml_mean(ctx, x2);  // [1, R]
+    ggml_tensor* y = is_max                                ? custom_rows(ctx, x2, ReduceK::Max)  // [1, R]
+                     : ctx.cpu && x2->type == GGML_TYPE_F32 ? mean_rows_kernel(ctx, x2)
+                                                            : ggml_mean(ctx, x2);
     return ggml_reshape_4d(ctx, y, ne[0], ne[1], ne[2], ne[3]);
 }
 
