@@ -192,4 +192,18 @@ ggml_tensor* contrib_attention(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_te
     return run_heads(ctx, h, attention_bias, mask_index, p);
 }
 
+ggml_tensor* contrib_rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* position_ids, ggml_tensor* cos_cache,
+                                      ggml_tensor* sin_cache, const RotaryEmbeddingParams& p) {
+    const int64_t S = x->ne[1], B = p.heads > 0 ? x->ne[2] : x->ne[3];  // [D, S, B] or [H, S, N, B]
+    if (ggml_nelements(position_ids) == 1 && B * S != 1) {  // an offset: positions offset + s in every batch
+        ggml_tensor* off = ggml_cast(ctx, cont(ctx, position_ids), GGML_TYPE_F32);
+        ggml_tensor* pos = ggml_add(ctx, ggml_arange(ctx, 0.0f, float(S), 1.0f), ggml_reshape_1d(ctx, off, 1));
+        position_ids = ggml_repeat(ctx, ggml_reshape_2d(ctx, pos, S, 1), ggml_new_tensor_2d(ctx, GGML_TYPE_F32, S, B));
+    } else if (ggml_nelements(position_ids) != B * S) {
+        throw OpError("contrib_rotary_embedding: position_ids must be (batch, sequence) or (1)");
+    }
+    if (ggml_n_dims(cos_cache) > 2) throw OpError("contrib_rotary_embedding: the caches must be 2-D");
+    return rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids, p);
+}
+
 }  // namespace o2g

@@ -1,4 +1,5 @@
-// com.microsoft attention ops (contrib opset 1): MultiHeadAttention and Attention, both on the fused attention.
+// com.microsoft attention ops (contrib opset 1): MultiHeadAttention and Attention (on the fused attention),
+// RotaryEmbedding.
 #include <cmath>
 
 #include "ops/op.h"
@@ -133,6 +134,41 @@ void lower_ContribAttention(Lower& L) {
     L.out(0, O2G_CALL(L, o2g::contrib_attention, L.t(0), L.t(1), bias, ab, sizes, mask, p), L.dtype(0), 3);
 }
 
+// RotaryEmbedding(input, position_ids, cos_cache, sin_cache): input [B, S, D] (num_heads 0: heads of
+// 2 * cache width) or [B, N, S, H]; position_ids [B, S] or one offset [1].
+void lower_ContribRotaryEmbedding(Lower& L) {
+    if (L.node.get_int("is_packed_batching", 0)) L.error("is_packed_batching is not supported");
+    if (L.node.get_float("scale", 1.0f) != 1.0f) L.error("scale other than 1 is not supported");
+    const Shape &xs = L.shape(0), &cs = L.shape(2), &ps = L.shape(1);
+    if (cs.size() != 2 || L.shape(3) != cs) L.error("cos_cache and sin_cache must both be (max position, rotary dim / 2)");
+    o2g::RotaryEmbeddingParams p;
+    p.interleaved = L.node.get_int("interleaved", 0) != 0;
+    p.rotary_dim = L.node.get_int("rotary_embedding_dim", 0);
+    int64_t B, S, H;
+    if (xs.size() == 4) {
+        B = xs[0], S = xs[2], H = xs[3];
+    } else if (xs.size() == 3) {
+        p.heads = L.node.get_int("num_heads", 0);
+        if (p.heads <= 0 && p.rotary_dim > 0) L.error("rotary_embedding_dim needs num_heads");
+        H = p.heads > 0 ? xs[2] / p.heads : 2 * cs[1];
+        if (H <= 0 || xs[2] % H) L.error("hidden size " + std::to_string(xs[2]) + " is not a multiple of the head size");
+        if (p.heads <= 0) p.heads = xs[2] / H;
+        B = xs[0], S = xs[1];
+    } else {
+        L.error("input must be 3-D or 4-D");
+    }
+    const int64_t rd = p.rotary_dim > 0 ? p.rotary_dim : H;
+    if (rd > H || rd % 2 || cs[1] != rd / 2) L.error("caches of width " + std::to_string(cs[1]) + " for rotary dim " +
+                                                     std::to_string(rd) + " of head size " + std::to_string(H));
+    if (ps != Shape{B, S} && ps != Shape{1}) L.error("position_ids must be (batch, sequence) or (1)");
+    if (const HostTensor* ph = L.in(1).host.get())  // a check only; the kernel writes NaN for bad ids
+        for (int64_t i = 0; i < ph->numel(); i++)
+            if (ph->i64(i) < 0 || ph->i64(i) + (ps.size() == 1 ? S - 1 : 0) >= cs[0])
+                L.error("position id out of range of the caches");
+    L.out(0, O2G_CALL(L, o2g::contrib_rotary_embedding, L.t(0), L.t(1), L.t(2), L.t(3), p), L.dtype(0),
+          int(xs.size()));
+}
+
 // ---- the table: one row per op this file lowers ----
 const std::vector<OpDef>& contrib_attention_ops() {
     static const std::vector<OpDef> t = {
@@ -140,6 +176,7 @@ const std::vector<OpDef>& contrib_attention_ops() {
          .math = true},
         {.op = "Attention", .domain = "com.microsoft", .ggml = lower_ContribAttention, .host_inputs = {3},
          .math = true},
+        {.op = "RotaryEmbedding", .domain = "com.microsoft", .ggml = lower_ContribRotaryEmbedding, .math = true},
     };
     return t;
 }

@@ -104,3 +104,15 @@ case("Attention", x, w, b, mask01(2, 4, seed=8), None, R(2, 2, 4, 4), num_heads=
      domain=MS)
 case("Attention", x, W(6, 44), W(44), num_heads=2, qkv_hidden_sizes=[16, 16, 12], domain=MS)
 case("Attention", x, w, num_heads=2, ref_model=zero_bias, domain=MS)
+
+# RotaryEmbedding(input, position_ids, cos_cache, sin_cache): 3-D with the head size from the caches, interleaved,
+# num_heads given, one position offset, 4-D, and partial rotation.
+pos = V(np.array([[0, 3, 5], [2, 2, 7]], np.int64))
+case("RotaryEmbedding", R(2, 3, 16), pos, W(10, 4), W(10, 4), domain=MS)
+case("RotaryEmbedding", R(2, 3, 16), pos, W(10, 4), W(10, 4), interleaved=1, domain=MS)
+case("RotaryEmbedding", R(2, 3, 16), pos, W(10, 4), W(10, 4), num_heads=2, domain=MS)
+case("RotaryEmbedding", R(2, 3, 16), V(np.array([4], np.int64)), W(10, 4), W(10, 4), domain=MS)
+case("RotaryEmbedding", R(2, 2, 3, 8), pos, W(10, 4), W(10, 4), interleaved=1, domain=MS)
+case("RotaryEmbedding", R(2, 3, 16), pos, W(10, 2), W(10, 2), num_heads=2, rotary_embedding_dim=4, domain=MS)
+case("RotaryEmbedding", R(2, 2, 3, 8), pos, W(10, 2), W(10, 2), num_heads=2, rotary_embedding_dim=4, interleaved=1,
+     domain=MS)

@@ -115,4 +115,9 @@ ggml_tensor* contrib_attention(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_te
                                ggml_tensor* attention_bias, const Ints& sizes, const Ints& mask_index,
                                const ContribMaskParams& p);
 
+// com.microsoft RotaryEmbedding: rotary_embedding with position_ids first, [B, S] or one offset [1] (positions
+// offset .. offset + S - 1 in every batch), and 2-D caches [max position, rotary_dim / 2].
+ggml_tensor* contrib_rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* position_ids, ggml_tensor* cos_cache,
+                                      ggml_tensor* sin_cache, const RotaryEmbeddingParams& p);
+
 }  // namespace o2g
