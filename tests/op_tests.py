@@ -480,9 +480,9 @@ def build_model(c: Case, inputs) -> onnx.ModelProto:
         if not out.type.HasField("tensor_type") or not out.type.tensor_type.HasField("shape"):
             # Inference gives up on some function ops (GroupNormalization) and on Loop's outputs;
             # those used here are shape-preserving, like their first graph input. onnx has no contrib schemas:
-            # their outputs get the element type alone.
+            # their outputs get the element type of the node's first input, alone.
             if c.domain:
-                out.type.tensor_type.elem_type = model.graph.input[0].type.tensor_type.elem_type
+                out.type.tensor_type.elem_type = helper.np_dtype_to_tensor_dtype(inputs[0][1].dtype)
             else:
                 out.type.CopyFrom(model.graph.input[0].type)
     try:

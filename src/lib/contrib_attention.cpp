@@ -1,4 +1,5 @@
 // Op library: the com.microsoft attentions (see include/onnx2ggml/ops/attention.h), all on fused_attention.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -204,6 +205,45 @@ ggml_tensor* contrib_rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* pos
     }
     if (ggml_n_dims(cos_cache) > 2) throw OpError("contrib_rotary_embedding: the caches must be 2-D");
     return rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids, p);
+}
+
+namespace {
+
+// T5's bucket of relative position rel (key - query), in float as onnxruntime's kernel computes it.
+int64_t t5_bucket(int64_t rel, int64_t buckets, const RelativePositionBiasParams& p) {
+    int64_t base = 0;
+    if (p.bidirectional) {
+        buckets /= 2;
+        if (rel > 0) base = buckets;
+        rel = rel < 0 ? -rel : rel;
+    } else {
+        rel = rel > 0 ? 0 : -rel;
+    }
+    const int64_t exact = buckets / 2;
+    if (rel < exact) return base + rel;
+    const float scaled = std::log(float(rel) / float(exact)) / std::log(float(p.max_distance) / float(exact)) *
+                         float(buckets - exact);
+    return base + std::min<int64_t>(exact + int64_t(scaled), buckets - 1);
+}
+
+}  // namespace
+
+ggml_tensor* relative_position_bias(Ctx& ctx, ggml_tensor* bias_table, const Ints& query_length,
+                                    const Ints& key_length, const RelativePositionBiasParams& p) {
+    if (query_length.size() != 1 || key_length.size() != 1 || query_length[0] < 0 || key_length[0] < 0)
+        throw OpError("relative_position_bias: query_length and key_length must be one value each, at least 0");
+    const int64_t S = query_length[0], T = key_length[0], N = bias_table->ne[0], nb = bias_table->ne[1];
+    if (nb < (p.bidirectional ? 4 : 2) || p.max_distance <= 0)
+        throw OpError("relative_position_bias: " + std::to_string(nb) + " buckets, max_distance " +
+                      std::to_string(p.max_distance));
+    Ints idx(size_t(S * T));
+    for (int64_t i = 0; i < S; i++)
+        for (int64_t j = 0; j < T; j++) idx[size_t(i * T + j)] = t5_bucket(j - i, nb, p);
+    // The data is [heads][buckets]: rows of buckets for get_rows once transposed.
+    ggml_tensor* table = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, f32(ctx, bias_table), nb, N)));
+    ggml_tensor* rows = ggml_get_rows(ctx, table, ctx.ints_tensor(idx, GGML_TYPE_I32));  // [N, S * T]
+    ggml_tensor* y = ggml_reshape_3d(ctx, rows, N, T, S);
+    return ggml_cont(ctx, ggml_permute(ctx, y, 2, 0, 1, 3));  // [T, S, N, 1]
 }
 
 }  // namespace o2g

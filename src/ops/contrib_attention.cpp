@@ -1,5 +1,5 @@
 // com.microsoft attention ops (contrib opset 1): MultiHeadAttention and Attention (on the fused attention),
-// RotaryEmbedding.
+// RotaryEmbedding, RelativePositionBias, and MatMulNBits (a weight-only quantized product).
 #include <cmath>
 
 #include "ops/op.h"
@@ -169,6 +169,46 @@ void lower_ContribRotaryEmbedding(Lower& L) {
           int(xs.size()));
 }
 
+// RelativePositionBias(bias_table, query_length, key_length) -> [1, num_heads, query_length, key_length].
+void lower_RelativePositionBias(Lower& L) {
+    if (L.rank(0) != 2) L.error("bias_table must be 2-D (num_buckets, num_heads)");
+    o2g::RelativePositionBiasParams p;
+    if (!L.node.has("max_distance")) L.error("max_distance is required");
+    p.max_distance = L.node.get_int("max_distance", 0);
+    p.bidirectional = L.node.get_int("is_bidirectional", 0) != 0;
+    const Sym q = L.sym(1), k = L.sym(2);
+    if (q.v.size() != 1 || k.v.size() != 1) L.error("query_length and key_length must hold one value each");
+    L.out(0, O2G_CALL(L, o2g::relative_position_bias, L.t(0), q, k, p), L.dtype(0), 4);
+}
+
+// MatMulNBits(A, B, scales, zero_points, g_idx, bias): A times the block-quantized constant weight, dequantized once.
+void lower_MatMulNBits(Lower& L) {
+    o2g::MatMulNBitsParams p;
+    p.K = L.node.get_int("K", 0), p.N = L.node.get_int("N", 0);
+    p.bits = L.node.get_int("bits", 4), p.block_size = L.node.get_int("block_size", 0);
+    if (p.K <= 0 || p.N <= 0) L.error("attributes K and N must be given and positive");
+    if (p.bits != 4 && p.bits != 8) L.error("bits " + std::to_string(p.bits) + " (4 and 8 are supported)");
+    if (p.block_size < 16 || (p.block_size & (p.block_size - 1))) L.error("block_size must be a power of 2, at least 16");
+    if (L.has(4)) L.error("g_idx is not supported");
+    const Shape& as = L.shape(0);
+    if (as.empty() || as.size() > 4 || as.back() != p.K) L.error("A " + shape_str(as) + " must end in K = " +
+                                                                  std::to_string(p.K) + " (rank 1 to 4)");
+    const int64_t blocks = (p.K + p.block_size - 1) / p.block_size;
+    if (L.dtype(1) != DType::UINT8 || L.shape(1) != Shape{p.N, blocks, p.block_size * p.bits / 8})
+        L.error("B must be uint8 (N, blocks, block_size * bits / 8)");
+    if (L.in(2).host == nullptr || (L.shape(2) != Shape{p.N * blocks} && L.shape(2) != Shape{p.N, blocks}))
+        L.error("scales must be constant, (N * blocks) or (N, blocks)");
+    static const HostTensor none;
+    if (L.has(3) && L.in(3).host == nullptr) L.error("zero_points must be constant");
+    if (L.has(5) && L.shape(5) != Shape{p.N}) L.error("bias must have shape (N)");
+    Shape ys = as;
+    ys.back() = p.N;
+    ggml_tensor* bias = L.has(5) ? L.t(5) : nullptr;
+    const HostArg zp = L.has(3) ? L.hv(3) : HostArg{&none, nullptr};
+    L.out(0, O2G_CALL(L, o2g::matmul_nbits, L.t(0), L.t(1), L.hv(1), L.hv(2), zp, bias, p), L.dtype(0),
+          int(ys.size()));
+}
+
 // ---- the table: one row per op this file lowers ----
 const std::vector<OpDef>& contrib_attention_ops() {
     static const std::vector<OpDef> t = {
@@ -177,6 +217,10 @@ const std::vector<OpDef>& contrib_attention_ops() {
         {.op = "Attention", .domain = "com.microsoft", .ggml = lower_ContribAttention, .host_inputs = {3},
          .math = true},
         {.op = "RotaryEmbedding", .domain = "com.microsoft", .ggml = lower_ContribRotaryEmbedding, .math = true},
+        {.op = "RelativePositionBias", .domain = "com.microsoft", .ggml = lower_RelativePositionBias,
+         .host_inputs = {1, 2}},
+        {.op = "MatMulNBits", .domain = "com.microsoft", .ggml = lower_MatMulNBits, .host_inputs = {1, 2, 3},
+         .math = true},
     };
     return t;
 }

@@ -116,3 +116,68 @@ case("RotaryEmbedding", R(2, 2, 3, 8), pos, W(10, 4), W(10, 4), interleaved=1, d
 case("RotaryEmbedding", R(2, 3, 16), pos, W(10, 2), W(10, 2), num_heads=2, rotary_embedding_dim=4, domain=MS)
 case("RotaryEmbedding", R(2, 2, 3, 8), pos, W(10, 2), W(10, 2), num_heads=2, rotary_embedding_dim=4, interleaved=1,
      domain=MS)
+
+
+def _rpb_standard(model):
+    """ref_model: RelativePositionBias written in standard ONNX ops (onnxruntime's CPU provider has no kernel):
+    T5's bucket of each key - query distance, in float as onnxruntime's kernel computes it, then a Gather from the
+    table, whose data is [heads][buckets]."""
+    m = _copy(model)
+    node = m.graph.node[0]
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    table = [i for i in m.graph.initializer if i.name == node.input[0]][0]
+    nb, nh = table.dims
+    bidir, dist = attrs.get("is_bidirectional", 0), attrs["max_distance"]
+    nbh = nb // 2 if bidir else nb
+    exact = nbh // 2
+    consts = {"c0": 0, "c1": 1, "cnb": nbh, "cexact": exact, "clast": nbh - 1, "shape_hb": [nh, nb]}
+    for name, val in consts.items():
+        m.graph.initializer.append(numpy_helper.from_array(np.array(val, np.int64), name))
+    for name, val in {"fexact": exact, "flogmax": np.log(np.float32(dist / exact)), "fspan": nbh - exact}.items():
+        m.graph.initializer.append(numpy_helper.from_array(np.array(val, np.float32), name))
+    m.graph.initializer.append(numpy_helper.from_array(np.array([0], np.int64), "ax0"))
+    m.graph.initializer.append(numpy_helper.from_array(np.array([1], np.int64), "ax1"))
+    n = helper.make_node
+    nodes = [
+        n("Squeeze", [node.input[1], "ax0"], ["qlen"]), n("Squeeze", [node.input[2], "ax0"], ["klen"]),
+        n("Range", ["c0", "qlen", "c1"], ["qi"]), n("Range", ["c0", "klen", "c1"], ["kj"]),
+        n("Unsqueeze", ["kj", "ax0"], ["kj2"]), n("Unsqueeze", ["qi", "ax1"], ["qi2"]),
+        n("Sub", ["kj2", "qi2"], ["rel"]),
+    ]
+    if bidir:
+        nodes += [n("Greater", ["rel", "c0"], ["pos"]), n("Cast", ["pos"], ["posi"], to=7),
+                  n("Mul", ["posi", "cnb"], ["base"]), n("Abs", ["rel"], ["rp"])]
+    else:
+        nodes += [n("Min", ["rel", "c0"], ["relneg"]), n("Neg", ["relneg"], ["rp"]), n("Mul", ["rp", "c0"], ["base"])]
+    nodes += [
+        n("Cast", ["rp"], ["rpf"], to=1), n("Div", ["rpf", "fexact"], ["ratio"]), n("Log", ["ratio"], ["lg"]),
+        n("Div", ["lg", "flogmax"], ["frac"]), n("Mul", ["frac", "fspan"], ["scaled"]),
+        n("Cast", ["scaled"], ["scaledi"], to=7), n("Add", ["scaledi", "cexact"], ["large0"]),
+        n("Min", ["large0", "clast"], ["large"]), n("Less", ["rp", "cexact"], ["small"]),
+        n("Where", ["small", "rp", "large"], ["off"]), n("Add", ["base", "off"], ["bucket"]),
+        n("Reshape", [node.input[0], "shape_hb"], ["table_hb"]), n("Gather", ["table_hb", "bucket"], ["g"], axis=1),
+        n("Unsqueeze", ["g", "ax0"], [node.output[0]]),
+    ]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
+# RelativePositionBias (T5): bidirectional (encoder) and not (decoder, query shorter than the keys). Distances are
+# kept off bucket boundaries, where float logs of two libraries could round to different sides.
+case("RelativePositionBias", W(8, 3), V(np.array([7], np.int64)), V(np.array([7], np.int64)), max_distance=10,
+     is_bidirectional=1, ref_model=_rpb_standard, domain=MS)
+case("RelativePositionBias", W(8, 2), V(np.array([4], np.int64)), V(np.array([7], np.int64)), max_distance=10,
+     ref_model=_rpb_standard, domain=MS)
+
+# MatMulNBits: 4-bit blocks of 32 (default zero point 8), with packed uint8 or float zero points and a bias, a K
+# that ends in a partial block, and 8 bits.
+qb = dict(dtype="uint8", lo=0, hi=256)
+case("MatMulNBits", R(3, 64), W(24, 2, 16, **qb), W(48, lo=0.01, hi=0.1), K=64, N=24, bits=4, block_size=32,
+     domain=MS)
+case("MatMulNBits", R(2, 3, 64), W(24, 2, 16, **qb), W(24, 2, lo=0.01, hi=0.1), W(24, **qb), None, W(24), K=64,
+     N=24, bits=4, block_size=32, domain=MS)
+case("MatMulNBits", R(3, 40), W(24, 3, 8, **qb), W(72, lo=-0.1, hi=0.1), W(24, 3, lo=0, hi=15), K=40, N=24,
+     bits=4, block_size=16, domain=MS)
+case("MatMulNBits", R(3, 40), W(24, 3, 16, **qb), W(72, lo=0.001, hi=0.01), W(72, **qb), K=40, N=24, bits=8,
+     block_size=16, domain=MS)

@@ -120,4 +120,17 @@ ggml_tensor* contrib_attention(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_te
 ggml_tensor* contrib_rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* position_ids, ggml_tensor* cos_cache,
                                       ggml_tensor* sin_cache, const RotaryEmbeddingParams& p);
 
+struct RelativePositionBiasParams {
+    int64_t max_distance = 0;
+    bool bidirectional = false;
+    void fields(FieldWriter& f) const {
+        f("max_distance", max_distance);
+        f("bidirectional", bidirectional);
+    }
+};
+// com.microsoft RelativePositionBias (T5): [1, heads, query_length, key_length] from bias_table, whose data is
+// [heads][buckets] though its shape reads (buckets, heads), indexed by T5's bucket of each key - query distance.
+ggml_tensor* relative_position_bias(Ctx& ctx, ggml_tensor* bias_table, const Ints& query_length,
+                                    const Ints& key_length, const RelativePositionBiasParams& p);
+
 }  // namespace o2g
