@@ -22,7 +22,7 @@ void dequantize(const uint8_t* b, const HostTensor& scales, const HostTensor& zp
     const int64_t blocks = (p.K + p.block_size - 1) / p.block_size, blob = p.block_size * p.bits / 8;
     const int64_t zrow = (blocks * p.bits + 7) / 8;  // packed zero point bytes per row
     const std::vector<float> s = scales.to_f32();
-    const bool has_zp = zp.dtype != DType::UNDEFINED, packed_zp = has_zp && zp.dtype == DType::UINT8;
+    const bool has_zp = zp.dtype != DType::UNDEFINED && zp.numel() > 0, packed_zp = has_zp && zp.dtype == DType::UINT8;
     const std::vector<float> zf = has_zp && !packed_zp ? zp.to_f32() : std::vector<float>();
     for (int64_t n = 0; n < p.N; n++)
         for (int64_t blk = 0; blk < blocks; blk++) {
@@ -47,12 +47,13 @@ ggml_tensor* matmul_nbits(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const HostTe
     if (b_data.numel() != p.N * blocks * (p.block_size * p.bits / 8) || b_data.dtype != DType::UINT8)
         throw OpError("matmul_nbits: B is not uint8 (N, blocks, block_size * bits / 8)");
     if (scales.numel() != p.N * blocks) throw OpError("matmul_nbits: scales do not hold N * blocks values");
-    const int64_t zn = zero_points.dtype == DType::UNDEFINED ? 0 : zero_points.numel();  // undefined: absent
+    const int64_t zn = zero_points.dtype == DType::UNDEFINED ? 0 : zero_points.numel();  // empty: absent
     if (zn && zn != (zero_points.dtype == DType::UINT8 ? p.N * ((blocks * p.bits + 7) / 8) : p.N * blocks))
         throw OpError("matmul_nbits: zero_points do not hold a value for each block");
     if (a->ne[0] != p.K) throw OpError("matmul_nbits: A's last dim is not K = " + std::to_string(p.K));
     const int64_t ne[4] = {p.K, p.N, 1, 1};
     ggml_tensor* w;
+    if (b->op == GGML_OP_CPY && b->src[0]) b = b->src[0];  // the builder's F32 copy of the uint8 weight
     if (ctx.weights && ctx.weights->is_weight(b)) {  // once per weight, as the store's other derived forms
         const ggml_type type = ctx.matmul_type != GGML_TYPE_F32 && p.K % 32 == 0 ? ctx.matmul_type : GGML_TYPE_F32;
         w = ctx.weights->derived(b, "nbits", type, ne, [&](const float* src, float* dst) {

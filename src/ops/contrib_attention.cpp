@@ -198,7 +198,7 @@ void lower_MatMulNBits(Lower& L) {
         L.error("B must be uint8 (N, blocks, block_size * bits / 8)");
     if (L.in(2).host == nullptr || (L.shape(2) != Shape{p.N * blocks} && L.shape(2) != Shape{p.N, blocks}))
         L.error("scales must be constant, (N * blocks) or (N, blocks)");
-    static const HostTensor none;
+    static const HostTensor none = HostTensor::from_f64(DType::FLOAT, {0}, {});  // no zero points
     if (L.has(3) && L.in(3).host == nullptr) L.error("zero_points must be constant");
     if (L.has(5) && L.shape(5) != Shape{p.N}) L.error("bias must have shape (N)");
     Shape ys = as;
