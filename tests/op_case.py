@@ -109,9 +109,10 @@ def _attr_text(value) -> str:
 CASES: list[Case] = []
 
 
-def case(op, *inputs, opset=DEFAULT_OPSET, tol=None, outputs=1, xfail="", ref_model=None, off_cpu="",
+def case(op, *inputs, opset=DEFAULT_OPSET, tol=None, outputs=1, xfail="", ref_model=None, off_cpu="", domain="",
          **attrs) -> None:
-    CASES.append(Case(op, list(inputs), attrs, opset, tol, outputs, xfail=xfail, ref_model=ref_model,
+    """domain: a contrib op's domain ("com.microsoft"), imported at version 1 beside ai.onnx at `opset`."""
+    CASES.append(Case(op, list(inputs), attrs, opset, tol, outputs, domain=domain, xfail=xfail, ref_model=ref_model,
                       off_cpu=off_cpu))
 
 

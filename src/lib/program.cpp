@@ -159,6 +159,8 @@ ggml_tensor* WeightFile::derived(const ggml_tensor* w, const std::string& kind, 
     if (h == m.host.end()) fail("internal: '", ggml_get_name(w), "' is not a weight");
     std::vector<float> src(size_t(ggml_nelements(w)));
     if (w->type == GGML_TYPE_F32) std::memcpy(src.data(), h->second, src.size() * 4);
+    else if (w->type == GGML_TYPE_I32)  // an integer weight (MatMulNBits' packed bytes): its values
+        for (size_t i = 0; i < src.size(); i++) src[i] = float(reinterpret_cast<const int32_t*>(h->second)[i]);
     else ggml_get_type_traits(w->type)->to_float(h->second, src.data(), int64_t(src.size()));
     std::vector<float> dst(size_t(ne[0] * ne[1] * ne[2] * ne[3]));
     make(src.data(), dst.data());

@@ -10,6 +10,7 @@ const std::vector<OpDef>& activation_ops();
 const std::vector<OpDef>& attention_ops();
 const std::vector<OpDef>& cast_ops();
 const std::vector<OpDef>& constants_ops();
+const std::vector<OpDef>& contrib_attention_ops();
 const std::vector<OpDef>& control_flow_ops();
 const std::vector<OpDef>& conv_ops();
 const std::vector<OpDef>& detection_ops();
@@ -38,6 +39,7 @@ const std::vector<const std::vector<OpDef>*>& tables() {
         &attention_ops(),
         &cast_ops(),
         &constants_ops(),
+        &contrib_attention_ops(),
         &control_flow_ops(),
         &conv_ops(),
         &detection_ops(),

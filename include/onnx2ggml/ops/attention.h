@@ -1,4 +1,5 @@
-// Op library, Attention: fused attention (fuse_attention), Attention-23, LinearAttention, RotaryEmbedding.
+// Op library, Attention: fused attention (fuse_attention), Attention-23, LinearAttention, RotaryEmbedding, and the
+// com.microsoft attentions (MultiHeadAttention, Attention).
 // Included by onnx2ggml/ops.h; see its conventions. Functions marked "CPU kernel" run as ggml custom ops, so only
 // on the CPU backend.
 #pragma once
@@ -81,5 +82,55 @@ struct RotaryEmbeddingParams {
 // which may be null: then the caches are [B, S, rotary_dim / 2]). CPU kernel.
 ggml_tensor* rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* cos_cache, ggml_tensor* sin_cache,
                               ggml_tensor* position_ids, const RotaryEmbeddingParams& p);
+
+// ---- com.microsoft contrib attentions (src/lib/contrib_attention.cpp) ----
+
+struct ContribMaskParams {
+    int64_t heads = 0;
+    float scale = 0.0f;  // 0: 1 / sqrt(head size)
+    bool causal = false;  // unidirectional: query i sees keys up to i (self-attention)
+    float mask_filter_value = -10000.0f;  // added to the scores of masked keys
+    // The key padding mask's rank: 0 none; 1 valid lengths [B] (or, for Attention, ends then starts [2B]);
+    // 2 [B, T] and 3 [B, S, T] with 1 attending, 0 masked.
+    int mask_rank = 0;
+    void fields(FieldWriter& f) const {
+        f("heads", heads);
+        f("scale", scale);
+        f("causal", causal);
+        f("mask_filter_value", mask_filter_value);
+        f("mask_rank", mask_rank);
+    }
+};
+// com.microsoft MultiHeadAttention on the fused attention: softmax(scale Q K^T + masks + attention_bias) V ->
+// [B, S, heads * Dv]. The forms follow the ONNX shapes q_shape and k_shape: Q [B, S, D] with K, V [B, T, D]
+// (separate), K [B, T, heads, 2, H] and no V (packed KV), or K, V [B, heads, T, H] (BNSH, no bias added); or
+// Q [B, S, heads, 3, H] with no K, V (packed QKV). bias [Dq + Dk + Dv], attention_bias [B or 1, heads or 1, S, T]
+// and the key padding mask (host integers, p.mask_rank) may be absent.
+ggml_tensor* multi_head_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* bias,
+                                  ggml_tensor* attention_bias, const Ints& q_shape, const Ints& k_shape,
+                                  const Ints& key_padding_mask, const ContribMaskParams& p);
+// com.microsoft Attention: x [B, S, Din] projected by w [Din, Dq + Dk + Dv] (+ bias, may be null), split in
+// sizes (empty: three equal parts), then as multi_head_attention's separate form.
+ggml_tensor* contrib_attention(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias,
+                               ggml_tensor* attention_bias, const Ints& sizes, const Ints& mask_index,
+                               const ContribMaskParams& p);
+
+// com.microsoft RotaryEmbedding: rotary_embedding with position_ids first, [B, S] or one offset [1] (positions
+// offset .. offset + S - 1 in every batch), and 2-D caches [max position, rotary_dim / 2].
+ggml_tensor* contrib_rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* position_ids, ggml_tensor* cos_cache,
+                                      ggml_tensor* sin_cache, const RotaryEmbeddingParams& p);
+
+struct RelativePositionBiasParams {
+    int64_t max_distance = 0;
+    bool bidirectional = false;
+    void fields(FieldWriter& f) const {
+        f("max_distance", max_distance);
+        f("bidirectional", bidirectional);
+    }
+};
+// com.microsoft RelativePositionBias (T5): [1, heads, query_length, key_length] from bias_table, whose data is
+// [heads][buckets] though its shape reads (buckets, heads), indexed by T5's bucket of each key - query distance.
+ggml_tensor* relative_position_bias(Ctx& ctx, ggml_tensor* bias_table, const Ints& query_length,
+                                    const Ints& key_length, const RelativePositionBiasParams& p);
 
 }  // namespace o2g

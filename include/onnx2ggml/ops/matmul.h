@@ -1,6 +1,7 @@
 // Op library, Matrix products: MatMul, Gemm, Einsum, and the padded ggml_mul_mat they (and convolutions) use.
 // Included by onnx2ggml/ops.h; see its conventions.
 #pragma once
+#include "onnx2ggml/host_tensor.h"
 
 namespace o2g {
 
@@ -51,5 +52,23 @@ struct EinsumParams {
 // Einsum of one operand (permutes and sums) or two (a contraction through one batched ggml_mul_mat); no
 // ellipsis, no repeated subscripts within an operand, ranks up to 4.
 ggml_tensor* einsum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const EinsumParams& p);
+
+struct MatMulNBitsParams {
+    int64_t K = 0, N = 0;
+    int64_t bits = 4;
+    int64_t block_size = 0;
+    void fields(FieldWriter& f) const {
+        f("K", K);
+        f("N", N);
+        f("bits", bits);
+        f("block_size", block_size);
+    }
+};
+// com.microsoft MatMulNBits: a [..., K] times the block-quantized weight b (uint8 [N, K / block_size, blob],
+// values packed low bits first; its data in b_data) dequantized as (q - zero point) * scale, + bias [N] (may be
+// null). scales [N * blocks]; zero_points (empty: 2^(bits - 1)) packed uint8 or float [N * blocks]. The weight is
+// dequantized once, kept at ctx.matmul_type where its rows allow (a derived weight), or per graph without a store.
+ggml_tensor* matmul_nbits(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const HostTensor& b_data, const HostTensor& scales,
+                          const HostTensor& zero_points, ggml_tensor* bias, const MatMulNBitsParams& p);
 
 }  // namespace o2g
