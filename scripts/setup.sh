@@ -28,10 +28,12 @@ PYBUILD_PKGS="scikit-build-core==1.1.2 nanobind==3.1.0"
 TORCH_PKGS="torch==2.9.1 torchvision==0.24.1 onnxscript==0.7.2 diffusers==0.42.1 transformers==5.23.0 peft==0.21.2"
 
 need_apt=()
-for tool in cmake g++ make python3 ccache; do
+for tool in cmake g++ make python3; do
   command -v "$tool" >/dev/null 2>&1 || need_apt+=("$tool")
 done
 [ -f /usr/include/zlib.h ] || need_apt+=(zlib1g-dev)   # PNG output of examples/txt2img
+# ccache is optional (scripts/build.sh uses it when present): installed where we may, never required.
+if ! command -v ccache >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt+=(ccache); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${need_apt[@]}" | sed 's/^python3$/python3 python3-venv/' | tr '\n' ' ')
   if [ "$(id -u)" = 0 ]; then
