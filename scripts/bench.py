@@ -123,10 +123,11 @@ def ort_outputs_worker(model, npz, names, threads, out):
     np.savez(out, **res)
 
 
-def parity(cli, model, feeds, threads, tmp):
+def parity(cli, model, feeds, threads, tmp, peak=0.0):
     """Ours against onnxruntime on the same inputs, from one `onnx2ggml run --profile` of two runs (the second is
     profiled warm). Returns (worst max abs error, worst max rel error, onnxruntime's own noise (max abs difference
-    between its optimized and unoptimized outputs), ok, verdict shares "elem/REPEAT/CONT" or an error text)."""
+    between its optimized and unoptimized outputs), ok, verdict shares "elem/REPEAT/CONT" (with " cliff" when the
+    verdict warns, given the peak) or an error text)."""
     npz, out = os.path.join(tmp, "parity_feeds.npz"), os.path.join(tmp, "parity_ort.npz")
     np.savez(npz, **{f"i{k}": v for k, v in enumerate(feeds.values())})
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--ort-outputs", model, npz, json.dumps(list(feeds)),
@@ -139,7 +140,8 @@ def parity(cli, model, feeds, threads, tmp):
         args += (["--then"] if k else []) + [a for name in feeds for a in
                                              ("--input", f"{name}={_npy(tmp, name, feeds[name])}")]
         args += ["--output-dir", os.path.join(tmp, f"parity_out{k}")]
-    r = subprocess.run(args, capture_output=True, text=True)
+    env = {**os.environ, "ONNX2GGML_PEAK_GFLOPS": str(peak)} if peak else None
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
     if r.returncode:
         return None, None, None, False, "ours: " + r.stderr.strip().splitlines()[-1]
     paths = re.findall(r"-> (\S*parity_out1\S*\.npy)$", r.stdout, re.M)
@@ -154,6 +156,8 @@ def parity(cli, model, feeds, threads, tmp):
     ok &= len(paths) == len([k for k in ref.files if k.startswith("opt")])
     v = re.findall(r"verdict: elementwise ([\d.]+)%, REPEAT ([\d.]+)%, CONT ([\d.]+)%", r.stdout)
     shares = "/".join(f"{float(x):.0f}" for x in v[-1]) if v else "?"
+    if "WARNING" in r.stdout.rsplit("verdict: ", 1)[-1].splitlines()[0]:
+        shares += " cliff"
     return worst_abs, worst_rel, noise, ok, shares
 
 
@@ -301,7 +305,7 @@ def bench_one(a, label, path, feeds, entry, tmp):
     """Times one model and prints its line; for a corpus entry, also its parity. Returns the corpus table row."""
     (om, on, note), (rm, rn, ort_note) = side_by_side(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp, a.procs)
     note = f"{note}; {ort_note}"
-    par = parity(a.cli, path, feeds, a.threads, tmp) if entry else None
+    par = parity(a.cli, path, feeds, a.threads, tmp, a.peak) if entry else None
     if par:
         ab, rel, noise, ok, shares = par
         note = (f"parity {'ok' if ok else 'FAILED'}: abs {ab:.1e} rel {rel:.1e} ort noise {noise:.1e}; "
