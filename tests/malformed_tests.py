@@ -261,6 +261,7 @@ def run_all(h: Harness) -> None:
 
     input_cases(h, good)
     unknown_op_cases(h)
+    graph_structure_cases(h)
     external_data_cases(h)
     output_dir_cases(h)
     run_limit_cases(h, good, expect_error, expect_success, valid_model, external_weight, CaseFailed)
@@ -316,6 +317,28 @@ def unknown_op_cases(h: Harness) -> None:
         return one_line(block)
 
     h.case("(g) two unknown ops: info lists both after 'unsupported:'", info_lists_both)
+
+
+def graph_structure_cases(h: Harness) -> None:
+    """Node order is free (sorted at load, as onnxruntime does); a true cycle or a name written twice is one line."""
+    H = onnx.helper
+    x = H.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
+    y = H.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+
+    def graph_case(name, nodes, *mention):
+        g = H.make_graph(nodes, "g", [x], [y])
+        path = h.write(f"structure/{name}.onnx", make_model(g).SerializeToString())
+        h.case(f"graph structure: {name}", lambda: expect_error(h.run(path), *mention))
+
+    graph_case("cycle", [H.make_node("Relu", ["x"], ["a"], name="start"),
+                         H.make_node("Add", ["a", "c"], ["b"], name="loop_add"),
+                         H.make_node("Neg", ["b"], ["c"], name="loop_neg"),
+                         H.make_node("Identity", ["b"], ["y"], name="end")], "cycle", "loop_")
+    graph_case("node reads its own output", [H.make_node("Add", ["x", "y"], ["y"], name="self_add")],
+               "cycle", "self_add")
+    graph_case("value produced twice", [H.make_node("Relu", ["x"], ["y"], name="first"),
+                                        H.make_node("Neg", ["x"], ["y"], name="second")],
+               "produced twice", "first", "second")
 
 
 def external_data_cases(h: Harness) -> None:

@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import metrics  # noqa: E402
+from pass_cases_graphs import affine_fold_cases, hard_swish_cases  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -470,8 +471,8 @@ def linear_cases():
              linear(then=(2, 77, 37)), 1, {G: 1, "ADD": None}, {}),
             ("fuse_matmul_bias: residual [1, 77, 37] broadcast over the batch: fused node, ggml ADD after the kernel",
              linear(then=(1, 77, 37)), 1, {G: 1, "ADD": 1}, {}),
-            ("fuse_matmul_bias: residual [3, 2, 77, 37] broadcasts the product up a rank: ggml ADD",
-             linear(then=(3, 2, 77, 37)), 1, {G: 1, "ADD": 1}, {}),
+            ("fuse_matmul_bias: residual [3, 2, 77, 37] broadcasts the product up a rank: one broadcasting add",
+             linear(then=(3, 2, 77, 37)), 1, {G: 1, "CUSTOM:add_bcast": 1}, {}),
             ("fuse_matmul_bias: 1-D input [100] + residual [37]", linear(a_shape=(100,), then=(37,)), 1,
              {G: 1, "ADD": 1}, {}),
             ("fuse_matmul_bias: residual on the ggml path (ONNX2GGML_GEMM=0)", linear(then=(2, 77, 37)), 1,
@@ -533,8 +534,8 @@ def main():
     failures = 0
     W = "ONNX2GGML_WINOGRAD"
     # (label, (model, feeds), ONNX nodes that must run, {ggml op: count; None = must be absent}, env)
-    cases = [("fold_conv_batchnorm: Conv -> BN folds", (conv_bn(False), x), 1, {}, {}),
-             ("fold_conv_batchnorm: Conv output also used: no fold", (conv_bn(True), x), 2, {}, {}),
+    cases = [("fold_conv_affine: Conv -> BN folds", (conv_bn(False), x), 1, {}, {}),
+             ("fold_conv_affine: Conv output also used: no fold", (conv_bn(True), x), 2, {}, {}),
              ("fuse_silu: Mul(x, Sigmoid(x)) becomes one ggml_silu", (silu(False), x), 1, {"SILU": 1}, {}),
              ("fuse_silu: Sigmoid also used: no fusion", (silu(True), x), 2, {"SILU": None}, {}),
              ("fuse_silu: Sigmoid also read inside an If body: no fusion", (subgraph_reader(silu(False), "s"), x), 4,
@@ -542,8 +543,8 @@ def main():
              ("fuse_silu: quick GELU x*Sigmoid(1.702x) becomes silu(1.702x)/1.702", (quick_gelu(), x), 1,
               {"SILU": 1, "SIGMOID": None, "MUL": None}, {}),
              ("fuse_silu: quick GELU with a [1,1,1,1,1] constant (would broadcast x to rank 5): no fusion",
-              (quick_gelu((1, 1, 1, 1, 1)), x), 4, {"SILU": None, "SIGMOID": 1}, {}),
-             ("fold_conv_batchnorm: Conv output also read inside an If body: no fold",
+              (quick_gelu((1, 1, 1, 1, 1)), x), 3, {"SILU": None, "SIGMOID": 1}, {}),
+             ("fold_conv_affine: Conv output also read inside an If body: no fold",
               (subgraph_reader(conv_bn(False), "c"), x), 4, {}, {}),
              ("fuse_group_norm: 6-node GroupNorm + SiLU becomes one kernel", group_norm(True), 1,
               {"CUSTOM:group_norm": 1, "SILU": 1, "NORM": None, "MUL": None, "ADD": None}, {}),
@@ -556,7 +557,7 @@ def main():
               {"CUSTOM:attention": 1}, {}),
              ("fuse_attention: ggml path (soft_max_ext with the folded scale)", attention(False), 4,
               {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {"ONNX2GGML_GGML_ATTENTION": "1"}),
-             ("fuse_attention: transposed K also an output: no fusion", attention(True), 11, {"MUL": 2}, {}),
+             ("fuse_attention: transposed K also an output: no fusion", attention(True), 11, {"CUSTOM:mul_bcast": 2}, {}),
              ("fuse_attention: CLIP form (scale Mul after the MatMul, causal mask Add, Casts) becomes one kernel",
               clip_attention(), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None, "ADD": None, "MUL_MAT": None}, {}),
              ("fuse_attention: CLIP form, per-batch mask [2, 1, 37, 37] a graph input, odd T and D",
@@ -634,6 +635,8 @@ def main():
     cases += gemm_cases()
     cases += linear_cases()
     cases += reduced_weight_cases()
+    cases += affine_fold_cases()
+    cases += hard_swish_cases()
     for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
         opts = opts[0] if opts else {}
         size_note = ""

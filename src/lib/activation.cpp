@@ -28,6 +28,12 @@ ggml_tensor* hard_sigmoid(Ctx& ctx, ggml_tensor* x, const HardSigmoidParams& p) 
     return ggml_clamp(ctx, ggml_scale_bias(ctx, x, p.alpha, p.beta), 0.0f, 1.0f);
 }
 
+ggml_tensor* hard_swish(Ctx& ctx, ggml_tensor* x, const HardSigmoidParams& p) {
+    // ggml's hardswish is x * clamp((x + 3) / 6, 0, 1): the usual 1/6, 1/2 in one pass.
+    if (std::fabs(p.alpha - 1.0f / 6.0f) < 1e-7f && p.beta == 0.5f) return ggml_hardswish(ctx, x);
+    return ggml_mul(ctx, x, hard_sigmoid(ctx, x, p));
+}
+
 ggml_tensor* softplus(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Softplus); }
 ggml_tensor* softsign(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Softsign); }
 ggml_tensor* mish(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Mish); }

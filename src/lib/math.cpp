@@ -1,4 +1,5 @@
 // Op library: elementwise math (see include/onnx2ggml/ops/math.h).
+#include "kernels/broadcast.h"
 #include "kernels/custom.h"
 #include "onnx2ggml/ops.h"
 
@@ -7,18 +8,30 @@ namespace o2g {
 namespace {
 using Bin = ggml_tensor* (*)(ggml_context*, ggml_tensor*, ggml_tensor*);
 
-// ggml broadcasts only its second operand, so the first is repeated up to the common shape.
-ggml_tensor* binary(Ctx& ctx, Bin fn, ggml_tensor* a, ggml_tensor* b) {
+bool full(const ggml_tensor* x, const int64_t ne[4]) {
+    return x->ne[0] == ne[0] && x->ne[1] == ne[1] && x->ne[2] == ne[2] && x->ne[3] == ne[3];
+}
+
+// ggml broadcasts only its second operand, and calls its row kernel once per element when that operand is
+// broadcast along ne0 (a scalar, a per-channel scale). On the CPU such cases take one broadcasting pass of our
+// own; elsewhere commutative ops swap their operands, Sub negates, and only Div repeats its first operand.
+ggml_tensor* binary(Ctx& ctx, Bin fn, ArithK k, ggml_tensor* a, ggml_tensor* b) {
     int64_t ne[4];
     broadcast_ne(a, b, ne);
+    const bool a_full = full(a, ne), b_full = full(b, ne);
+    if (a_full && (b_full || b->ne[0] == ne[0])) return fn(ctx, a, b);
+    if (ctx.cpu && a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32) return broadcast_arith(ctx, a, b, k);
+    if (a_full) return fn(ctx, a, b);
+    if (b_full && (k == ArithK::Add || k == ArithK::Mul)) return fn(ctx, b, a);
+    if (b_full && k == ArithK::Sub) return ggml_neg(ctx, ggml_sub(ctx, b, a));
     return fn(ctx, repeat_to(ctx, a, ne), b);
 }
 }  // namespace
 
-ggml_tensor* add(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_add, a, b); }
-ggml_tensor* sub(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_sub, a, b); }
-ggml_tensor* mul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_mul, a, b); }
-ggml_tensor* div(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_div, a, b); }
+ggml_tensor* add(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_add, ArithK::Add, a, b); }
+ggml_tensor* sub(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_sub, ArithK::Sub, a, b); }
+ggml_tensor* mul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_mul, ArithK::Mul, a, b); }
+ggml_tensor* div(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_div, ArithK::Div, a, b); }
 
 ggml_tensor* pow(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Pow); }
 

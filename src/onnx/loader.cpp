@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "onnx/tidy_graph.h"
 #include "ir/ir.h"
 #include "onnx/mapped_files.h"
 #include "onnx/wire.h"
@@ -444,6 +445,7 @@ std::shared_ptr<Model> parse_model(const uint8_t* data, size_t size, const std::
         if (msg.rfind(path, 0) == 0) throw;
         fail(path, ": not a valid ONNX model: ", msg);
     }
+    tidy_graph(*m);
     return m;
 }
 

@@ -55,6 +55,12 @@ void lower_HardSigmoid(Lower& L) {
     p.beta = L.node.get_float("beta", p.beta);
     out_same(L, O2G_CALL(L, o2g::hard_sigmoid, L.t(0), p));
 }
+void lower_FusedHardSwish(Lower& L) {
+    o2g::HardSigmoidParams p;
+    p.alpha = L.node.get_float("alpha", 1.0f / 6.0f);
+    p.beta = L.node.get_float("beta", 0.5f);
+    out_same(L, O2G_CALL(L, o2g::hard_swish, L.t(0), p));
+}
 
 void lower_PRelu(Lower& L) {
     Shape out = broadcast_shapes(L, L.shape(0), L.shape(1));
@@ -122,6 +128,7 @@ const std::vector<OpDef>& activation_ops() {
         {.op = "Mish", .since = 18, .ggml = lower_Mish, .math = true},
         {.op = "HardSwish", .since = 14, .ggml = lower_HardSwish, .math = true},
         {.op = "HardSigmoid", .since = 1, .ggml = lower_HardSigmoid, .math = true},
+        {.op = "onnx2ggml.HardSwish", .since = 1, .ggml = lower_FusedHardSwish, .math = true},  // fuse_hard_swish
         {.op = "LeakyRelu", .since = 1, .ggml = lower_LeakyRelu, .math = true},
         {.op = "PRelu", .since = 1, .ggml = lower_PRelu_1, .math = true},
         {.op = "PRelu", .since = 7, .ggml = lower_PRelu, .math = true},

@@ -4,7 +4,8 @@ namespace onnx2ggml {
 
 const std::vector<Pass>& pipeline() {
     static const std::vector<Pass> passes = {
-        {"fold_conv_batchnorm", fold_conv_batchnorm},
+        {"fold_conv_affine", fold_conv_affine},
+        {"fuse_hard_swish", fuse_hard_swish},
         {"fuse_conv_activation", fuse_conv_activation},
         {"fuse_silu", fuse_silu},
         {"fuse_group_norm", fuse_group_norm},

@@ -16,7 +16,8 @@ struct Pass {
 const std::vector<Pass>& pipeline();
 GraphPlan plan_graph(const Model& m);
 
-void fold_conv_batchnorm(const Model& m, GraphPlan& plan);
+void fold_conv_affine(const Model& m, GraphPlan& plan);
+void fuse_hard_swish(const Model& m, GraphPlan& plan);
 void fuse_silu(const Model& m, GraphPlan& plan);
 void fuse_conv_activation(const Model& m, GraphPlan& plan);
 void fuse_group_norm(const Model& m, GraphPlan& plan);

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from op_case import R, V, case
+from op_case import R, V, W, case
 
 x = R(3, 4, 5)
 for op, lo, hi in (("Tan", -1.4, 1.4), ("Asin", -0.95, 0.95), ("Acos", -0.95, 0.95), ("Atan", -4, 4),
@@ -57,6 +57,15 @@ case("BitwiseNot", R(6, dtype="uint8", lo=0, hi=255), opset=18)
 case("Mul", R(1, 1, 4, 3, 2, 2), R(2, 3, 4, 3, 1, 2))
 case("Add", R(2, 3, 4, 5, 6), R(5, 6))
 case("Sub", R(2, 3, 4, 5, 6), R(1, 3, 1, 1, 1))
+
+# Broadcasts ggml cannot do natively (first operand, or the second along ne0) take one pass of our own on the CPU:
+# scalars either side, per channel either side, both operands broadcast, one long row split over threads.
+for op in ("Add", "Sub", "Mul", "Div"):
+    case(op, W(1, lo=0.5, hi=2), R(2, 6, 5, 7, lo=0.5, hi=2))
+    case(op, R(2, 6, 5, 7), W(6, 1, 1, lo=0.5, hi=2))
+    case(op, R(1, 6, 1, 1, lo=0.5, hi=2), R(2, 6, 5, 7, lo=0.5, hi=2))
+    case(op, R(3, 1, 9), R(1, 4, 1, lo=0.5, hi=2))
+    case(op, R(1), R(1, 1, 20000, lo=0.5, hi=2))
 
 
 def legacy_as_7(model):

@@ -45,6 +45,8 @@ struct HardSigmoidParams {
 };
 // clamp(alpha * x + beta, 0, 1).
 ggml_tensor* hard_sigmoid(Ctx& ctx, ggml_tensor* x, const HardSigmoidParams& p);
+// x * hard_sigmoid(x): ONNX HardSwish is alpha 1/6, beta 1/2 (the fuse_hard_swish pass finds others too).
+ggml_tensor* hard_swish(Ctx& ctx, ggml_tensor* x, const HardSigmoidParams& p);
 
 // log(1 + exp(x)), x / (1 + |x|), x * tanh(softplus(x)) (CPU kernels, computed in double where it matters).
 ggml_tensor* softplus(Ctx& ctx, ggml_tensor* x);

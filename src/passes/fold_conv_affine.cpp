@@ -1,0 +1,152 @@
+// fold_conv_affine: a Conv or ConvTranspose with constant weights, followed by any chain of per-output-channel
+// affine steps with constant parameters (inference BatchNormalization; Mul or Div by, Add or Sub of, a scalar or
+// a [M, 1, ...] constant), becomes one convolution with scaled weights and a shifted bias, computed once when the
+// model is planned. The parameters may be initializers or Constant nodes (paddle2onnx and tf2onnx write those).
+#include <cmath>
+#include <cstring>
+
+#include "passes/match.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+std::vector<double> doubles(const TensorData& t) {
+    std::vector<float> f(static_cast<size_t>(t.numel()));
+    if (!f.empty()) std::memcpy(f.data(), t.data, f.size() * 4);
+    return std::vector<double>(f.begin(), f.end());
+}
+
+std::shared_ptr<TensorData> make(const std::string& name, const std::vector<int64_t>& dims, std::vector<float> v) {
+    auto buf = std::make_shared<std::vector<float>>(std::move(v));
+    auto t = std::make_shared<TensorData>();
+    t->name = name;
+    t->dtype = DType::FLOAT;
+    t->dims = dims;
+    t->data = reinterpret_cast<const uint8_t*>(buf->data());
+    t->nbytes = buf->size() * 4;
+    t->keep = buf;
+    return t;
+}
+
+const TensorData* float_constant(GraphIndex& g, const std::string& v) {
+    const TensorData* t = v.empty() ? nullptr : g.constant(v);
+    return t && t->dtype == DType::FLOAT && (t->data || !t->numel()) ? t : nullptr;
+}
+
+// A constant that broadcasts to one value per channel of a rank-`rank` NC... tensor with M channels: M values
+// (a scalar is repeated). Empty if it varies along any other axis or would widen the output.
+std::vector<double> per_channel(const TensorData& c, int rank, int64_t M) {
+    const int r = int(c.dims.size());
+    if (r > rank) return {};
+    int64_t n = 1;
+    for (int a = 0; a < r; a++) {
+        const int64_t d = c.dims[size_t(a)];
+        const bool channel_axis = rank - r + a == 1;
+        if (d != 1 && !(channel_axis && d == M)) return {};
+        n *= d;
+    }
+    std::vector<double> v = doubles(c);
+    if (n == 1) return std::vector<double>(size_t(M), v.empty() ? 0.0 : v[0]);
+    return v;
+}
+
+// y = x * A + B per channel, extended by one more step (node n reading `y`); false if n is not such a step.
+bool absorb(GraphIndex& g, const Node& n, const std::string& y, int rank, int64_t M, std::vector<double>& A,
+            std::vector<double>& B) {
+    if (!n.domain.empty() || n.outputs.size() != 1) return false;
+    if (n.op_type == "BatchNormalization") {
+        if (n.inputs.size() < 5 || n.inputs[0] != y || n.get_int("training_mode", 0) != 0) return false;
+        const TensorData *sc = float_constant(g, n.inputs[1]), *sh = float_constant(g, n.inputs[2]),
+                         *mu = float_constant(g, n.inputs[3]), *var = float_constant(g, n.inputs[4]);
+        if (!sc || !sh || !mu || !var || sc->numel() != M || sh->numel() != M || mu->numel() != M || var->numel() != M)
+            return false;
+        const double eps = n.get_float("epsilon", 1e-5f);
+        auto S = doubles(*sc), Sh = doubles(*sh), Mu = doubles(*mu), V = doubles(*var);
+        for (size_t o = 0; o < size_t(M); o++) {
+            const double a = S[o] / std::sqrt(V[o] + eps);
+            A[o] *= a;
+            B[o] = (B[o] - Mu[o]) * a + Sh[o];
+        }
+        return true;
+    }
+    const bool mul = n.op_type == "Mul", div = n.op_type == "Div", add = n.op_type == "Add", sub = n.op_type == "Sub";
+    if (!(mul || div || add || sub) || n.inputs.size() != 2) return false;
+    // y must be the first operand of Div and Sub; either operand of Mul and Add.
+    const int yi = n.inputs[0] == y ? 0 : n.inputs[1] == y ? 1 : -1;
+    if (yi < 0 || n.inputs[0] == n.inputs[1] || ((div || sub) && yi != 0)) return false;
+    const TensorData* c = float_constant(g, n.inputs[size_t(1 - yi)]);
+    if (!c) return false;
+    std::vector<double> v = per_channel(*c, rank, M);
+    if (v.empty()) return false;
+    for (size_t o = 0; o < size_t(M); o++) {
+        if (mul) A[o] *= v[o], B[o] *= v[o];
+        else if (div) A[o] /= v[o], B[o] /= v[o];
+        else if (add) B[o] += v[o];
+        else B[o] -= v[o];
+    }
+    return true;
+}
+
+// The single live consumer of v (any op type), or -1.
+int single_consumer(GraphIndex& g, const std::string& v) {
+    if (g.uses[v] != 1) return -1;
+    for (int idx : g.plan.live_nodes)
+        for (auto& i : g.plan.node(g.m, idx).inputs)
+            if (i == v) return idx;
+    return -1;
+}
+
+}  // namespace
+
+void fold_conv_affine(const Model& m, GraphPlan& plan) {
+    GraphIndex g(m, plan);  // counts reads inside If/Loop/Scan bodies too: such a Conv output must stay
+    std::set<int> removed;
+    for (int idx : plan.live_nodes) {
+        const Node& conv = plan.node(m, idx);
+        const bool transposed = conv.op_type == "ConvTranspose";
+        if ((conv.op_type != "Conv" && !transposed) || !conv.domain.empty() || conv.outputs.size() != 1 ||
+            conv.inputs.size() < 2 || removed.count(idx))
+            continue;
+        const TensorData* w = float_constant(g, conv.inputs[1]);
+        const bool has_bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
+        const TensorData* b = has_bias ? float_constant(g, conv.inputs[2]) : nullptr;
+        if (!w || w->dims.size() < 3 || (has_bias && !b)) continue;
+        const int rank = int(w->dims.size());  // the output's rank, as the weight's
+        const int64_t group = std::max<int64_t>(1, conv.get_int("group", 1));
+        const int64_t M = transposed ? w->dims[1] * group : w->dims[0];
+        if (M <= 0 || (b && b->numel() != M) || (transposed && w->dims[0] % group)) continue;
+        std::vector<double> A(size_t(M), 1.0), B(size_t(M), 0.0);
+        std::string y = conv.outputs[0];
+        std::vector<int> steps;
+        for (int next; (next = single_consumer(g, y)) >= 0 && !removed.count(next);) {
+            const Node& n = plan.node(m, next);
+            if (!absorb(g, n, y, rank, M, A, B)) break;
+            steps.push_back(next);
+            y = n.outputs[0];
+        }
+        if (steps.empty()) continue;
+        std::vector<double> W = doubles(*w), bias = b ? doubles(*b) : std::vector<double>(size_t(M), 0.0);
+        const int64_t per = w->numel() / w->dims[0];  // one row of dim 0
+        const int64_t cin_g = w->dims[0] / group, m_g = transposed ? w->dims[1] : 0, taps = transposed ? per / m_g : 0;
+        std::vector<float> Wf(W.size()), Bf(static_cast<size_t>(M));
+        for (int64_t r = 0; r < w->dims[0]; r++)
+            for (int64_t k = 0; k < per; k++) {
+                // Conv: dim 0 is the output channel. ConvTranspose: [C, M/group, taps], output (C / cin_g) * m_g + j.
+                const int64_t o = transposed ? (r / cin_g) * m_g + k / taps : r;
+                Wf[size_t(r * per + k)] = float(W[size_t(r * per + k)] * A[size_t(o)]);
+            }
+        for (size_t o = 0; o < size_t(M); o++) Bf[o] = float(bias[o] * A[o] + B[o]);
+        std::string wn = conv.inputs[1] + "#fold:" + y, bname = wn + ":bias";
+        plan.initializers[wn] = make(wn, w->dims, std::move(Wf));
+        plan.initializers[bname] = make(bname, {M}, std::move(Bf));
+        Node fused = conv;
+        fused.inputs = {conv.inputs[0], wn, bname};
+        fused.outputs = {y};
+        plan.rewritten[idx] = fused;
+        removed.insert(steps.begin(), steps.end());
+    }
+    plan.drop(removed);
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,119 @@
+"""Pass cases for graphs as other tools write them: weights as Constant nodes, per-channel affine chains after
+convolutions (paddle2onnx's BatchNorm and learnable-affine blocks), nodes out of topological order (the fp16
+converter's Casts). Each case is (label, (model, feeds), ONNX nodes that must run, {ggml op: count}, env)."""
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+X = {"x": np.random.RandomState(1).randn(2, 3, 10, 12).astype(np.float32)}
+
+
+def _const(name, arr, as_node):
+    """An initializer, or a Constant node carrying the same tensor."""
+    t = numpy_helper.from_array(np.asarray(arr, np.float32), name)
+    return (helper.make_node("Constant", [], [name], value=t), None) if as_node else (None, t)
+
+
+def _model(nodes, inits, out="y", opset=15, x_shape=(2, 3, 10, 12)):
+    g = helper.make_graph([n for n in nodes if n is not None], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], [t for t in inits if t is not None])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
+
+
+def conv_affine(as_node, chain, transposed=False, group=1):
+    """Conv (or ConvTranspose) -> the `chain` of (op, constant shape, constant first) steps -> y."""
+    rng = np.random.RandomState(0)
+    C, M = 3 * group, 4 * group
+    w_shape = (C, M // group, 3, 3) if transposed else (M, C // group, 3, 3)
+    pieces = [_const("w", rng.randn(*w_shape) * 0.3, as_node), _const("b", rng.randn(M), as_node)]
+    op = "ConvTranspose" if transposed else "Conv"
+    kw = dict(strides=[2, 2], pads=[1, 1, 0, 0]) if transposed else dict(pads=[1, 1, 1, 1])
+    nodes = [helper.make_node(op, ["x", "w", "b"], ["t0"], group=group, **kw)]
+    for i, (step, shape, first) in enumerate(chain):
+        src, dst = f"t{i}", f"t{i + 1}"
+        if step == "BN":
+            names = [f"bn{i}_{k}" for k in ("s", "h", "m", "v")]
+            vals = [rng.rand(M) + 0.5, rng.randn(M), rng.randn(M), rng.rand(M) + 0.5]
+            pieces += [_const(n, v, as_node) for n, v in zip(names, vals)]
+            nodes.append(helper.make_node("BatchNormalization", [src] + names, [dst], epsilon=1e-3))
+            continue
+        c = f"c{i}"
+        pieces.append(_const(c, rng.rand(*shape) + 0.5, as_node))
+        nodes.append(helper.make_node(step, [c, src] if first else [src, c], [dst]))
+    nodes.append(helper.make_node("Identity", [f"t{len(chain)}"], ["y"]))
+    x_shape = (2, C, 10, 12)
+    feeds = {"x": np.random.RandomState(1).randn(*x_shape).astype(np.float32)}
+    return _model(nodes + [p[0] for p in pieces], [p[1] for p in pieces], x_shape=x_shape), feeds
+
+
+def reversed_order():
+    """x -> Cast(f64) -> Relu -> Cast(f32) -> Conv, with every node listed after its consumers."""
+    rng = np.random.RandomState(2)
+    w = numpy_helper.from_array(rng.randn(4, 3, 3, 3).astype(np.float32), "w")
+    nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.DOUBLE),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Cast", ["r"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Conv", ["f", "w"], ["y"], pads=[1, 1, 1, 1])]
+    return _model(nodes[::-1], [w]), X
+
+
+def affine_fold_cases():
+    per_ch, scalar = (1, 4, 1, 1), (1,)
+    chain = [("Mul", scalar, True), ("Add", (4, 1, 1), False), ("BN", None, False), ("Div", per_ch, False),
+             ("Sub", scalar, False)]
+    cases = []
+    for as_node in (False, True):
+        how = "Constant-node" if as_node else "initializer"
+        cases.append((f"fold_conv_affine: Conv -> Mul -> Add -> BN -> Div -> Sub, {how} weights: one Conv",
+                      conv_affine(as_node, chain), 2, {"CUSTOM:mul_bcast": None, "CUSTOM:add_bcast": None}, {}))
+    cases += [
+        ("fold_conv_affine: grouped ConvTranspose (stride 2) -> BN -> Mul, Constant-node weights: one ConvTranspose",
+         conv_affine(True, [("BN", None, False), ("Mul", (1, 8, 1, 1), False)], transposed=True, group=2), 2,
+         {"CUSTOM:mul_bcast": None}, {}),
+        ("fold_conv_affine: a Mul varying along H is not per channel: no fold",
+         conv_affine(True, [("Mul", (1, 1, 10, 1), False)]), 3, {}, {}),
+        ("fold_conv_affine: Sub with the conv output second (c - y): no fold",
+         conv_affine(False, [("Sub", scalar, True)]), 3, {}, {}),
+        ("graph order: nodes listed after their consumers are sorted (as the fp16 converter writes Casts)",
+         reversed_order(), 4, {}, {}),
+    ]
+    return cases
+
+
+def hard_swish(form, as_node=False, hi=6.0, opset=13):
+    """x * clip(x + 3, 0, hi) / 6 in one of the spellings exporters write; constants as initializers or nodes."""
+    pieces = [_const("three", [3.0], as_node), _const("six", [6.0], as_node), _const("sixth", [1 / 6], as_node)]
+    if opset >= 11:
+        pieces += [_const("zero", 0.0, as_node), _const("hi", hi, as_node)]
+        clip = helper.make_node("Clip", ["s", "zero", "hi"], ["c"])
+    else:
+        clip = helper.make_node("Clip", ["s"], ["c"], min=0.0, max=hi)
+    shifted = [helper.make_node("Add", ["three", "x"], ["s"]), clip]
+    if form == "hardsigmoid":
+        nodes = [helper.make_node("HardSigmoid", ["x"], ["g"], alpha=1 / 6), helper.make_node("Mul", ["g", "x"], ["y"])]
+    elif form == "hardsigmoid_default":  # alpha 0.2: not ggml's hardswish, still one fused node
+        nodes = [helper.make_node("HardSigmoid", ["x"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])]
+    elif form == "div":
+        nodes = shifted + [helper.make_node("Div", ["c", "six"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])]
+    elif form == "mul":
+        nodes = shifted + [helper.make_node("Mul", ["sixth", "c"], ["g"]), helper.make_node("Mul", ["g", "x"], ["y"])]
+    else:  # torch: (x * relu6(x + 3)) / 6
+        nodes = shifted + [helper.make_node("Mul", ["x", "c"], ["m"]), helper.make_node("Div", ["m", "six"], ["y"])]
+    X4 = {"x": (np.random.RandomState(3).randn(2, 3, 10, 12) * 4).astype(np.float32)}
+    return _model(nodes + [p[0] for p in pieces], [p[1] for p in pieces], opset=opset), X4
+
+
+def hard_swish_cases():
+    one = {"HARDSWISH": 1, "CLAMP": None, "CUSTOM:div_bcast": None, "CUSTOM:add_bcast": None}
+    return [
+        ("fuse_hard_swish: x * HardSigmoid(x, alpha 1/6) becomes ggml's hardswish", hard_swish("hardsigmoid"), 1, one, {}),
+        ("fuse_hard_swish: x * HardSigmoid(x) (alpha 0.2): one fused node, scale and clamp",
+         hard_swish("hardsigmoid_default"), 1, {"HARDSWISH": None, "CLAMP": 1}, {}),
+        ("fuse_hard_swish: x * (Clip(3 + x, 0, 6) / 6), Constant-node constants", hard_swish("div", True), 1, one, {}),
+        ("fuse_hard_swish: x * (1/6 * Clip(3 + x, 0, 6)), initializers", hard_swish("mul"), 1, one, {}),
+        ("fuse_hard_swish: (x * Clip(3 + x, 0, 6)) / 6 (torch), Clip attributes (opset 10)",
+         hard_swish("torch", True, opset=10), 1, one, {}),
+        ("fuse_hard_swish: Clip(x + 3, 0, 5) / 6 does not reach 1: no fusion", hard_swish("div", hi=5.0), 4,
+         {"HARDSWISH": None}, {}),
+    ]
