@@ -148,19 +148,28 @@ void print_profile(const Session& s) {
     print("time per ggml op", by_op, 40);
 }
 
+// ggml ops that read and write each element once: ggml's own, our broadcasting arithmetic ("CUSTOM:add_bcast"
+// ...), and the MAP_CUSTOM unary/binary/where kernels (LRN is the one MAP_CUSTOM1 that is not, and rare).
+bool is_elementwise(const std::string& op) {
+    static const std::set<std::string> ops = {
+        "ADD", "ADD1", "SUB", "MUL", "DIV", "SQR", "SQRT", "LOG", "SIN", "COS", "SCALE", "CLAMP", "LEAKY_RELU",
+        "ABS", "SGN", "NEG", "STEP", "TANH", "ELU", "RELU", "SIGMOID", "GELU", "GELU_QUICK", "SILU", "HARDSWISH",
+        "HARDSIGMOID", "EXP", "EXPM1", "SOFTPLUS", "GELU_ERF", "XIELU", "FLOOR", "CEIL", "ROUND", "TRUNC",
+        "REGLU", "GEGLU", "SWIGLU", "GEGLU_ERF", "GEGLU_QUICK", "MAP_CUSTOM1", "MAP_CUSTOM2", "MAP_CUSTOM3",
+        "CUSTOM:gelu_erf"};
+    const std::string bcast = "_bcast";
+    return ops.count(op) || (op.rfind("CUSTOM:", 0) == 0 && op.size() > bcast.size() &&
+                             op.compare(op.size() - bcast.size(), bcast.size(), bcast) == 0);
+}
+
 // The cliff detector: one line after the profile. A model far below the machine's peak whose time goes to
 // elementwise passes, to broadcasts materialized by REPEAT or to CONT copies is most likely missing a fusion or a
 // broadcast path rather than short of compute. ms is the run time the GFLOP/s are taken at; peak 0 = unknown.
 void print_verdict(const Session& s, double gflop, double ms, double peak) {
-    static const std::set<std::string> elementwise = {
-        "ADD", "ADD1", "SUB", "MUL", "DIV", "SQR", "SQRT", "LOG", "SIN", "COS", "SCALE", "CLAMP", "LEAKY_RELU",
-        "ABS", "SGN", "NEG", "STEP", "TANH", "ELU", "RELU", "SIGMOID", "GELU", "GELU_QUICK", "SILU", "HARDSWISH",
-        "HARDSIGMOID", "EXP", "EXPM1", "SOFTPLUS", "GELU_ERF", "XIELU", "FLOOR", "CEIL", "ROUND", "TRUNC",
-        "REGLU", "GEGLU", "SWIGLU", "GEGLU_ERF", "GEGLU_QUICK", "CUSTOM:gelu_erf"};
     double total = 0, elem = 0, repeat = 0, cont = 0;
     for (auto& e : s.profile()) {
         total += e.ms;
-        if (elementwise.count(e.ggml_op)) elem += e.ms;
+        if (is_elementwise(e.ggml_op)) elem += e.ms;
         else if (e.ggml_op == "REPEAT") repeat += e.ms;
         else if (e.ggml_op == "CONT") cont += e.ms;
     }
