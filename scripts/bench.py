@@ -155,7 +155,7 @@ def parity(cli, model, feeds, threads, tmp, peak=0.0):
         worst_abs, worst_rel, noise = max(worst_abs, e.abs), max(worst_rel, e.rel), max(noise, n)
     ok &= len(paths) == len([k for k in ref.files if k.startswith("opt")])
     v = re.findall(r"verdict: elementwise ([\d.]+)%, REPEAT ([\d.]+)%, CONT ([\d.]+)%", r.stdout)
-    shares = "/".join(f"{float(x):.0f}" for x in v[-1]) if v else "?"
+    shares = "/".join(f"{float(x):.0f}" for x in v[-1]) + "%" if v else "?"
     if "WARNING" in r.stdout.rsplit("verdict: ", 1)[-1].splitlines()[0]:
         shares += " cliff"
     return worst_abs, worst_rel, noise, ok, shares
@@ -202,7 +202,7 @@ def corpus_jobs(filter_re):
 def print_corpus(rows):
     """The corpus as a Markdown table (for docs/models.md), after the timing lines."""
     print("\n| model | exporter | category | onnx2ggml ms | onnxruntime ms | ratio | GF/s ours / ort | "
-          "max abs err | max rel err | ort noise | parity | elementwise/REPEAT/CONT % |")
+          "max abs err | max rel err | ort noise | parity | elementwise/REPEAT/CONT |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(str(x) for x in r) + " |")
@@ -309,7 +309,7 @@ def bench_one(a, label, path, feeds, entry, tmp):
     if par:
         ab, rel, noise, ok, shares = par
         note = (f"parity {'ok' if ok else 'FAILED'}: abs {ab:.1e} rel {rel:.1e} ort noise {noise:.1e}; "
-                f"elem/REPEAT/CONT {shares}%; " if ab is not None else f"parity FAILED: {shares}; ") + note
+                f"elem/REPEAT/CONT {shares}; " if ab is not None else f"parity FAILED: {shares}; ") + note
     row = None
     if entry:
         exp = entry["producer"]
