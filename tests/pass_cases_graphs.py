@@ -117,3 +117,33 @@ def hard_swish_cases():
         ("fuse_hard_swish: Clip(x + 3, 0, 5) / 6 does not reach 1: no fusion", hard_swish("div", hi=5.0), 4,
          {"HARDSWISH": None}, {}),
     ]
+
+
+def scalar_chain(steps, as_node=False, x_shape=(2, 3, 10, 12)):
+    """x -> Relu -> the scalar `steps` ((op, value, constant first, constant shape)) -> y."""
+    nodes, pieces = [helper.make_node("Relu", ["x"], ["t0"])], []
+    for i, (op, v, first, shape) in enumerate(steps):
+        c = f"c{i}"
+        pieces.append(_const(c, np.full(shape, v), as_node))
+        nodes.append(helper.make_node(op, [c, f"t{i}"] if first else [f"t{i}", c], [f"t{i + 1}"]))
+    nodes.append(helper.make_node("Identity", [f"t{len(steps)}"], ["y"]))
+    feeds = {"x": np.random.RandomState(4).randn(*x_shape).astype(np.float32)}
+    return _model(nodes + [p[0] for p in pieces], [p[1] for p in pieces], x_shape=x_shape), feeds
+
+
+def scalar_affine_cases():
+    lab = [("Mul", 1.3, True, (1,)), ("Add", -0.2, False, (1,))]
+    return [
+        ("fuse_scalar_affine: Mul(s, x) -> Add(x, b) (paddle's learnable affine), Constant nodes: one pass",
+         scalar_chain(lab, True), 3, {"SCALE": 1, "CUSTOM:mul_bcast": None, "CUSTOM:add_bcast": None}, {}),
+        ("fuse_scalar_affine: Div -> Sub(c, x) -> Mul -> Add of rank-0 and [1] constants: one pass",
+         scalar_chain([("Div", 4.0, False, ()), ("Sub", 1.0, True, (1,)), ("Mul", 2.0, False, ()),
+                       ("Add", 0.5, True, ())]), 3, {"SCALE": 1}, {}),
+        ("fuse_scalar_affine: [1, 1, 1, 1, 1] constants widen a rank-1 x to rank 5",
+         scalar_chain([("Mul", 3.0, False, (1, 1, 1, 1, 1)), ("Add", 1.0, False, (1,))], x_shape=(7,)), 3,
+         {"SCALE": 1}, {}),
+        ("fuse_scalar_affine: one scalar step alone stays as it is",
+         scalar_chain([("Mul", 3.0, False, (1,))]), 3, {"SCALE": None, "CUSTOM:mul_bcast": 1}, {}),
+        ("fuse_scalar_affine: Div(c, x) is not affine: no fusion",
+         scalar_chain([("Div", 2.0, True, (1,)), ("Add", 1.0, False, (1,))]), 4, {"SCALE": None}, {}),
+    ]

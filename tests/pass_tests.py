@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import metrics  # noqa: E402
-from pass_cases_graphs import affine_fold_cases, hard_swish_cases  # noqa: E402
+from pass_cases_graphs import affine_fold_cases, hard_swish_cases, scalar_affine_cases  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -297,8 +297,8 @@ def conv_act_cases():
          {}),
         ("fuse_conv_activation: 3x3 Conv + Relu (im2col), no bias, K = 450 (two shared-dim blocks): clamp at the end",
          conv_act("relu", k=3, c=50, m=20, bias=False), 1, {"CUSTOM:gemm": 1, "RELU": None}, {}),
-        ("fuse_conv_activation: 3x3 Conv + Clip with ONNX2GGML_GEMM=0: ggml's add and clamp",
-         conv_act("clip6", k=3), 1, {"CUSTOM:gemm": None, "CLAMP": 1, "ADD": 1}, {"ONNX2GGML_GEMM": "0"}),
+        ("fuse_conv_activation: 3x3 Conv + Clip with ONNX2GGML_GEMM=0: a broadcasting bias add and ggml's clamp",
+         conv_act("clip6", k=3), 1, {"CUSTOM:gemm": None, "CLAMP": 1, "CUSTOM:add_bcast": 1}, {"ONNX2GGML_GEMM": "0"}),
         ("fuse_conv_activation: 3x3 Conv + Relu at 48x48 (Winograd): bias and relu in the output transform",
          conv_act("relu", k=3, c=8, m=16, h=48, w=48), 1,
          {"CUSTOM:winograd4_output": 1, "RELU": None, "ADD": None}, {}),
@@ -637,6 +637,7 @@ def main():
     cases += reduced_weight_cases()
     cases += affine_fold_cases()
     cases += hard_swish_cases()
+    cases += scalar_affine_cases()
     for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
         opts = opts[0] if opts else {}
         size_note = ""

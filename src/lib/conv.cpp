@@ -392,7 +392,7 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         if (fused_act) ep.act = act;
         y = conv2d_core(ctx, x, k, p.group, int(s[1]), int(s[0]), int(dil[1]), int(dil[0]), pw, ph,
                         ep.bias || fused_act ? &ep : nullptr);
-        if (bias && !ep.done) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
+        if (bias && !ep.done) y = add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
         if (ep.done && fused_act) {
             return d1 == 1 ? ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]) : y;
         }
@@ -453,6 +453,31 @@ ggml_tensor* dilate_input(Ctx& ctx, ggml_tensor* x, int dim, int64_t s) {
     return ggml_cont(ctx, y);
 }
 
+// Stride equal to the kernel and nothing cropped or added: the outputs of input pixels do not overlap, so the
+// transposed convolution is one 1x1 product to kH*kW*M channels, whose blocks are then moved to their sub-pixels
+// (two permutes), instead of a dilated, padded input and an im2col product of kH*kW times the work.
+ggml_tensor* conv_transpose_subpixel(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t kW, int64_t kH) {
+    const int64_t Cin = x->ne[2], Cog = w->ne[2], Mo = Cog * kH * kW, W = x->ne[0], H = x->ne[1], N = x->ne[3];
+    const int64_t kne[4] = {1, 1, Cin, Mo};
+    // ONNX [Cin, Cog, kH, kW] read as [Cin, Mo] and transposed: the 1x1 weight [Mo, Cin], Mo = (o, a, b).
+    ggml_tensor* k = ctx.weights->derived(w, "convT_subpixel", GGML_TYPE_F32, kne, [=](const float* src, float* dst) {
+        for (int64_t c = 0; c < Cin; c++)
+            for (int64_t m = 0; m < Mo; m++) dst[m * Cin + c] = src[c * Mo + m];
+    });
+    ggml_tensor* z = conv2d_core(ctx, cont(ctx, x), k, 1, 1, 1, 1, 1, 0, 0);  // [W, H, (b, a, o), N]
+    z = ggml_reshape_4d(ctx, z, W, H, kW, kH * Cog * N);
+    z = ggml_cont(ctx, ggml_permute(ctx, z, 1, 2, 0, 3));  // [b, W, H, (a, o, n)]
+    z = ggml_reshape_4d(ctx, z, kW * W, H, kH, Cog * N);
+    z = ggml_cont(ctx, ggml_permute(ctx, z, 0, 2, 1, 3));  // [(b, W), a, H, (o, n)]
+    return ggml_reshape_4d(ctx, z, kW * W, kH * H, Cog, N);
+}
+
+bool all_equal(const Ints& v, int64_t x) {
+    for (int64_t e : v)
+        if (e != x) return false;
+    return true;
+}
+
 }  // namespace
 
 ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvTransposeParams& p) {
@@ -464,6 +489,14 @@ ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tenso
                                                p.dilations, p.output_padding, p.output_shape);
     const int64_t Cin = x->ne[d1], Cog = w->ne[d1], kW = w->ne[0], kH = d1 == 2 ? w->ne[1] : 1;
     const int64_t group = p.group;
+    const bool subpixel = d1 == 2 && group == 1 && p.output_shape.empty() && p.auto_pad == AUTO_PAD_NOTSET &&
+                          g.strides[0] == kH && g.strides[1] == kW && all_equal(g.dilations, 1) &&
+                          all_equal(g.pad_begin, 0) && all_equal(g.pad_end, 0) && all_equal(p.output_padding, 0) &&
+                          w->type == GGML_TYPE_F32 && ctx.weights && ctx.weights->is_weight(w);
+    if (subpixel) {
+        ggml_tensor* y = conv_transpose_subpixel(ctx, x, w, kW, kH);
+        return bias ? add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1)) : y;
+    }
     ggml_tensor* k;
     if (ctx.weights && ctx.weights->is_weight(w)) {
         const int64_t kne[4] = {kW, kH, Cin / group, Cog * group};
@@ -483,7 +516,7 @@ ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tenso
     x = pad_crop_2d(ctx, x, dW * (kW - 1) - pbW, dW * (kW - 1) - peW + opW, dH * (kH - 1) - pbH,
                     dH * (kH - 1) - peH + opH);
     ggml_tensor* y = conv2d_core(ctx, x, k, group, 1, 1, int(dW), int(dH), 0, 0);
-    if (bias) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
+    if (bias) y = add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
     if (d1 == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
     return y;
 }
@@ -530,7 +563,7 @@ ggml_tensor* deform_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* 
     ggml_tensor* y = ggml_mul_mat(ctx, wt, cols);               // [ocg, P, g, n]
     y = ggml_cont(ctx, ggml_permute(ctx, y, 1, 0, 2, 3));       // [P, ocg, g, n]
     y = ggml_reshape_4d(ctx, y, d.ow, d.oh, oc, d.n);
-    if (bias) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, f32_cont(ctx, bias), 1, 1, oc, 1));
+    if (bias) y = add(ctx, y, ggml_reshape_4d(ctx, f32_cont(ctx, bias), 1, 1, oc, 1));
     return y;
 }
 

@@ -75,7 +75,7 @@ ggml_tensor* add_bias(Ctx& ctx, ggml_tensor* y, ggml_tensor* bias, int64_t M) {
     if (ggml_nelements(bias) != M)
         throw OpError("bias has " + std::to_string(ggml_nelements(bias)) + " values for " + std::to_string(M) +
                       " output channels");
-    return ggml_add(ctx, y, ggml_reshape_4d(ctx, f32_cont(ctx, bias), 1, 1, 1, M));  // tiles over N in ne[3]
+    return add(ctx, y, ggml_reshape_4d(ctx, f32_cont(ctx, bias), 1, 1, 1, M));  // tiles over N in ne[3]
 }
 
 }  // namespace

@@ -35,6 +35,10 @@ ggml_tensor* div(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, 
 
 ggml_tensor* pow(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Pow); }
 
+ggml_tensor* scale_bias(Ctx& ctx, ggml_tensor* x, const ScaleBiasParams& p) {
+    return ggml_scale_bias(ctx, cont(ctx, x), p.scale, p.bias);
+}
+
 ggml_tensor* clip(Ctx& ctx, ggml_tensor* x, const ClipParams& p) {
     return ggml_clamp(ctx, x, std::min(p.min, p.max), p.max);
 }

@@ -79,11 +79,11 @@ ggml_tensor* batch_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tenso
     if (is_weight(ctx, scale) && is_weight(ctx, bias) && is_weight(ctx, mean) && is_weight(ctx, var)) {
         ggml_tensor* a = ggml_div(ctx, scale, ggml_sqrt(ctx, ggml_scale_bias(ctx, var, 1.0f, p.eps)));
         ggml_tensor* c = ggml_sub(ctx, bias, ggml_mul(ctx, mean, a));
-        return ggml_add(ctx, ggml_mul(ctx, x, along(ctx, a, cd)), along(ctx, c, cd));
+        return add(ctx, mul(ctx, x, along(ctx, a, cd)), along(ctx, c, cd));  // per-channel passes (math.cpp)
     }
     ggml_tensor* inv = ggml_sqrt(ctx, ggml_scale_bias(ctx, var, 1.0f, p.eps));
     ggml_tensor* xn = ggml_div(ctx, ggml_sub(ctx, x, along(ctx, mean, cd)), along(ctx, inv, cd));
-    return ggml_add(ctx, ggml_mul(ctx, xn, along(ctx, scale, cd)), along(ctx, bias, cd));
+    return add(ctx, mul(ctx, xn, along(ctx, scale, cd)), along(ctx, bias, cd));
 }
 
 ggml_tensor* instance_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias,
@@ -94,8 +94,8 @@ ggml_tensor* instance_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_te
     if (ggml_nelements(scale) != C || ggml_nelements(bias) != C)
         throw OpError("instance_norm: scale/bias do not have " + std::to_string(C) + " elements");
     ggml_tensor* y = ggml_norm(ctx, ggml_reshape_3d(ctx, cont(ctx, x), S, C, N), p.eps);
-    y = ggml_mul(ctx, y, ggml_reshape_3d(ctx, cont(ctx, scale), 1, C, 1));
-    y = ggml_add(ctx, y, ggml_reshape_3d(ctx, cont(ctx, bias), 1, C, 1));
+    y = mul(ctx, y, ggml_reshape_3d(ctx, cont(ctx, scale), 1, C, 1));
+    y = add(ctx, y, ggml_reshape_3d(ctx, cont(ctx, bias), 1, C, 1));
     return reshape_ne(ctx, y, x->ne);
 }
 

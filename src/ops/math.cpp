@@ -171,6 +171,14 @@ O2G_UNARY(Reciprocal, o2g::reciprocal)
 O2G_UNARY(Round, o2g::round)
 O2G_UNARY(Sign, o2g::sign)
 #undef O2G_UNARY
+// onnx2ggml.ScaleBias (fuse_scalar_affine): scalar constants of rank r widen a lower-rank x to rank r.
+void lower_ScaleBias(Lower& L) {
+    Shape s = L.shape(0);
+    while (int64_t(s.size()) < L.node.get_int("rank", 0)) s.insert(s.begin(), 1);
+    o2g::ScaleBiasParams p{L.node.get_float("scale", 1.0f), L.node.get_float("bias", 0.0f)};
+    L.out_shape(0, O2G_CALL(L, o2g::scale_bias, L.t(0), p), L.dtype(0), s);
+}
+
 void lower_Identity(Lower& L) { out_same(L, L.t(0)); }
 
 void lower_IsNaN(Lower& L) { L.out_shape(0, O2G_CALL(L, o2g::is_nan, L.t(0)), DType::BOOL, L.shape(0)); }
@@ -294,6 +302,7 @@ const std::vector<OpDef>& math_ops() {
         {.op = "Sign", .since = 9, .ggml = lower_Sign, .host = host_Sign, .math = true},
         {.op = "Clip", .since = 1, .ggml = lower_Clip_6, .host = host_Clip_6, .math = true},
         {.op = "Clip", .since = 11, .ggml = lower_Clip, .host = host_Clip, .host_inputs = {1,2}, .math = true},
+        {.op = "onnx2ggml.ScaleBias", .since = 1, .ggml = lower_ScaleBias, .math = true},  // fuse_scalar_affine
         {.op = "Identity", .since = 1, .ggml = lower_Identity, .host = host_Identity},
         {.op = "IsNaN", .since = 9, .ggml = lower_IsNaN},
         {.op = "IsInf", .since = 10, .ggml = lower_IsInf},

@@ -12,6 +12,7 @@ const std::vector<Pass>& pipeline() {
         {"fuse_attention", fuse_attention},
         {"fuse_gelu", fuse_gelu},
         {"fuse_matmul_bias", fuse_matmul_bias},
+        {"fuse_scalar_affine", fuse_scalar_affine},  // last: the patterns above hold scalar steps of their own
         {"remove_dead_nodes", remove_dead_nodes},
         {"mark_host_values", mark_host_values},
     };

@@ -18,6 +18,7 @@ GraphPlan plan_graph(const Model& m);
 
 void fold_conv_affine(const Model& m, GraphPlan& plan);
 void fuse_hard_swish(const Model& m, GraphPlan& plan);
+void fuse_scalar_affine(const Model& m, GraphPlan& plan);
 void fuse_silu(const Model& m, GraphPlan& plan);
 void fuse_conv_activation(const Model& m, GraphPlan& plan);
 void fuse_group_norm(const Model& m, GraphPlan& plan);

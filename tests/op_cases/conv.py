@@ -24,6 +24,11 @@ case("ConvTranspose", R(1, 2, 4, 5), W(2, 3, 2, 3), strides=[2, 2], auto_pad="SA
 case("ConvTranspose", R(1, 2, 4, 4), W(2, 3, 3, 3), strides=[2, 2], output_shape=[8, 8])
 case("ConvTranspose", R(1, 2, 4, 4), W(2, 3, 3, 3), W(3), strides=[2, 2], output_shape=[8, 7], auto_pad="SAME_UPPER")
 case("ConvTranspose", R(1, 2, 4, 5), W(2, 3, 3, 3), strides=[2, 2], output_shape=[8, 10], auto_pad="SAME_LOWER")
+# Stride equal to the kernel, no padding (FPN and U-Net upsampling): one 1x1 product, then sub-pixel placement.
+case("ConvTranspose", R(2, 5, 6, 7), W(5, 3, 2, 2), W(3), strides=[2, 2])
+case("ConvTranspose", R(1, 4, 3, 5), W(4, 2, 2, 3), strides=[2, 3], kernel_shape=[2, 3])
+case("ConvTranspose", R(1, 6, 4, 4), W(6, 1, 2, 2), W(1), strides=[2, 2], pads=[0, 0, 0, 0], output_padding=[0, 0])
+case("ConvTranspose", R(1, 4, 4, 4), W(4, 2, 2, 2), strides=[2, 2], output_padding=[1, 1])  # not sub-pixel: general path
 
 # DeformConv (19): offsets move the taps; a mask scales them.
 for g, og in ((1, 1), (2, 2)):

@@ -23,6 +23,13 @@ struct ClipParams {
 };
 ggml_tensor* clip(Ctx& ctx, ggml_tensor* x, const ClipParams& p);
 
+struct ScaleBiasParams {
+    float scale = 1, bias = 0;
+    void fields(FieldWriter& f) const { f("scale", scale); f("bias", bias); }
+};
+// x * scale + bias in one pass (a chain of scalar Mul/Div/Add/Sub steps, fused).
+ggml_tensor* scale_bias(Ctx& ctx, ggml_tensor* x, const ScaleBiasParams& p);
+
 struct ModParams {
     bool fmod = false;  // true: C fmod (sign of a); false: Python-style mod (sign of b)
     void fields(FieldWriter& f) const { f("fmod", fmod); }
