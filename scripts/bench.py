@@ -6,6 +6,8 @@ Usage: .venv-bench/bin/python scripts/bench.py [--threads 2] [--runs 10] [--filt
 Models default to every case of tests/models/manifest.json (external data regenerated from seeds);
 --model adds ONNX files with random inputs (float inputs normal, int64 inputs zeros) at their fixed shapes,
 with symbolic dims set by --dim NAME=VALUE. --sd15 DIR adds the four SD 1.5 parts at fixed benchmark shapes.
+--corpus runs (only) the real models of tests/corpus.json (scripts/fetch_corpus.py fetches them) at their listed
+shapes, and adds per model its parity against onnxruntime and the profile's share of elementwise/REPEAT/CONT time.
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ NEWEST_ORT = "1.31.1"  # the newest on PyPI when the bars were set (scripts/setu
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 from model_data import make_inputs, regenerate_external_data  # noqa: E402
+import metrics  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import fetch_corpus  # noqa: E402
 
 
 def side_by_side(cli, model, feeds, threads, runs, warmup, tmp, procs=1):
@@ -103,6 +108,110 @@ def ort_worker(model, npz, names, threads, runs, warmup):
     print(json.dumps({"median": statistics.median(times), "min": min(times), "rss_mb": rss}))
 
 
+def ort_outputs_worker(model, npz, names, threads, out):
+    """Outputs of onnxruntime with all graph optimizations and with none: the second is its own noise floor."""
+    data = np.load(npz)
+    feeds = {n: data[f"i{k}"] for k, n in enumerate(json.loads(names))}
+    res = {}
+    for tag, level in (("opt", ort.GraphOptimizationLevel.ORT_ENABLE_ALL),
+                       ("noopt", ort.GraphOptimizationLevel.ORT_DISABLE_ALL)):
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = int(threads)
+        so.graph_optimization_level = level
+        outs = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+        res.update({f"{tag}{k}": o for k, o in enumerate(outs)})
+    np.savez(out, **res)
+
+
+def parity(cli, model, feeds, threads, tmp, peak=0.0):
+    """Ours against onnxruntime on the same inputs, from one `onnx2ggml run --profile` of two runs (the second is
+    profiled warm). Returns (worst max abs error, worst max rel error, onnxruntime's own noise (max abs difference
+    between its optimized and unoptimized outputs), ok, verdict shares "elem/REPEAT/CONT" (with " cliff" when the
+    verdict warns, given the peak) or an error text)."""
+    npz, out = os.path.join(tmp, "parity_feeds.npz"), os.path.join(tmp, "parity_ort.npz")
+    np.savez(npz, **{f"i{k}": v for k, v in enumerate(feeds.values())})
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--ort-outputs", model, npz, json.dumps(list(feeds)),
+                        str(threads), out], capture_output=True, text=True)
+    if r.returncode:
+        return None, None, None, False, "onnxruntime: " + r.stderr.strip().splitlines()[-1]
+    ref = np.load(out)
+    args = [cli, "run", model, "--threads", str(threads), "--profile"]
+    for k in range(2):
+        args += (["--then"] if k else []) + [a for name in feeds for a in
+                                             ("--input", f"{name}={_npy(tmp, name, feeds[name])}")]
+        args += ["--output-dir", os.path.join(tmp, f"parity_out{k}")]
+    env = {**os.environ, "ONNX2GGML_PEAK_GFLOPS": str(peak)} if peak else None
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
+    if r.returncode:
+        return None, None, None, False, "ours: " + r.stderr.strip().splitlines()[-1]
+    paths = re.findall(r"-> (\S*parity_out1\S*\.npy)$", r.stdout, re.M)
+    worst_abs = worst_rel = noise = 0.0
+    ok = True
+    for k, p in enumerate(paths):
+        want, got, unopt = ref[f"opt{k}"], np.load(p), ref[f"noopt{k}"]
+        e = metrics.errors(want, got) if got.shape == want.shape else metrics.Errors(np.inf, np.inf, 0, 0)
+        n = metrics.errors(want, unopt).abs
+        ok &= e.rel <= 1e-4 or e.abs <= 2 * n
+        worst_abs, worst_rel, noise = max(worst_abs, e.abs), max(worst_rel, e.rel), max(noise, n)
+    ok &= len(paths) == len([k for k in ref.files if k.startswith("opt")])
+    v = re.findall(r"verdict: elementwise ([\d.]+)%, REPEAT ([\d.]+)%, CONT ([\d.]+)%", r.stdout)
+    shares = "/".join(f"{float(x):.0f}" for x in v[-1]) + "%" if v else "?"
+    if "WARNING" in r.stdout.rsplit("verdict: ", 1)[-1].splitlines()[0]:
+        shares += " cliff"
+    return worst_abs, worst_rel, noise, ok, shares
+
+
+def _npy(tmp, name, arr):
+    p = os.path.join(tmp, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
+    np.save(p, arr)
+    return p
+
+
+def corpus_feeds(entry):
+    """Inputs of a corpus model at its listed shapes; dtypes from the model. Fills: normal (float default), zeros,
+    ones, int:LOW:HIGH, const:V."""
+    m = onnx.load(fetch_corpus.model_path(entry), load_external_data=False)
+    types = {vi.name: onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type) for vi in m.graph.input}
+    rng = np.random.RandomState(0)
+    feeds = {}
+    for name, spec in entry["inputs"].items():
+        shape, dt, fill = spec["shape"], types[name], spec.get("fill", "normal")
+        if fill == "normal":
+            a = rng.randn(*shape)
+        elif fill in ("zeros", "ones"):
+            a = np.full(shape, 1 if fill == "ones" else 0)
+        elif fill.startswith("int:"):
+            lo, hi = map(int, fill[4:].split(":"))
+            a = rng.randint(lo, hi, size=shape)
+        elif fill.startswith("const:"):
+            a = np.full(shape, float(fill[6:]))
+        else:
+            raise ValueError(f"{entry['name']}: unknown fill '{fill}' for input {name}")
+        feeds[name] = np.asarray(a).astype(dt)
+    return feeds
+
+
+def corpus_jobs(filter_re):
+    jobs = []
+    for e in fetch_corpus.load_corpus(filter_re):
+        path = fetch_corpus.fetch(e, fetch_corpus.DEFAULT_DIR)
+        jobs.append((e["name"], path, lambda e=e: corpus_feeds(e), e))
+    return jobs
+
+
+def print_corpus(rows):
+    """The corpus as a Markdown table (for docs/models.md), after the timing lines."""
+    print("\n| model | exporter | category | onnx2ggml ms | onnxruntime ms | ratio | GF/s ours / ort | "
+          "max abs err | max rel err | ort noise | parity | elementwise/REPEAT/CONT |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(str(x) for x in r) + " |")
+    ratios = sorted(float(r[5]) for r in rows if r[5] not in ("", "failed"))
+    if ratios:
+        print(f"\n{len(rows)} models; ratio median {statistics.median(ratios):.2f}, worst {ratios[-1]:.2f}; "
+              f"within 1.5x: {sum(x <= 1.5 for x in ratios)}; parity ok: {sum(r[10] == 'ok' for r in rows)}")
+
+
 SD15_SHAPES = {"text_encoder": {"batch": 1, "sequence": 77},
                "unet": {"batch": 2, "height": 32, "width": 32, "sequence": 77},
                "vae_encoder": {"batch": 1, "height": 256, "width": 256},
@@ -127,6 +236,8 @@ def random_feeds(model_path, dims):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--ort-worker":
         return ort_worker(*sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "--ort-outputs":
+        return ort_outputs_worker(*sys.argv[2:])
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
     ap.add_argument("--threads", type=int, default=2)
@@ -142,7 +253,35 @@ def main():
                          "77 tokens")
     ap.add_argument("--peak", type=float, default=0.0,
                     help="this machine's fp32 peak in GFLOP/s (scripts/peak_flops.sh) to print the share reached")
+    ap.add_argument("--corpus", action="store_true",
+                    help="only the real models of tests/corpus.json (fetched into .deps/corpus when missing), with "
+                         "parity against onnxruntime and the share of elementwise/REPEAT/CONT time")
     a = ap.parse_args()
+    jobs = corpus_jobs(a.filter) if a.corpus else [j for j in collect_jobs(a) if re.search(a.filter, j[0])]
+    print(f"onnxruntime {ort.__version__} (CPU provider); threads={a.threads} runs={a.runs} warmup={a.warmup}; "
+          "times in ms (median / min); ratio = ours / onnxruntime; rss = peak RSS of each runtime's own process")
+    if ort.__version__ != NEWEST_ORT:
+        print(f"note: the issue's bars are against onnxruntime {NEWEST_ORT}: scripts/setup.sh --with-bench, then "
+              f"run this with .venv-bench/bin/python")
+    print("GFLOP: dense conv/matmul/attention work per run (direct-convolution count, from onnx2ggml bench); "
+          "GF/s and % of peak at the median")
+    if a.corpus:
+        print("parity: max abs / max rel error (abs / max |ref|) of ours against onnxruntime (all optimizations); "
+              "ok when rel <= 1e-4 or abs <= 2x onnxruntime's own noise (optimized vs unoptimized)")
+    print(f"{'model':36} {'ours':>17} {'onnxruntime':>17} {'ratio':>6} {'GFLOP':>8} {'ours GF/s':>9} "
+          f"{'ort GF/s':>9}  note")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, path, feeds_fn, entry in jobs:
+            row = bench_one(a, label, path, feeds_fn(), entry, tmp)
+            if row:
+                rows.append(row)
+    if a.corpus:
+        print_corpus(rows)
+
+
+def collect_jobs(a):
+    """(label, path, feeds function, None) for the manifest's cases, --model files and --sd15 parts."""
     dims = {k: int(v) for k, v in (d.split("=") for d in a.dim)}
     jobs = []
     manifest = json.load(open(os.path.join(REPO, "tests/models/manifest.json")))
@@ -152,39 +291,44 @@ def main():
             path = regenerate_external_data(path, os.path.join(REPO, "build/model_data", e["name"]))
         for ci, case in enumerate(e["cases"]):
             label = e["name"] + " " + "/".join("x".join(map(str, v)) for v in case.values())
-            jobs.append((label, path, lambda e=e, case=case, ci=ci: make_inputs(e, case, ci)))
+            jobs.append((label, path, lambda e=e, case=case, ci=ci: make_inputs(e, case, ci), None))
     for p in a.model:
-        jobs.append((os.path.basename(p), p, lambda p=p: random_feeds(p, dims)))
+        jobs.append((os.path.basename(p), p, lambda p=p: random_feeds(p, dims), None))
     if a.sd15:
         for part, d in SD15_SHAPES.items():
             p = os.path.join(a.sd15, part + ".onnx")
-            jobs.append((f"sd15 {part}", p, lambda p=p, d=d: random_feeds(p, d)))
-    jobs = [j for j in jobs if re.search(a.filter, j[0])]
-    print(f"onnxruntime {ort.__version__} (CPU provider); threads={a.threads} runs={a.runs} warmup={a.warmup}; "
-          "times in ms (median / min); ratio = ours / onnxruntime; rss = peak RSS of each runtime's own process")
-    if ort.__version__ != NEWEST_ORT:
-        print(f"note: the issue's bars are against onnxruntime {NEWEST_ORT}: scripts/setup.sh --with-bench, then "
-              f"run this with .venv-bench/bin/python")
-    print("GFLOP: dense conv/matmul/attention work per run (direct-convolution count, from onnx2ggml bench); "
-          "GF/s and % of peak at the median")
-    print(f"{'model':36} {'ours':>17} {'onnxruntime':>17} {'ratio':>6} {'GFLOP':>8} {'ours GF/s':>9} "
-          f"{'ort GF/s':>9}  note")
-    with tempfile.TemporaryDirectory() as tmp:
-        for label, path, feeds_fn in jobs:
-            feeds = feeds_fn()
-            (om, on, note), (rm, rn, ort_note) = side_by_side(a.cli, path, feeds, a.threads, a.runs, a.warmup,
-                                                               tmp, a.procs)
-            note = f"{note}; {ort_note}"
-            if om is None:
-                print(f"{label:36} {'failed':>17} {rm:8.2f} /{rn:7.2f} {'':>6}  {note}")
-                continue
-            gf = ours_once.gflop
-            share = ""
-            if a.peak and gf:
-                share = f"  peak share: ours {100 * gf / (om / 1e3) / a.peak:.0f}%, ort {100 * gf / (rm / 1e3) / a.peak:.0f}%"
-            print(f"{label:36} {om:8.2f} /{on:7.2f} {rm:8.2f} /{rn:7.2f} {om / rm:6.2f} {gf:8.2f} "
-                  f"{gf / (om / 1e3):9.1f} {gf / (rm / 1e3):9.1f}  {note}{share}")
+            jobs.append((f"sd15 {part}", p, lambda p=p, d=d: random_feeds(p, d), None))
+    return jobs
 
+
+def bench_one(a, label, path, feeds, entry, tmp):
+    """Times one model and prints its line; for a corpus entry, also its parity. Returns the corpus table row."""
+    (om, on, note), (rm, rn, ort_note) = side_by_side(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp, a.procs)
+    note = f"{note}; {ort_note}"
+    par = parity(a.cli, path, feeds, a.threads, tmp, a.peak) if entry else None
+    if par:
+        ab, rel, noise, ok, shares = par
+        note = (f"parity {'ok' if ok else 'FAILED'}: abs {ab:.1e} rel {rel:.1e} ort noise {noise:.1e}; "
+                f"elem/REPEAT/CONT {shares}; " if ab is not None else f"parity FAILED: {shares}; ") + note
+    row = None
+    if entry:
+        exp = entry["producer"]
+        row = [label, exp, entry["category"], "failed" if om is None else f"{om:.2f}", f"{rm:.2f}",
+               "failed" if om is None else f"{om / rm:.2f}", "", "", "", "", "FAILED", ""]
+        if par[0] is not None:
+            row[7:12] = [f"{par[0]:.1e}", f"{par[1]:.1e}", f"{par[2]:.1e}", "ok" if par[3] else "FAILED", par[4]]
+    if om is None:
+        print(f"{label:36} {'failed':>17} {rm:8.2f} /{rn:7.2f} {'':>6}  {note}")
+        return row
+    gf = ours_once.gflop
+    share = ""
+    if a.peak and gf:
+        share = f"  peak share: ours {100 * gf / (om / 1e3) / a.peak:.0f}%, ort {100 * gf / (rm / 1e3) / a.peak:.0f}%"
+    print(f"{label:36} {om:8.2f} /{on:7.2f} {rm:8.2f} /{rn:7.2f} {om / rm:6.2f} {gf:8.2f} "
+          f"{gf / (om / 1e3):9.1f} {gf / (rm / 1e3):9.1f}  {note}{share}", flush=True)
+    if row:
+        row[6] = f"{gf / (om / 1e3):.1f} / {gf / (rm / 1e3):.1f}" if gf else "-"
+    return row
 
 if __name__ == "__main__":
     main()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -105,6 +106,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             ok &= batch_invariant(a.cli, hw, tmp)
     ok &= prepared_at_open(a.cli)
+    ok &= profile_verdict(a.cli)
     return 0 if ok else 1
 
 
@@ -180,6 +182,54 @@ def prepared_at_open(cli: str) -> bool:
                 ok &= good
                 print(f"{'OK  ' if good else 'FAIL'} MatMul/Gemm weights made at open ({weights}), run {k} "
                       f"rows {f.shape[0]}: weights transformed {made} bytes (want 0), rel err {rel:.2e}")
+    return ok
+
+
+
+# ---- the cliff detector of `bench --profile` ----
+# Its last line gives the share of elementwise/REPEAT/CONT time and warns when the run is below 25% of the machine's
+# peak while those dominate (issue 32): a chain of per-channel broadcast ops must warn, a MatMul chain must not.
+
+def verdict_model(matmul: bool):
+    rng = np.random.default_rng(5)
+    if matmul:
+        inits = [numpy_helper.from_array(rng.standard_normal((384, 384)).astype(np.float32) / 20, f"w{i}")
+                 for i in range(3)]
+        nodes = [helper.make_node("MatMul", [["x", "y0", "y1"][i], f"w{i}"], [f"y{i}"]) for i in range(3)]
+        shape = [256, 384]
+    else:  # the first operand broadcast too, as exporters write `bias - x`
+        c = rng.standard_normal((32, 1, 1)).astype(np.float32)
+        inits = [numpy_helper.from_array(c + 2, "s"), numpy_helper.from_array(c, "b")]
+        nodes = [helper.make_node("Sub", ["b", "x"], ["y0"]), helper.make_node("Mul", ["y0", "s"], ["y1"]),
+                 helper.make_node("Div", ["y1", "s"], ["y2"])]
+        shape = [2, 32, 96, 96]
+    g = helper.make_graph(nodes, "verdict", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y2", TensorProto.FLOAT, shape)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), shape
+
+
+def profile_verdict(cli: str) -> bool:
+    ok = True
+    env = {k: v for k, v in os.environ.items() if k != "ONNX2GGML_PEAK_GFLOPS"}
+    # (matmul model, peak, whether the warning must appear): a huge peak puts the MatMul chain below 25% too, so
+    # only the share of elementwise time keeps it quiet; no peak gives the shares without a judgement.
+    for matmul, peak, want in ((False, "200", True), (True, "1e6", False), (False, None, False)):
+        with tempfile.TemporaryDirectory() as tmp:
+            m, shape = verdict_model(matmul)
+            path, x = os.path.join(tmp, "m.onnx"), os.path.join(tmp, "x.npy")
+            onnx.save(m, path)
+            np.save(x, np.random.default_rng(6).standard_normal(shape).astype(np.float32))
+            args = [cli, "bench", path, "--input", f"x={x}", "--threads", "2", "--runs", "2", "--warmup", "0",
+                    "--profile"] + (["--peak", peak] if peak else [])
+            r = subprocess.run(args, capture_output=True, text=True, env=env)
+            line = next((ln for ln in r.stdout.splitlines() if ln.startswith("verdict: ")), "")
+            shares = [float(v) for v in re.findall(r"([\d.]+)%", line)[:3]]
+            warned = "WARNING" in line
+            good = r.returncode == 0 and len(shares) == 3 and warned == want
+            good &= (sum(shares) >= 50) == (not matmul) and (peak is not None or "peak unknown" in line)
+            ok &= good
+            print(f"{'OK  ' if good else 'FAIL'} bench --profile verdict, {'MatMul' if matmul else 'broadcast'} "
+                  f"chain, peak {peak}: warning {warned} (want {want}): {line or r.stderr.strip()}")
     return ok
 
 

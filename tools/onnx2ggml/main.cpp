@@ -47,7 +47,7 @@ const char* kUsage =
     "                [--new-shape [NAME=]FILE.npy ...]   (then times a graph build for these inputs' shapes)\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
     "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--max-memory SIZE]\n"
-    "                [--progress]\n"
+    "                [--progress] [--peak GFLOPS]   (with --profile: warns below 25% of this peak)\n"
     "  (a model of 1 GB or more shows its loading on a terminal; --progress shows it anyway)\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
@@ -148,6 +148,53 @@ void print_profile(const Session& s) {
     print("time per ggml op", by_op, 40);
 }
 
+// ggml ops that read and write each element once: ggml's own, our broadcasting arithmetic ("CUSTOM:add_bcast"
+// ...), and the MAP_CUSTOM unary/binary/where kernels (LRN is the one MAP_CUSTOM1 that is not, and rare).
+bool is_elementwise(const std::string& op) {
+    static const std::set<std::string> ops = {
+        "ADD", "ADD1", "SUB", "MUL", "DIV", "SQR", "SQRT", "LOG", "SIN", "COS", "SCALE", "CLAMP", "LEAKY_RELU",
+        "ABS", "SGN", "NEG", "STEP", "TANH", "ELU", "RELU", "SIGMOID", "GELU", "GELU_QUICK", "SILU", "HARDSWISH",
+        "HARDSIGMOID", "EXP", "EXPM1", "SOFTPLUS", "GELU_ERF", "XIELU", "FLOOR", "CEIL", "ROUND", "TRUNC",
+        "REGLU", "GEGLU", "SWIGLU", "GEGLU_ERF", "GEGLU_QUICK", "MAP_CUSTOM1", "MAP_CUSTOM2", "MAP_CUSTOM3",
+        "CUSTOM:gelu_erf"};
+    const std::string bcast = "_bcast";
+    return ops.count(op) || (op.rfind("CUSTOM:", 0) == 0 && op.size() > bcast.size() &&
+                             op.compare(op.size() - bcast.size(), bcast.size(), bcast) == 0);
+}
+
+// The cliff detector: one line after the profile. A model far below the machine's peak whose time goes to
+// elementwise passes, to broadcasts materialized by REPEAT or to CONT copies is most likely missing a fusion or a
+// broadcast path rather than short of compute. ms is the run time the GFLOP/s are taken at; peak 0 = unknown.
+void print_verdict(const Session& s, double gflop, double ms, double peak) {
+    double total = 0, elem = 0, repeat = 0, cont = 0;
+    for (auto& e : s.profile()) {
+        total += e.ms;
+        if (is_elementwise(e.ggml_op)) elem += e.ms;
+        else if (e.ggml_op == "REPEAT") repeat += e.ms;
+        else if (e.ggml_op == "CONT") cont += e.ms;
+    }
+    if (total <= 0) return;
+    const double pct_e = 100 * elem / total, pct_r = 100 * repeat / total, pct_c = 100 * cont / total;
+    const double gfs = ms > 0 ? gflop / (ms / 1e3) : 0, cliff = pct_e + pct_r + pct_c;
+    printf("verdict: elementwise %.1f%%, REPEAT %.1f%%, CONT %.1f%% of the profiled time; %.1f GFLOP/s", pct_e, pct_r,
+           pct_c, gfs);
+    if (peak <= 0) {
+        printf(", peak unknown (--peak GFLOPS or ONNX2GGML_PEAK_GFLOPS, from scripts/peak_flops.sh)\n");
+        return;
+    }
+    printf(" = %.1f%% of peak %.0f", 100 * gfs / peak, peak);
+    if (gfs < 0.25 * peak && cliff >= 50)
+        printf("; WARNING: below 25%% of peak while elementwise/REPEAT/CONT take %.0f%% of the time: a fusion or a "
+               "broadcast path is likely missing (compare with onnxruntime: scripts/bench.py)", cliff);
+    printf("\n");
+}
+
+// The machine's fp32 peak in GFLOP/s from ONNX2GGML_PEAK_GFLOPS (0: unknown).
+double env_peak() {
+    const char* p = getenv("ONNX2GGML_PEAK_GFLOPS");
+    return p ? std::atof(p) : 0;
+}
+
 // Peak resident set of this process (VmHWM; getrusage's maxrss survives exec and can report the parent's).
 long peak_rss_kb() {
     std::ifstream f("/proc/self/status");
@@ -235,6 +282,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     std::vector<std::pair<std::string, std::string>> inputs, new_inputs;
     SessionOptions opts = default_options();
     int runs = 10, warmup = 2;
+    double peak = env_peak();
     for (size_t i = 0; i < args.size(); i++) {
         const std::string& a = args[i];
         auto next = [&]() -> std::string {
@@ -246,6 +294,7 @@ int cmd_bench(const std::vector<std::string>& args) {
         else if (session_option(a, next, opts)) {}
         else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
         else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
+        else if (a == "--peak") peak = std::atof(next().c_str());
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
@@ -286,7 +335,10 @@ int cmd_bench(const std::vector<std::string>& args) {
     printf("work: %.2f GFLOP per run (dense conv/matmul/attention), %.1f GFLOP/s at the median\n", first.gflop,
            first.gflop / (median / 1e3));
     printf("peak RSS: %.1f MB\n", double(peak_rss_kb()) / 1024.0);
-    if (opts.profile) print_profile(*session);
+    if (opts.profile) {
+        print_profile(*session);
+        print_verdict(*session, first.gflop, median, peak);
+    }
     printf("median_ms=%.3f min_ms=%.3f\n", median, sorted.front());
     return 0;
 }
@@ -369,7 +421,10 @@ int cmd_run(const std::vector<std::string>& args) {
                    path.c_str());
         }
         const RunStats& s = session->stats();
-        if (opts.profile) print_profile(*session);
+        if (opts.profile) {
+            print_profile(*session);
+            print_verdict(*session, s.gflop, s.compute_ms, env_peak());
+        }
         if (!stats_path.empty()) {
             std::ofstream f(stats_path);
             f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
