@@ -105,17 +105,19 @@ def hard_swish(form, as_node=False, hi=6.0, opset=13):
 
 
 def hard_swish_cases():
-    one = {"HARDSWISH": 1, "CLAMP": None, "CUSTOM:div_bcast": None, "CUSTOM:add_bcast": None}
+    one = {"CUSTOM:hard_swish": 1, "CLAMP": None, "CUSTOM:div_bcast": None, "CUSTOM:add_bcast": None}
     return [
-        ("fuse_hard_swish: x * HardSigmoid(x, alpha 1/6) becomes ggml's hardswish", hard_swish("hardsigmoid"), 1, one, {}),
-        ("fuse_hard_swish: x * HardSigmoid(x) (alpha 0.2): one fused node, scale and clamp",
-         hard_swish("hardsigmoid_default"), 1, {"HARDSWISH": None, "CLAMP": 1}, {}),
+        ("fuse_hard_swish: x * HardSigmoid(x, alpha 1/6) becomes one hard-swish pass", hard_swish("hardsigmoid"), 1, one, {}),
+        ("fuse_hard_swish: x * HardSigmoid(x) (alpha 0.2): one fused pass",
+         hard_swish("hardsigmoid_default"), 1, {"CUSTOM:hard_swish": 1, "CLAMP": None}, {}),
+        ("fuse_hard_swish: --portable takes ggml's hardswish", hard_swish("div"), 1, {"HARDSWISH": 1},
+         {"ARGS": "--portable"}),
         ("fuse_hard_swish: x * (Clip(3 + x, 0, 6) / 6), Constant-node constants", hard_swish("div", True), 1, one, {}),
         ("fuse_hard_swish: x * (1/6 * Clip(3 + x, 0, 6)), initializers", hard_swish("mul"), 1, one, {}),
         ("fuse_hard_swish: (x * Clip(3 + x, 0, 6)) / 6 (torch), Clip attributes (opset 10)",
          hard_swish("torch", True, opset=10), 1, one, {}),
         ("fuse_hard_swish: Clip(x + 3, 0, 5) / 6 does not reach 1: no fusion", hard_swish("div", hi=5.0), 4,
-         {"HARDSWISH": None}, {}),
+         {"CUSTOM:hard_swish": None, "HARDSWISH": None}, {}),
     ]
 
 

@@ -1,4 +1,4 @@
-// Elementwise arithmetic with numpy broadcasting of either operand, in one pass: ggml broadcasts only its second
+// Elementwise passes ggml has no fast form of. Arithmetic with numpy broadcasting of either operand, in one pass: ggml broadcasts only its second
 // operand (the first would be materialized by ggml_repeat), and for a second operand broadcast along ne0 (a
 // scalar, a per-channel [1, 1, C, 1]) it calls its row kernel once per element. Built with native flags.
 #include "kernels/broadcast.h"
@@ -96,7 +96,30 @@ const char* label(ArithK k) {
     return "bcast";
 }
 
+struct HardSwishParams { float alpha, beta; };
+
+// x * clamp(alpha x + beta, 0, 1); ONNX's 1/6, 1/2 as (x + 3) / 6, the bits of relu6(x + 3) / 6 written out.
+void hard_swish_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const HardSwishParams p = *static_cast<const HardSwishParams*>(ud);
+    const float* __restrict x = static_cast<const float*>(dst->src[0]->data);
+    float* __restrict y = static_cast<float*>(dst->data);
+    const WorkSpan s = work_span(ggml_nelements(dst), ith, nth);
+    if (p.alpha == 1.0f / 6.0f && p.beta == 0.5f) {
+        for (int64_t i = s.b; i < s.e; i++) y[i] = x[i] * std::min(1.0f, std::max(0.0f, (x[i] + 3.0f) / 6.0f));
+        return;
+    }
+    for (int64_t i = s.b; i < s.e; i++) y[i] = x[i] * std::min(1.0f, std::max(0.0f, p.alpha * x[i] + p.beta));
+}
+
 }  // namespace
+
+ggml_tensor* hard_swish_cpu(Ctx& ctx, ggml_tensor* x, float alpha, float beta) {
+    ggml_tensor* args[1] = {cont(ctx, x)};
+    ggml_tensor* y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 1,
+                                    hard_swish_kernel, GGML_N_TASKS_MAX, keep_params(HardSwishParams{alpha, beta}));
+    ctx.label(y, "hard_swish");
+    return y;
+}
 
 ggml_tensor* broadcast_arith(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ArithK k) {
     int64_t ne[4];

@@ -1,6 +1,7 @@
 // Op library: activations (see include/onnx2ggml/ops/activation.h).
 #include <cmath>
 
+#include "kernels/broadcast.h"
 #include "kernels/custom.h"
 #include "kernels/gelu.h"
 #include "onnx2ggml/ops.h"
@@ -29,8 +30,10 @@ ggml_tensor* hard_sigmoid(Ctx& ctx, ggml_tensor* x, const HardSigmoidParams& p) 
 }
 
 ggml_tensor* hard_swish(Ctx& ctx, ggml_tensor* x, const HardSigmoidParams& p) {
+    const bool onnx_form = std::fabs(p.alpha - 1.0f / 6.0f) < 1e-7f && p.beta == 0.5f;
+    if (ctx.cpu && x->type == GGML_TYPE_F32) return hard_swish_cpu(ctx, x, onnx_form ? 1.0f / 6.0f : p.alpha, p.beta);
     // ggml's hardswish is x * clamp((x + 3) / 6, 0, 1): the usual 1/6, 1/2 in one pass.
-    if (std::fabs(p.alpha - 1.0f / 6.0f) < 1e-7f && p.beta == 0.5f) return ggml_hardswish(ctx, x);
+    if (onnx_form) return ggml_hardswish(ctx, x);
     return ggml_mul(ctx, x, hard_sigmoid(ctx, x, p));
 }
 

@@ -16,7 +16,7 @@ void lower_Relu(Lower& L) { out_same(L, O2G_CALL(L, ggml_relu, L.t(0))); }
 void lower_Sigmoid(Lower& L) { out_same(L, O2G_CALL(L, ggml_sigmoid, L.t(0))); }
 void lower_SiLU(Lower& L) { out_same(L, O2G_CALL(L, ggml_silu, L.t(0))); }
 void lower_Tanh(Lower& L) { out_same(L, O2G_CALL(L, ggml_tanh, L.t(0))); }
-void lower_HardSwish(Lower& L) { out_same(L, O2G_CALL(L, ggml_hardswish, L.t(0))); }
+void lower_HardSwish(Lower& L) { out_same(L, O2G_CALL(L, o2g::hard_swish, L.t(0), o2g::HardSigmoidParams{1.0f / 6.0f, 0.5f})); }
 void lower_Softsign(Lower& L) { out_same(L, O2G_CALL(L, o2g::softsign, L.t(0))); }
 void lower_Softplus(Lower& L) { out_same(L, O2G_CALL(L, o2g::softplus, L.t(0))); }
 void lower_Mish(Lower& L) { out_same(L, O2G_CALL(L, o2g::mish, L.t(0))); }

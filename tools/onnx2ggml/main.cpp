@@ -156,7 +156,7 @@ bool is_elementwise(const std::string& op) {
         "ABS", "SGN", "NEG", "STEP", "TANH", "ELU", "RELU", "SIGMOID", "GELU", "GELU_QUICK", "SILU", "HARDSWISH",
         "HARDSIGMOID", "EXP", "EXPM1", "SOFTPLUS", "GELU_ERF", "XIELU", "FLOOR", "CEIL", "ROUND", "TRUNC",
         "REGLU", "GEGLU", "SWIGLU", "GEGLU_ERF", "GEGLU_QUICK", "MAP_CUSTOM1", "MAP_CUSTOM2", "MAP_CUSTOM3",
-        "CUSTOM:gelu_erf"};
+        "CUSTOM:gelu_erf", "CUSTOM:hard_swish"};
     const std::string bcast = "_bcast";
     return ops.count(op) || (op.rfind("CUSTOM:", 0) == 0 && op.size() > bcast.size() &&
                              op.compare(op.size() - bcast.size(), bcast.size(), bcast) == 0);
