@@ -18,7 +18,10 @@ inline float arith(float a, float b) {
     if constexpr (K == ArithK::Add) return a + b;
     else if constexpr (K == ArithK::Sub) return a - b;
     else if constexpr (K == ArithK::Mul) return a * b;
-    else return a / b;
+    else if constexpr (K == ArithK::Div) return a / b;
+    else if (a != a || b != b) return a + b;  // Max and Min propagate NaN (ONNX), as a + b does
+    else if constexpr (K == ArithK::Max) return a > b ? a : b;
+    else return a < b ? a : b;
 }
 
 // One output row of n: a and b each either a full row (step 1) or one value repeated (step 0).
@@ -83,6 +86,8 @@ void kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
         case ArithK::Sub: return run<ArithK::Sub>(dst, a, b, ith, nth);
         case ArithK::Mul: return run<ArithK::Mul>(dst, a, b, ith, nth);
         case ArithK::Div: return run<ArithK::Div>(dst, a, b, ith, nth);
+        case ArithK::Max: return run<ArithK::Max>(dst, a, b, ith, nth);
+        case ArithK::Min: return run<ArithK::Min>(dst, a, b, ith, nth);
     }
 }
 
@@ -92,6 +97,8 @@ const char* label(ArithK k) {
         case ArithK::Sub: return "sub_bcast";
         case ArithK::Mul: return "mul_bcast";
         case ArithK::Div: return "div_bcast";
+        case ArithK::Max: return "max_bcast";
+        case ArithK::Min: return "min_bcast";
     }
     return "bcast";
 }

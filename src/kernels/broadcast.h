@@ -5,7 +5,7 @@
 
 namespace o2g {
 
-enum class ArithK { Add, Sub, Mul, Div };
+enum class ArithK { Add, Sub, Mul, Div, Max, Min };
 
 // a op b over their numpy broadcast (ggml dims, modulo tiling); F32 operands.
 ggml_tensor* broadcast_arith(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ArithK k);

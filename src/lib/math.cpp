@@ -55,8 +55,15 @@ ggml_tensor* mod(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const ModParams& p) {
     return custom_binary(ctx, a, b, p.fmod ? BinaryK::Fmod : BinaryK::Mod);
 }
 
-ggml_tensor* maximum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Max); }
-ggml_tensor* minimum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Min); }
+// On the CPU one broadcasting pass (custom_binary would materialize both operands at the common shape).
+ggml_tensor* maximum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
+    if (ctx.cpu && a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32) return broadcast_arith(ctx, a, b, ArithK::Max);
+    return custom_binary(ctx, a, b, BinaryK::Max);
+}
+ggml_tensor* minimum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
+    if (ctx.cpu && a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32) return broadcast_arith(ctx, a, b, ArithK::Min);
+    return custom_binary(ctx, a, b, BinaryK::Min);
+}
 
 ggml_tensor* erf(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Erf); }
 ggml_tensor* tan(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Tan); }

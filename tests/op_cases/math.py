@@ -33,6 +33,11 @@ for op in ("Sum", "Mean", "Max", "Min"):
     case(op, R(3, 4), R(3, 4))
     case(op, R(5))  # one input: itself
 case("Max", R(3, 4, dtype="int64", lo=-50, hi=50), R(4, dtype="int64", lo=-50, hi=50))
+for op in ("Max", "Min"):  # NaN either side propagates; a scalar or per-channel first operand (one CPU pass)
+    case(op, V([[1.0, float("nan"), -2.0], [float("nan"), 0.5, 3.0]], "float32"), V([0.0, 1.0, float("nan")], "float32"),
+         off_cpu="the portable select where(a > b, a, b) drops a NaN first operand")
+    case(op, W(1), R(2, 6, 5, 7))
+    case(op, R(1, 6, 1, 1), R(2, 6, 5, 7))
 case("Sum", R(1, 4), R(3, 1), R(3, 4), R(1, 1))
 
 ties = dict(lo=-2, hi=3)
