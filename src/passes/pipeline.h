@@ -1,5 +1,7 @@
 // Graph passes: named steps run in order over a model, filling a GraphPlan.
 #pragma once
+#include <map>
+#include <string>
 #include <vector>
 
 #include "ir/ir.h"
@@ -15,6 +17,15 @@ struct Pass {
 // The pipeline, in order.
 const std::vector<Pass>& pipeline();
 GraphPlan plan_graph(const Model& m);
+
+// Fusions that fired (internal node kinds, GroupNorm+SiLU apart from GroupNorm), the model's own fused-kind ops,
+// and live nodes of kinds a fusion absorbs (Softmax outside an attention, ...), each with a count.
+struct FusionReport {
+    std::map<std::string, int> fused, native, unfused;
+};
+FusionReport fusion_report(const Model& m, const GraphPlan& plan);
+// Why a node of this kind in FusionReport::unfused is listed ("not in an attention").
+std::string fusion_note(const std::string& op);
 
 void fold_conv_batchnorm(const Model& m, GraphPlan& plan);
 void fuse_silu(const Model& m, GraphPlan& plan);
