@@ -667,6 +667,28 @@ def reduced_weight_cases():
              conv3x3(1, 8, 48, 48, 16, [1, 1, 1, 1]), 1, {w4: 1}, {}, {"weights": "f16", "tol": 1e-5, "size": 1.0})]
 
 
+def fixture_fusions(cli):
+    """Issue 26's acceptance point: tests/models/vae_decoder_custom.onnx (an SD-style VAE decoder with its own
+    GroupNorm and attention modules, exported by torch) fuses every GroupNorm and both attentions, as `run --stats`
+    and `info` report, and matches onnxruntime. Returns the number of failures."""
+    path = os.path.join(REPO, "tests", "models", "vae_decoder_custom.onnx")
+    want = {"GroupNorm": 2, "GroupNorm+SiLU": 5, "Attention": 2}
+    feeds = {"latent": np.random.RandomState(11).randn(2, 4, 6, 10).astype(np.float32)}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            stats, rel = run(cli, onnx.load(path), feeds, tmp)
+        except RuntimeError as e:
+            print(f"FAIL vae_decoder_custom fusions: {str(e).strip().splitlines()[-1]}")
+            return 1
+    info = subprocess.run([cli, "info", path], capture_output=True, text=True).stdout
+    fused = {k: v for k, v in stats.get("fusions", {}).items() if k in want}
+    info_ok = all(f"{k} x{v}" in info for k, v in want.items()) and "left unfused: none" in info
+    ok = fused == want and not stats.get("unfused") and rel <= 1e-5 and info_ok
+    print(f"{'OK  ' if ok else 'FAIL'} vae_decoder_custom: fusions {fused} (want {want}), unfused "
+          f"{stats.get('unfused')}, info lines {'match' if info_ok else 'DIFFER'}, rel err {rel:.2e}")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
@@ -840,6 +862,8 @@ def main():
         print(f"{'OK  ' if ok else 'FAIL'} {label}: {stats['nodes']} node(s) ran (want {want_nodes}), rel err {rel:.2e}"
               + (f" (tol {tol:g})" if tol != 1e-5 else "") + size_note
               + (f"; ggml ops: {', '.join(bad_ops)}" if bad_ops else ""))
+    if a.filter in "vae_decoder_custom fusions":
+        failures += fixture_fusions(a.cli)
     print("pass tests: " + ("all passed" if not failures else f"{failures} FAILED"))
     return 1 if failures else 0
 
