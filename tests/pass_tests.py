@@ -249,6 +249,15 @@ def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax
                   helper.make_node("Div", ["sm", "div"], ["ss"]),
                   helper.make_node("Softmax", ["ss"], ["p"], axis=softmax_axis),
                   helper.make_node("MatMul", ["p", "vt"], ["o"])]
+    elif form.startswith("where"):  # "where": fill -inf; "where_finite": fill -1e4, not a mask's equal
+        shapes = {"q": [B, T, C], "k": [B, S, C], "v": [B, S, C], "keep": [T, S]}
+        const("div", np.array(np.sqrt(C), np.float32))
+        const("fill", np.array(-1e4 if form == "where_finite" else -np.inf, np.float32))
+        nodes += [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+                  helper.make_node("MatMul", ["q", "kt"], ["sc"]), helper.make_node("Div", ["sc", "div"], ["ss"]),
+                  helper.make_node("Where", ["keep", "ss", "fill"], ["sw"]),
+                  helper.make_node("Softmax", ["sw"], ["p"], axis=softmax_axis),
+                  helper.make_node("MatMul", ["p", "v"], ["o"])]
     else:
         shapes = {"q": [B * H, T, D], "k": [B * H, S, D], "v": [B * H, S, D]}
         const("s", np.array(D ** -0.25, np.float32))
@@ -257,8 +266,12 @@ def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax
                   helper.make_node("MatMul", ["qs", "kt"], ["sc"]),
                   helper.make_node("Softmax", ["sc"], ["p"], axis=softmax_axis),
                   helper.make_node("MatMul", ["p", "v"], ["o"])]
-    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, sh) for n, sh in shapes.items()]
+    ins = [helper.make_tensor_value_info(n, TensorProto.BOOL if n == "keep" else TensorProto.FLOAT, sh)
+           for n, sh in shapes.items()]
     feeds = {n: rng.randn(*sh).astype(np.float32) for n, sh in shapes.items()}
+    if "keep" in feeds:  # every query keeps at least one key (a row of -inf alone is NaN either way)
+        feeds["keep"] = rng.rand(T, S) < 0.7
+        feeds["keep"][:, 0] = True
     if "mask" in feeds:
         feeds["mask"] = (rng.rand(*shapes["mask"]) < 0.3).astype(np.float32) * -30
     g = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)], inits)
@@ -742,6 +755,10 @@ def main():
               attention_forms("two_step_k"), 2, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL_MAT": None}, {}),
              ("fuse_attention: [B*H, T, D] heads, Q and K each * D**-0.25", attention_forms("bh_qk"), 1,
               {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL": None}, {}),
+             ("fuse_attention: boolean mask through Where(keep, S, -inf): one kernel, mask Where(keep, 0, -inf)",
+              attention_forms("where"), 3, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL_MAT": None}, {}),
+             ("fuse_attention: Where with a finite fill (-1e4, not an additive mask's equal): no fusion",
+              attention_forms("where_finite"), 6, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
              ("fuse_attention: [B*H, T, D] heads on the ggml path", attention_forms("bh_qk"), 1,
               {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {"ONNX2GGML_GGML_ATTENTION": "1"}),
              ("fuse_attention: Softmax over the queries (axis 1), not the keys: no fusion",

@@ -122,14 +122,12 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         const Node* sm = ok ? mt.single(p_in, sm_i) : nullptr;
         if (!sm || sm->op_type != "Softmax") continue;
         mt.dead.push_back(sm_i);
-        const int r = f.rank(sm->inputs[0]);
-        if (r != 3 && r != 4) continue;
-        const int64_t axis = sm->get_int("axis", m.opset("") >= 13 ? -1 : 1);
-        if (axis != -1 && axis != r - 1) continue;
         // The scores: scalar scales and one mask Add, in any order, down to the Q K^T product.
         std::string s_in = sm->inputs[0], mask;
         const Node* after_mask = nullptr;  // the one scale applied after the mask
         std::vector<const Node*> pending;  // scales met (walking back) before the mask's Add
+        const Node* where = nullptr;       // a boolean mask applied by Where (the scores its input where_side)
+        int where_side = 0;
         int s_i = -1;
         for (int hops = 0; hops < 8 && ok; hops++) {
             int i;
@@ -154,12 +152,27 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
                     s_in = n->inputs[size_t(side)], mask = n->inputs[size_t(1 - side)];
                     if (!pending.empty()) after_mask = pending[0];
                 }
+            } else if (n->op_type == "Where" && mask.empty() && pending.empty() && n->inputs.size() == 3) {
+                // Where(c, S, fill) with fill -inf or the float minimum: the additive mask Where(c, 0, fill) gives
+                // the same probabilities (a finite fill would not: S + fill is not fill)
+                int side = -1;
+                for (int k = 1; k <= 2 && side < 0; k++)
+                    if (scalar_constant(u, n->inputs[size_t(k)], c) && c <= -1e30f) side = 3 - k;
+                if (side < 0) ok = false;
+                else s_in = n->inputs[size_t(side)], where = n, where_side = side, mask = "#where";
             } else ok = false;
             if (!ok || s_i >= 0) break;
             mt.dead.push_back(i);
         }
         if (!ok || s_i < 0) continue;
         const Node& s = plan.node(m, s_i);
+        // The product's rank; a mask must not broadcast the scores to a higher one (unknown: only up to 4, the
+        // kernel's own limit, which it checks).
+        const std::string& mask_of = where ? where->inputs[0] : mask;
+        const int r = f.rank(s.outputs[0]), mask_rank = mask.empty() ? 0 : f.rank(mask_of);
+        if ((r != 3 && r != 4) || mask_rank > r || (mask_rank < 0 && r != 4)) continue;
+        const int64_t axis = sm->get_int("axis", m.opset("") >= 13 ? -1 : 1);
+        if (axis != -1 && axis != r - 1) continue;
         mt.dead.push_back(s_i);
         std::string q = s.inputs[0], k = s.inputs[1], v = o.inputs[1], sq, sk;
         std::vector<int64_t> rq = r == 4 ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 1, 2};
@@ -190,6 +203,28 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         view(q, rq, "q");
         view(k, rk, "k");
         view(v, rv, "v");
+        if (where) {
+            Node zero, add;
+            zero.op_type = "Constant";
+            zero.name = where->name + "/zero";
+            zero.outputs = {o.outputs[0] + "#zero"};
+            Attribute v;
+            v.name = "value";
+            v.type = AttrType::TENSOR;
+            static const float kZero = 0.f;
+            v.t = std::make_shared<TensorData>();
+            v.t->dtype = DType::FLOAT;
+            v.t->data = reinterpret_cast<const uint8_t*>(&kZero);
+            v.t->nbytes = sizeof kZero;
+            zero.attrs = {v};
+            add = *where;
+            add.name += "/mask";
+            add.outputs = {o.outputs[0] + "#mask"};
+            add.inputs[size_t(where_side)] = zero.outputs[0];
+            added[idx].push_back(zero);
+            added[idx].push_back(add);
+            mask = add.outputs[0];
+        }
         if (after_mask) {  // softmax(c (S + M)) = softmax(c S + c M)
             std::string x;
             float c;

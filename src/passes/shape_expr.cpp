@@ -14,7 +14,7 @@ const std::set<std::string>& same_rank_ops() {
         "CumSum", "Dropout", "Elu", "Erf", "Exp", "Floor", "Gelu", "GroupNormalization", "HardSigmoid", "HardSwish",
         "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "LpNormalization",
         "MaxPool", "Mish", "Neg", "Pad", "PRelu", "Reciprocal", "Relu", "Resize", "RMSNormalization", "Round",
-        "Selu", "Sigmoid", "Sin", "Softmax", "Softplus", "Softsign", "Sqrt", "Swish", "Tanh", "Upsample",
+        "Not", "IsNaN", "IsInf", "Sign", "Selu", "Sigmoid", "Sin", "Slice", "Softmax", "Tile", "Trilu", "Softplus", "Softsign", "Sqrt", "Swish", "Tanh", "Upsample",
         "onnx2ggml.SiLU", "onnx2ggml.Swish", "onnx2ggml.Gelu", "onnx2ggml.GroupNorm", "onnx2ggml.ConvClamp"};
     return s;
 }
@@ -22,7 +22,8 @@ const std::set<std::string>& same_rank_ops() {
 // Elementwise ops with broadcasting: the output has the largest input rank.
 const std::set<std::string>& broadcast_ops() {
     static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where", "Mod",
-                                            "Equal", "Less", "Greater", "And", "Or", "Sum", "Mean"};
+                                            "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
+                                            "Xor", "Sum", "Mean", "BitShift"};
     return s;
 }
 
@@ -88,8 +89,15 @@ int ShapeFacts::rank_uncached(const std::string& v) {
         std::vector<SymInt> t;
         return ints(n.inputs[1], t) ? int(t.size()) : -1;
     }
-    if (op == "Shape") return 1;
+    if (op == "Shape" || op == "Range" || op == "NonZero") return op == "NonZero" ? 2 : 1;
     if (op == "Size") return 0;
+    if (op == "ConstantOfShape" || op == "Expand") {
+        std::vector<SymInt> t;
+        if (!ints(n.inputs.back(), t)) return -1;
+        if (op == "ConstantOfShape") return int(t.size());
+        const int ri = rank(n.inputs[0]);
+        return ri < 0 ? -1 : std::max(ri, int(t.size()));
+    }
     if (op == "Gather" && n.inputs.size() == 2) {
         const int rd = rank(n.inputs[0]), ri = rank(n.inputs[1]);
         return rd >= 1 && ri >= 0 ? rd - 1 + ri : -1;
@@ -174,7 +182,11 @@ bool ShapeFacts::ints(const std::string& v, std::vector<SymInt>& out) {
     if (op == "Gather" && n.inputs.size() == 2 && n.get_int("axis", 0) == 0) {
         std::vector<SymInt> data;
         std::vector<int64_t> idx;
-        if (!ints(n.inputs[0], data) || !read_ints(g.constant(n.inputs[1]), idx)) return false;
+        if (!read_ints(g.constant(n.inputs[1]), idx)) return false;
+        if (!ints(n.inputs[0], data)) {  // elements unknown, their count is not (a Reshape's rank needs only that)
+            out.assign(idx.size(), SymInt{0, "?", -1});
+            return true;
+        }
         for (int64_t i : idx) {
             if (i < 0) i += int64_t(data.size());
             if (i < 0 || i >= int64_t(data.size())) return false;
