@@ -278,6 +278,50 @@ def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
 
 
+def norm_decomposed(kind="layer", const_nodes=False, axes=(-1,), square="pow", inv="div", opset=13):
+    """LayerNorm (kind "layer") or RMSNorm ("rms") written out in elementwise ops, over `axes` of x [2, 5, 6, 24]:
+    ReduceMean, Sub, square (Pow 2 or Mul), ReduceMean, Add eps, Sqrt, Div (or Mul by Reciprocal), Mul gamma
+    (LayerNorm: Add beta). Weights as initializers or Constant nodes; axes as an attribute (opset < 18) or input."""
+    rng = np.random.RandomState(12)
+    shape = [2, 5, 6, 24]
+    nshape = [shape[a] for a in axes if a < 0] if all(a < 0 for a in axes) else [1]
+    consts = {"gamma": (rng.rand(*nshape) + 0.5).astype(np.float32), "beta": rng.randn(*nshape).astype(np.float32),
+              "two": np.array(2, np.float32), "eps": np.array(1e-5, np.float32)}
+    inits, nodes = [], []
+    for k, v in consts.items():
+        if const_nodes:
+            nodes.append(helper.make_node("Constant", [], [k], value=numpy_helper.from_array(v, k)))
+        else:
+            inits.append(numpy_helper.from_array(v, k))
+
+    def mean(i, o):
+        if opset >= 18:
+            inits.append(numpy_helper.from_array(np.array(axes, np.int64), o + "_axes"))
+            return helper.make_node("ReduceMean", [i, o + "_axes"], [o])
+        return helper.make_node("ReduceMean", [i], [o], axes=list(axes))
+    num = "x"
+    if kind == "layer":
+        nodes += [mean("x", "mu"), helper.make_node("Sub", ["x", "mu"], ["d"])]
+        num = "d"
+    nodes.append(helper.make_node("Pow", [num, "two"], ["sq"]) if square == "pow"
+                 else helper.make_node("Mul", [num, num], ["sq"]))
+    nodes += [mean("sq", "var"), helper.make_node("Add", ["var", "eps"], ["ve"]),
+              helper.make_node("Sqrt", ["ve"], ["sd"])]
+    if inv == "div":
+        nodes.append(helper.make_node("Div", [num, "sd"], ["n"]))
+    else:
+        nodes += [helper.make_node("Reciprocal", ["sd"], ["rs"]), helper.make_node("Mul", [num, "rs"], ["n"])]
+    nodes.append(helper.make_node("Mul", ["n", "gamma"], ["y"]))
+    out = "y"
+    if kind == "layer":
+        nodes.append(helper.make_node("Add", ["y", "beta"], ["z"]))
+        out = "z"
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
+    x = (rng.randn(*shape) * 2 + 0.5).astype(np.float32)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9), {"x": x}
+
+
 def attention23(rank=4, mask=True, causal=False, B=2, T=37, S=45, H=2, D=24):
     """ONNX Attention-23: [B, H, T, D] heads, or [B, T, H*D] with the head counts; an additive float mask."""
     rng = np.random.RandomState(10)
@@ -763,6 +807,17 @@ def main():
               {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {"ONNX2GGML_GGML_ATTENTION": "1"}),
              ("fuse_attention: Softmax over the queries (axis 1), not the keys: no fusion",
               attention_forms("rank3_div", softmax_axis=1), 5, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
+             ("fuse_layer_norm: decomposed LayerNorm (Pow, Div) becomes one ggml_norm", norm_decomposed(), 1,
+              {"NORM": 1, "SQRT": None, "DIV": None, "SUB": None, "MEAN": None}, {}),
+             ("fuse_layer_norm: LayerNorm over the last two axes, Mul(d, d), weights as Constant nodes, opset 18",
+              norm_decomposed(const_nodes=True, axes=(-2, -1), square="mul", opset=18), 3, {"NORM": 1, "SQRT": None},
+              {}),
+             ("fuse_layer_norm: decomposed RMSNorm (Pow, Div) becomes one ggml_rms_norm", norm_decomposed("rms"), 1,
+              {"RMS_NORM": 1, "SQRT": None, "DIV": None}, {}),
+             ("fuse_layer_norm: RMSNorm by Mul(x, Reciprocal), Constant weights",
+              norm_decomposed("rms", const_nodes=True, inv="recip"), 2, {"RMS_NORM": 1, "SQRT": None}, {}),
+             ("fuse_layer_norm: normalized over axis 1 (not the last axes): no fusion", norm_decomposed(axes=(1,)), 9,
+              {"NORM": None}, {}),
              ("Attention-23 [B, H, T, D] with a float mask: the fused kernel", attention23(), 1,
               {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
              ("Attention-23 [B, T, H*D] with head counts: the fused kernel", attention23(rank=3, mask=False), 1,

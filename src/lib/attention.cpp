@@ -214,7 +214,9 @@ ggml_tensor* attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
             hq = ggml_permute(ctx, q, 0, 2, 1, 3), hk = ggml_permute(ctx, k, 0, 2, 1, 3);
             hv = ggml_permute(ctx, v, 0, 2, 1, 3);
         }
-        if (hq && hq->ne[1] == hk->ne[1]) {
+        auto fits = [&](int d, int64_t n) { return !mask || mask->ne[d] == n || mask->ne[d] == 1; };
+        if (hq && hq->ne[1] == hk->ne[1] && fits(0, hk->ne[2]) && fits(1, hq->ne[2]) && fits(2, hq->ne[1]) &&
+            fits(3, hq->ne[3])) {
             FusedAttentionParams fp;
             fp.scale = p.scale != 0.0f ? p.scale : float(1.0 / std::sqrt(double(hq->ne[0])));
             ggml_tensor* y = fused_attention(ctx, hq, hk, hv, nullptr, nullptr, mask, fp);  // [Dv, S, H, B]

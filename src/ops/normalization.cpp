@@ -1,6 +1,6 @@
 // Normalization ops: BatchNormalization (1-15, rank 1-5), InstanceNormalization (1-22), GroupNormalization (18, 21),
 // LayerNormalization (17), RMSNormalization (23), LpNormalization (1-22), MeanVarianceNormalization (9, 13), LRN
-// (1, 13), and onnx2ggml.GroupNorm (fuse_group_norm).
+// (1, 13), and onnx2ggml.GroupNorm (fuse_group_norm), onnx2ggml.LayerNorm and onnx2ggml.RMSNorm (fuse_layer_norm).
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -139,6 +139,8 @@ void lower_LRN(Lower& L) {
 const std::vector<OpDef>& normalization_ops() {
     static const std::vector<OpDef> t = {
         {.op = "onnx2ggml.GroupNorm", .since = 1, .ggml = lower_GroupNormFused, .math = true},  // fuse_group_norm
+        {.op = "onnx2ggml.LayerNorm", .since = 1, .ggml = lower_LayerNormalization, .math = true},  // fuse_layer_norm
+        {.op = "onnx2ggml.RMSNorm", .since = 1, .ggml = lower_RMSNormalization, .math = true},      // fuse_layer_norm
         {.op = "RMSNormalization", .since = 23, .ggml = lower_RMSNormalization, .math = true},
         {.op = "LpNormalization", .since = 1, .ggml = lower_LpNormalization, .math = true},
         {.op = "MeanVarianceNormalization", .since = 9, .ggml = lower_MeanVarianceNormalization, .math = true},

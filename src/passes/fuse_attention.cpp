@@ -4,7 +4,8 @@
 // where Qh [B, H, Tq, D] and Vh [B, H, Tk, Dv] (or [B', T, D]) and Kt [B, H, D, Tk] (or [B', D, Tk]) are reached
 // through any chain of Transposes (composed: K transposed in one step or two) and scalar Mul/Div (on Q, on K or on
 // the scores, before or after the mask Add). Constant scales become the node's `scale`; other Mul operands ride in
-// sq/sk (torch's sqrt(1/sqrt(d)) from the shape). A scale after the mask scales the mask too (a new Mul/Div node).
+// sq/sk (torch's sqrt(1/sqrt(d)) from the shape). A scale after the mask scales the mask too (a new Mul/Div node);
+// a boolean mask through Where(c, S, -inf) becomes the additive Where(c, 0, -inf).
 // Where a composed transpose is not the one the kernel reads, one Transpose node is added; the head transposes
 // otherwise become views, the scales move into the softmax, and no score matrix is written on the CPU.
 #include <map>
@@ -14,6 +15,14 @@
 namespace onnx2ggml {
 
 namespace {
+
+struct Scores {
+    int product = -1;                   // the Q K^T MatMul
+    std::string mask;                   // an additive mask, or a Where's condition
+    const Node* after_mask = nullptr;   // the one scale applied after the mask
+    const Node* where = nullptr;        // the Where applying a boolean mask; the scores its input where_side
+    int where_side = 0;
+};
 
 struct Match {
     GraphIndex& u;
@@ -43,6 +52,49 @@ struct Match {
                 x = n.inputs[size_t(1 - side)];
                 return true;
             }
+        return false;
+    }
+    // The scores before the softmax: scalar scales and one mask (an Add, or a Where with fill -inf or the float
+    // minimum), in any order, down to the Q K^T product.
+    bool scores(std::string s_in, Scores& sc) {
+        std::vector<const Node*> pending;  // scales met (walking back) before the mask
+        for (int hops = 0; hops < 8; hops++) {
+            int i;
+            const Node* n = single(s_in, i);
+            std::string x;
+            float c;
+            if (!n) return false;
+            if (n->op_type == "MatMul") {
+                sc.product = i;
+                return true;
+            }
+            if (const_factor(*n, x, c)) {
+                if (sc.mask.empty()) pending.push_back(n);
+                scale *= c;
+                s_in = x;
+            } else if (n->op_type == "Add" && sc.mask.empty() && n->inputs.size() == 2 && pending.size() <= 1) {
+                int side = -1;
+                for (int k = 0; k < 2 && side < 0; k++) {
+                    auto p = u.producer.find(n->inputs[size_t(k)]);
+                    const std::string op = p == u.producer.end() ? "" : u.plan.node(u.m, p->second).op_type;
+                    if (op == "MatMul" || op == "Mul" || op == "Div") side = k;
+                }
+                if (side < 0) return false;
+                s_in = n->inputs[size_t(side)], sc.mask = n->inputs[size_t(1 - side)];
+                if (!pending.empty()) sc.after_mask = pending[0];
+            } else if (n->op_type == "Where" && sc.mask.empty() && pending.empty() && n->inputs.size() == 3) {
+                // Where(c, S, fill): the additive mask Where(c, 0, fill) gives the same probabilities when the fill
+                // is -inf or the float minimum (for a finite fill S + fill is not fill)
+                for (int k = 1; k <= 2 && !sc.where; k++)
+                    if (scalar_constant(u, n->inputs[size_t(k)], c) && c <= -1e30f)
+                        sc.where = n, sc.where_side = 3 - k, sc.mask = n->inputs[0];
+                if (!sc.where) return false;
+                s_in = n->inputs[size_t(sc.where_side)];
+            } else {
+                return false;
+            }
+            dead.push_back(i);
+        }
         return false;
     }
     // Walks from v back through Transposes and scalar scales. wanted = transpose(v, r) is what the kernel reads;
@@ -85,6 +137,48 @@ struct Match {
     }
 };
 
+// The additive mask the kernel reads: a boolean one made additive (Where(c, 0, fill)), and a scale applied
+// after the mask applied to it as well (softmax(c (S + M)) = softmax(c S + c M)); new nodes go to `added`.
+std::string mask_nodes(Match& mt, const Scores& sc, const std::string& out, std::vector<Node>& added) {
+    std::string mask = sc.mask;
+    if (sc.where) {
+        static const float kZero = 0.f;
+        Node zero;
+        zero.op_type = "Constant";
+        zero.name = sc.where->name + "/zero";
+        zero.outputs = {out + "#zero"};
+        Attribute v;
+        v.name = "value";
+        v.type = AttrType::TENSOR;
+        v.t = std::make_shared<TensorData>();
+        v.t->name = zero.outputs[0];
+        v.t->dtype = DType::FLOAT;
+        v.t->data = reinterpret_cast<const uint8_t*>(&kZero);
+        v.t->nbytes = sizeof kZero;
+        zero.attrs = {v};
+        Node w = *sc.where;
+        w.name += "/mask";
+        w.outputs = {out + "#mask"};
+        w.inputs[size_t(sc.where_side)] = zero.outputs[0];
+        added.push_back(zero);
+        added.push_back(w);
+        mask = w.outputs[0];
+    }
+    if (sc.after_mask) {
+        std::string x;
+        float c;
+        mt.const_factor(*sc.after_mask, x, c);
+        Node t;
+        t.op_type = sc.after_mask->op_type;
+        t.name = sc.after_mask->name + "/mask";
+        t.inputs = {mask, sc.after_mask->inputs[0] == x ? sc.after_mask->inputs[1] : sc.after_mask->inputs[0]};
+        t.outputs = {out + "#mask_scaled"};
+        added.push_back(t);
+        mask = t.outputs[0];
+    }
+    return mask;
+}
+
 bool identity(const std::vector<int64_t>& p) {
     for (size_t i = 0; i < p.size(); i++)
         if (p[i] != int64_t(i)) return false;
@@ -122,54 +216,14 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         const Node* sm = ok ? mt.single(p_in, sm_i) : nullptr;
         if (!sm || sm->op_type != "Softmax") continue;
         mt.dead.push_back(sm_i);
-        // The scores: scalar scales and one mask Add, in any order, down to the Q K^T product.
-        std::string s_in = sm->inputs[0], mask;
-        const Node* after_mask = nullptr;  // the one scale applied after the mask
-        std::vector<const Node*> pending;  // scales met (walking back) before the mask's Add
-        const Node* where = nullptr;       // a boolean mask applied by Where (the scores its input where_side)
-        int where_side = 0;
-        int s_i = -1;
-        for (int hops = 0; hops < 8 && ok; hops++) {
-            int i;
-            const Node* n = mt.single(s_in, i);
-            std::string x;
-            float c;
-            if (!n) ok = false;
-            else if (n->op_type == "MatMul") s_i = i;
-            else if (mt.const_factor(*n, x, c)) {
-                if (mask.empty()) pending.push_back(n);
-                mt.scale *= c;
-                s_in = x;
-            } else if (n->op_type == "Add" && mask.empty() && n->inputs.size() == 2) {
-                int side = -1;
-                for (int k = 0; k < 2 && side < 0; k++) {
-                    auto p = u.producer.find(n->inputs[size_t(k)]);
-                    const std::string op = p == u.producer.end() ? "" : plan.node(m, p->second).op_type;
-                    if (op == "MatMul" || op == "Mul" || op == "Div") side = k;
-                }
-                if (side < 0 || pending.size() > 1) ok = false;
-                else {
-                    s_in = n->inputs[size_t(side)], mask = n->inputs[size_t(1 - side)];
-                    if (!pending.empty()) after_mask = pending[0];
-                }
-            } else if (n->op_type == "Where" && mask.empty() && pending.empty() && n->inputs.size() == 3) {
-                // Where(c, S, fill) with fill -inf or the float minimum: the additive mask Where(c, 0, fill) gives
-                // the same probabilities (a finite fill would not: S + fill is not fill)
-                int side = -1;
-                for (int k = 1; k <= 2 && side < 0; k++)
-                    if (scalar_constant(u, n->inputs[size_t(k)], c) && c <= -1e30f) side = 3 - k;
-                if (side < 0) ok = false;
-                else s_in = n->inputs[size_t(side)], where = n, where_side = side, mask = "#where";
-            } else ok = false;
-            if (!ok || s_i >= 0) break;
-            mt.dead.push_back(i);
-        }
-        if (!ok || s_i < 0) continue;
+        Scores sc;
+        if (!mt.scores(sm->inputs[0], sc)) continue;
+        const int s_i = sc.product;
+        std::string mask = sc.mask;
         const Node& s = plan.node(m, s_i);
         // The product's rank; a mask must not broadcast the scores to a higher one (unknown: only up to 4, the
         // kernel's own limit, which it checks).
-        const std::string& mask_of = where ? where->inputs[0] : mask;
-        const int r = f.rank(s.outputs[0]), mask_rank = mask.empty() ? 0 : f.rank(mask_of);
+        const int r = f.rank(s.outputs[0]), mask_rank = mask.empty() ? 0 : f.rank(mask);
         if ((r != 3 && r != 4) || mask_rank > r || (mask_rank < 0 && r != 4)) continue;
         const int64_t axis = sm->get_int("axis", m.opset("") >= 13 ? -1 : 1);
         if (axis != -1 && axis != r - 1) continue;
@@ -203,40 +257,7 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         view(q, rq, "q");
         view(k, rk, "k");
         view(v, rv, "v");
-        if (where) {
-            Node zero, add;
-            zero.op_type = "Constant";
-            zero.name = where->name + "/zero";
-            zero.outputs = {o.outputs[0] + "#zero"};
-            Attribute v;
-            v.name = "value";
-            v.type = AttrType::TENSOR;
-            static const float kZero = 0.f;
-            v.t = std::make_shared<TensorData>();
-            v.t->dtype = DType::FLOAT;
-            v.t->data = reinterpret_cast<const uint8_t*>(&kZero);
-            v.t->nbytes = sizeof kZero;
-            zero.attrs = {v};
-            add = *where;
-            add.name += "/mask";
-            add.outputs = {o.outputs[0] + "#mask"};
-            add.inputs[size_t(where_side)] = zero.outputs[0];
-            added[idx].push_back(zero);
-            added[idx].push_back(add);
-            mask = add.outputs[0];
-        }
-        if (after_mask) {  // softmax(c (S + M)) = softmax(c S + c M)
-            std::string x;
-            float c;
-            mt.const_factor(*after_mask, x, c);
-            Node t;
-            t.op_type = after_mask->op_type;
-            t.name = after_mask->name + "/mask";
-            t.inputs = {mask, after_mask->inputs[0] == x ? after_mask->inputs[1] : after_mask->inputs[0]};
-            t.outputs = {o.outputs[0] + "#mask"};
-            added[idx].push_back(t);
-            mask = t.outputs[0];
-        }
+        if (!mask.empty()) mask = mask_nodes(mt, sc, o.outputs[0], added[idx]);
         fused.inputs = {q, k, v, sq, sk};
         if (!mask.empty()) fused.inputs.push_back(mask);
         if (to_float) fused.attrs.push_back(int_attr("to_float", 1));

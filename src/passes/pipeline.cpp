@@ -10,6 +10,7 @@ const std::vector<Pass>& pipeline() {
         {"fuse_group_norm", fuse_group_norm},
         {"fuse_attention", fuse_attention},
         {"fuse_gelu", fuse_gelu},
+        {"fuse_layer_norm", fuse_layer_norm},
         {"fuse_matmul_bias", fuse_matmul_bias},
         {"remove_dead_nodes", remove_dead_nodes},
         {"mark_host_values", mark_host_values},

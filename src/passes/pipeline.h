@@ -33,6 +33,7 @@ void fuse_conv_activation(const Model& m, GraphPlan& plan);
 void fuse_group_norm(const Model& m, GraphPlan& plan);
 void fuse_attention(const Model& m, GraphPlan& plan);
 void fuse_gelu(const Model& m, GraphPlan& plan);
+void fuse_layer_norm(const Model& m, GraphPlan& plan);
 void fuse_matmul_bias(const Model& m, GraphPlan& plan);
 void remove_dead_nodes(const Model& m, GraphPlan& plan);
 void mark_host_values(const Model& m, GraphPlan& plan);

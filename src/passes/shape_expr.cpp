@@ -15,7 +15,8 @@ const std::set<std::string>& same_rank_ops() {
         "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "LpNormalization",
         "MaxPool", "Mish", "Neg", "Pad", "PRelu", "Reciprocal", "Relu", "Resize", "RMSNormalization", "Round",
         "Not", "IsNaN", "IsInf", "Sign", "Selu", "Sigmoid", "Sin", "Slice", "Softmax", "Tile", "Trilu", "Softplus", "Softsign", "Sqrt", "Swish", "Tanh", "Upsample",
-        "onnx2ggml.SiLU", "onnx2ggml.Swish", "onnx2ggml.Gelu", "onnx2ggml.GroupNorm", "onnx2ggml.ConvClamp"};
+        "onnx2ggml.SiLU", "onnx2ggml.Swish", "onnx2ggml.Gelu", "onnx2ggml.GroupNorm", "onnx2ggml.ConvClamp",
+        "onnx2ggml.LayerNorm", "onnx2ggml.RMSNorm"};
     return s;
 }
 
