@@ -45,6 +45,12 @@ bool read_ints(const TensorData* t, std::vector<int64_t>& out) {
 
 }  // namespace
 
+ShapeFacts::ShapeFacts(GraphIndex& g) : g(g) {
+    for (int idx : g.plan.live_nodes)
+        for (const std::string& o : g.plan.node(g.m, idx).outputs)
+            if (!o.empty()) rank(o);
+}
+
 const ValueInfo* ShapeFacts::declared(const std::string& v) const {
     for (auto* list : {&g.m.graph.inputs, &g.m.graph.value_info, &g.m.graph.outputs})
         for (const ValueInfo& vi : *list)

@@ -22,7 +22,8 @@ struct SymInt {
 
 class ShapeFacts {
 public:
-    explicit ShapeFacts(GraphIndex& g) : g(g) {}
+    // Ranks of all live values are derived here, in graph order, so no lookup recurses through the whole graph.
+    explicit ShapeFacts(GraphIndex& g);
     // Rank of v, or -1 when no rule derives it.
     int rank(const std::string& v);
     // The int64/int32 vector (a scalar as one element) v holds; false where it cannot be evaluated.
