@@ -437,6 +437,35 @@ def gelu(div_form: bool, half=0.5):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
 
 
+def gelu_tanh(form="pow", const_nodes=False, kappa=0.044715):
+    """The tanh GELU written out: 0.5 x (1 + Tanh(sqrt(2/pi) (x + kappa x^3))). form "pow": Pow(x, 3), product
+    (0.5 x)(1 + t) (HF's NewGELU); "mul": Mul(x, Mul(x, x)), product 0.5 (x (1 + t)) (torch's own export)."""
+    rng = np.random.RandomState(13)
+    consts = {"c": np.array(np.sqrt(2 / np.pi), np.float32), "k": np.array(kappa, np.float32),
+              "three": np.array(3, np.float32), "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)}
+    inits, nodes = [], []
+    for name, v in consts.items():
+        if const_nodes:
+            nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(v, name)))
+        else:
+            inits.append(numpy_helper.from_array(v, name))
+    if form == "pow":
+        nodes.append(helper.make_node("Pow", ["x", "three"], ["x3"]))
+    else:
+        nodes += [helper.make_node("Mul", ["x", "x"], ["x2"]), helper.make_node("Mul", ["x", "x2"], ["x3"])]
+    nodes += [helper.make_node("Mul", ["k", "x3"], ["kx3"]), helper.make_node("Add", ["x", "kx3"], ["in"]),
+              helper.make_node("Mul", ["in", "c"], ["ci"]), helper.make_node("Tanh", ["ci"], ["t"]),
+              helper.make_node("Add", ["t", "one"], ["a"])]
+    if form == "pow":
+        nodes += [helper.make_node("Mul", ["half", "x"], ["hx"]), helper.make_node("Mul", ["hx", "a"], ["y"])]
+    else:
+        nodes += [helper.make_node("Mul", ["x", "a"], ["xa"]), helper.make_node("Mul", ["half", "xa"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 37, 61])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return (helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9),
+            {"x": (rng.randn(2, 37, 61) * 3).astype(np.float32)})
+
+
 def matmul(K):
     rng = np.random.RandomState(5)
     g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
@@ -854,6 +883,12 @@ def main():
               {"ARGS": "--portable"}),
              ("fuse_gelu: scale 0.25 is not GELU: no fusion", gelu(True, 0.25), 5,
               {"GELU_ERF": None, "CUSTOM:gelu_erf": None}, {}),
+             ("fuse_gelu: tanh GELU, Pow(x, 3), (0.5 x)(1 + t), becomes one node", gelu_tanh(), 1,
+              {"TANH": 1, "POW": None}, {}),
+             ("fuse_gelu: tanh GELU, Mul(x, Mul(x, x)), 0.5 (x (1 + t)), Constant-node weights",
+              gelu_tanh("mul", const_nodes=True), 1, {"TANH": 1}, {}),
+             ("fuse_gelu: tanh form with kappa 0.05 (not GELU's): no fusion", gelu_tanh(kappa=0.05), 8,
+              {"TANH": 1}, {}),
              ("matmul K=40: shared dim padded to 48 for the CPU sgemm", matmul(40), 1, {"CUSTOM:pad_rows": 2, "MUL_MAT": 1}, {}),
              ("matmul K=64: no padding", matmul(64), 1, {"CUSTOM:pad_rows": None}, {}),
              ("conv path: Winograd F(4,3) chosen for a 48x48 output, its 36 products made with their forms "
