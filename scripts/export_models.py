@@ -12,7 +12,7 @@ uses the committed graphs. Two kinds of fixtures:
   to external data ("<name>.onnx.data") and only the graph is committed; the data file
   is regenerated from seeds by tests/model_data.py at test time.
 * tiny hand-written models (small_cnn, transformer_block, vae_decoder_like,
-  clip_text_like): weights from a fixed torch seed, embedded in the .onnx.
+  vae_decoder_custom, clip_text_like): weights from a fixed torch seed, embedded in the .onnx.
 
 Everything is deterministic for a fixed torch/onnx version.
 """
@@ -141,6 +141,89 @@ class VaeDecoderLike(nn.Module):
         return self.conv_out(F.silu(self.norm_out(h)))
 
 
+class OwnGroupNorm(nn.Module):
+    """A model's own GroupNorm (not nn.GroupNorm): both reshape targets come from x.shape, so the export builds
+    them through Shape/Gather/Unsqueeze/Concat rather than a constant and Shape(x)."""
+
+    def __init__(self, groups, ch, eps=1e-6, affine=True):
+        super().__init__()
+        self.groups, self.eps = groups, eps
+        self.weight = nn.Parameter(torch.rand(ch) * 0.8 + 0.6) if affine else None
+        self.bias = nn.Parameter(torch.rand(ch) * 0.4 - 0.2) if affine else None
+        self.register_buffer("ones", torch.ones(groups))  # the export needs the per-group count spelled out
+        self.register_buffer("zeros", torch.zeros(groups))
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        y = F.instance_norm(x.reshape(b, self.groups, -1), weight=self.ones, bias=self.zeros, eps=self.eps)
+        y = y.reshape(b, c, h, w)
+        if self.weight is None:
+            return y
+        return y * self.weight.view(1, -1, 1, 1) + self.bias.view(1, -1, 1, 1)
+
+
+class OwnAttention(nn.Module):
+    """Multi-head self-attention over H*W tokens written out by hand. heads4: [B, H, T, D] heads, scores divided by
+    sqrt(d), K transposed twice; otherwise [B*H, T, D] heads (bmm), Q and K each multiplied by d**-0.25."""
+
+    def __init__(self, ch, groups, heads, heads4):
+        super().__init__()
+        self.norm = OwnGroupNorm(groups, ch)
+        self.qkv = nn.ModuleList(nn.Linear(ch, ch) for _ in range(3))
+        self.proj = nn.Linear(ch, ch)
+        self.heads, self.heads4 = heads, heads4
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        n, H, d = h * w, self.heads, c // self.heads
+        t = self.norm(x).reshape(b, c, n).transpose(1, 2)
+        q, k, v = (lin(t).reshape(b, n, H, d) for lin in self.qkv)  # [b, n, H, d]
+        if self.heads4:
+            kt = k.transpose(1, 2).transpose(2, 3)  # [b, H, d, n]
+            att = torch.softmax(q.transpose(1, 2) @ kt / math.sqrt(d), dim=-1)
+            o = (att @ v.transpose(1, 2)).transpose(1, 2).reshape(b, n, c)
+        else:
+            s = d ** -0.25
+            q, k, v = (z.transpose(1, 2).reshape(b * H, n, d) for z in (q, k, v))
+            att = torch.softmax(torch.bmm(q * s, (k * s).transpose(1, 2)), dim=-1)
+            o = torch.bmm(att, v).reshape(b, H, n, d).transpose(1, 2).reshape(b, n, c)
+        return x + self.proj(o).transpose(1, 2).reshape(b, c, h, w)
+
+
+class OwnResnetBlock(nn.Module):
+    def __init__(self, ch, groups, affine2=True):
+        super().__init__()
+        self.norm1 = OwnGroupNorm(groups, ch)
+        self.conv1 = nn.Conv2d(ch, ch, 3, padding=1)
+        self.norm2 = OwnGroupNorm(groups, ch, affine=affine2)
+        self.conv2 = nn.Conv2d(ch, ch, 3, padding=1)
+
+    def forward(self, x):
+        h = self.conv1(F.silu(self.norm1(x)))
+        return x + self.conv2(F.silu(self.norm2(h)))
+
+
+class VaeDecoderCustom(nn.Module):
+    """An SD-style VAE decoder from another model definition: its own GroupNorm and attention modules (issue 26:
+    every GroupNorm and attention must fuse whatever nodes the export spells them with)."""
+
+    def __init__(self, latent=4, ch=32, groups=8, out_ch=3):
+        super().__init__()
+        self.conv_in = nn.Conv2d(latent, ch, 3, padding=1)
+        self.res1 = OwnResnetBlock(ch, groups)
+        self.attn1 = OwnAttention(ch, groups, heads=2, heads4=True)
+        self.attn2 = OwnAttention(ch, groups, heads=2, heads4=False)
+        self.res2 = OwnResnetBlock(ch, groups, affine2=False)
+        self.up_conv = nn.Conv2d(ch, ch, 3, padding=1)
+        self.norm_out = OwnGroupNorm(groups, ch)
+        self.conv_out = nn.Conv2d(ch, out_ch, 3, padding=1)
+
+    def forward(self, z):
+        h = self.res2(self.attn2(self.attn1(self.res1(self.conv_in(z)))))
+        h = self.up_conv(F.interpolate(h, scale_factor=2.0, mode="nearest"))
+        return self.conv_out(F.silu(self.norm_out(h)))
+
+
 def quick_gelu(x):
     return x * torch.sigmoid(1.702 * x)
 
@@ -252,6 +335,12 @@ SPECS = [
          dynamic_axes={"latent": {0: "batch", 2: "height", 3: "width"},
                        "sample": {0: "batch", 2: "out_height", 3: "out_width"}},
          cases=[{"latent": [1, 4, 8, 8]}, {"latent": [1, 4, 12, 16]}]),
+    dict(name="vae_decoder_custom", build=VaeDecoderCustom, opset=17, external=False, training="eval",
+         inputs=[{"name": "latent", "dtype": "float32", "distribution": "normal"}], outputs=["sample"],
+         example={"latent": [1, 4, 8, 8]},
+         dynamic_axes={"latent": {0: "batch", 2: "height", 3: "width"},
+                       "sample": {0: "batch", 2: "out_height", 3: "out_width"}},
+         cases=[{"latent": [1, 4, 8, 8]}, {"latent": [2, 4, 6, 10]}]),
     dict(name="clip_text_like", build=ClipTextLike, opset=17, external=False, training="eval",
          inputs=[{"name": "input_ids", "dtype": "int64", "range": [0, 999], "last_value": 999}],
          outputs=["last_hidden_state", "pooled_output"],

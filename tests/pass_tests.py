@@ -3,7 +3,7 @@
 numbers must stay within the fp32 bar against onnxruntime (max relative error 1e-5). Each pass also has a case
 where it must not fire.
 
-Usage: .venv/bin/python tests/pass_tests.py [--cli build/onnx2ggml]
+Usage: .venv/bin/python tests/pass_tests.py [--cli build/onnx2ggml] [--filter TEXT]
 """
 from __future__ import annotations
 
@@ -148,6 +148,205 @@ def group_norm(silu_after: bool, gamma_shape=(16, 1, 1), hw=(12, 10)):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
 
 
+def shape_of(x, axes, prefix, consts=()):
+    """Nodes building Concat(Unsqueeze(Gather(Shape(x), a)) for a in axes, with constant pieces spliced in
+    (consts: (position, values)); as torch exports a reshape target read from x.shape. Returns (nodes, name)."""
+    nodes, parts = [], []
+    for i, a in enumerate(axes):
+        nodes += [helper.make_node("Shape", [x], [f"{prefix}s{i}"]),
+                  helper.make_node("Constant", [], [f"{prefix}i{i}"],
+                                   value=numpy_helper.from_array(np.array(a, np.int64))),
+                  helper.make_node("Gather", [f"{prefix}s{i}", f"{prefix}i{i}"], [f"{prefix}g{i}"], axis=0),
+                  helper.make_node("Constant", [], [f"{prefix}ax{i}"],
+                                   value=numpy_helper.from_array(np.array([0], np.int64))),
+                  helper.make_node("Unsqueeze", [f"{prefix}g{i}", f"{prefix}ax{i}"], [f"{prefix}u{i}"])]
+        parts.append(f"{prefix}u{i}")
+    for pos, vals in consts:
+        nodes.append(helper.make_node("Constant", [], [f"{prefix}c{pos}"],
+                                      value=numpy_helper.from_array(np.array(vals, np.int64))))
+        parts.insert(pos, f"{prefix}c{pos}")
+    nodes.append(helper.make_node("Concat", parts, [prefix + "shape"], axis=0))
+    return nodes, prefix + "shape"
+
+
+def group_norm_own(affine=True, silu_after=True, const_nodes=False, back_axes=(0, 1, 2, 3), hw=(12, 10)):
+    """A model's own GroupNorm: both reshape targets built from x.shape through Shape/Gather/Unsqueeze/Concat
+    ([N, G, -1], then [N, C, H, W]); weights as initializers or as Constant nodes; optionally no affine."""
+    rng = np.random.RandomState(7)
+    C, G = 16, 4
+    consts = {"ones": np.ones(G, np.float32), "zeros": np.zeros(G, np.float32),
+              "gamma": rng.randn(1, C, 1, 1).astype(np.float32), "beta": rng.randn(1, C, 1, 1).astype(np.float32)}
+    inits, nodes = [], []
+    for k, v in consts.items():
+        if const_nodes:
+            nodes.append(helper.make_node("Constant", [], [k], value=numpy_helper.from_array(v, k)))
+        else:
+            inits.append(numpy_helper.from_array(v, k))
+    n1, t1 = shape_of("x", [0], "a", [(1, [G]), (2, [-1])])
+    n2, t2 = shape_of("x", list(back_axes), "b")
+    nodes += n1 + n2 + [helper.make_node("Reshape", ["x", t1], ["r"]),
+                        helper.make_node("InstanceNormalization", ["r", "ones", "zeros"], ["n"], epsilon=1e-6),
+                        helper.make_node("Reshape", ["n", t2], ["r2"])]
+    out = "r2"
+    if affine:
+        nodes += [helper.make_node("Mul", ["r2", "gamma"], ["m"]), helper.make_node("Add", ["m", "beta"], ["a"])]
+        out = "a"
+    if silu_after:
+        nodes += [helper.make_node("Sigmoid", [out], ["s"]), helper.make_node("Mul", [out, "s"], ["y"])]
+        out = "y"
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, *hw])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
+    x = (rng.randn(2, C, *hw) * 3 + 1).astype(np.float32)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
+
+
+def group_norm_op(opset=21, silu="sigmoid", shared=False):
+    """GroupNormalization (18: scale per group, 21: per channel) followed by SiLU as Sigmoid*Mul."""
+    rng = np.random.RandomState(8)
+    C, G = 16, 4
+    n = G if opset == 18 else C
+    inits = [numpy_helper.from_array(rng.randn(n).astype(np.float32), "scale"),
+             numpy_helper.from_array(rng.randn(n).astype(np.float32), "bias")]
+    nodes = [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["a"], num_groups=G, epsilon=1e-5),
+             helper.make_node("Sigmoid", ["a"], ["s"]), helper.make_node("Mul", ["a", "s"], ["y"])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if shared:  # the normalized tensor is also an output: the SiLU stays apart
+        outs.append(helper.make_tensor_value_info("a", TensorProto.FLOAT, None))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C, 9, 7])], outs,
+                          inits)
+    x = (rng.randn(2, C, 9, 7) * 2 + 1).astype(np.float32)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=10), {"x": x}
+
+
+def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax_axis=-1):
+    """Attention as other exporters and hand-written modules spell it. form:
+    "rank3_div": [B, T, C] Q, K^T by Transpose [0,2,1], scores divided by sqrt(C) (a VAE's own module);
+    "two_step_k": [B, T, H, D] projections, K transposed [0,2,1,3] then [0,1,3,2], mask added, then Div by sqrt(D);
+    "bh_qk": [B*H, T, D] heads, Q and K each multiplied by D**-0.25 before the product."""
+    rng = np.random.RandomState(9)
+    inits, nodes = [], []
+
+    def const(name, v):
+        if const_nodes:
+            nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(v, name)))
+        else:
+            inits.append(numpy_helper.from_array(v, name))
+    C = H * D
+    if form == "rank3_div":
+        shapes = {"q": [B, T, C], "k": [B, S, C], "v": [B, S, C]}
+        const("div", np.array(np.sqrt(C), np.float32))
+        nodes += [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+                  helper.make_node("MatMul", ["q", "kt"], ["sc"]), helper.make_node("Div", ["sc", "div"], ["ss"]),
+                  helper.make_node("Softmax", ["ss"], ["p"], axis=softmax_axis),
+                  helper.make_node("MatMul", ["p", "v"], ["o"])]
+    elif form == "two_step_k":
+        shapes = {"q": [B, T, H, D], "k": [B, S, H, D], "v": [B, S, H, D], "mask": [B, 1, T, S]}
+        const("div", np.array(np.sqrt(D), np.float32))
+        nodes += [helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Transpose", ["k"], ["k1"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Transpose", ["k1"], ["kt"], perm=[0, 1, 3, 2]),
+                  helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3]),
+                  helper.make_node("MatMul", ["qt", "kt"], ["sc"]), helper.make_node("Add", ["sc", "mask"], ["sm"]),
+                  helper.make_node("Div", ["sm", "div"], ["ss"]),
+                  helper.make_node("Softmax", ["ss"], ["p"], axis=softmax_axis),
+                  helper.make_node("MatMul", ["p", "vt"], ["o"])]
+    elif form.startswith("where"):  # "where": fill -inf; "where_finite": fill -1e4, not a mask's equal
+        shapes = {"q": [B, T, C], "k": [B, S, C], "v": [B, S, C], "keep": [T, S]}
+        const("div", np.array(np.sqrt(C), np.float32))
+        const("fill", np.array(-1e4 if form == "where_finite" else -np.inf, np.float32))
+        nodes += [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+                  helper.make_node("MatMul", ["q", "kt"], ["sc"]), helper.make_node("Div", ["sc", "div"], ["ss"]),
+                  helper.make_node("Where", ["keep", "ss", "fill"], ["sw"]),
+                  helper.make_node("Softmax", ["sw"], ["p"], axis=softmax_axis),
+                  helper.make_node("MatMul", ["p", "v"], ["o"])]
+    else:
+        shapes = {"q": [B * H, T, D], "k": [B * H, S, D], "v": [B * H, S, D]}
+        const("s", np.array(D ** -0.25, np.float32))
+        nodes += [helper.make_node("Mul", ["q", "s"], ["qs"]), helper.make_node("Mul", ["s", "k"], ["ks"]),
+                  helper.make_node("Transpose", ["ks"], ["kt"], perm=[0, 2, 1]),
+                  helper.make_node("MatMul", ["qs", "kt"], ["sc"]),
+                  helper.make_node("Softmax", ["sc"], ["p"], axis=softmax_axis),
+                  helper.make_node("MatMul", ["p", "v"], ["o"])]
+    ins = [helper.make_tensor_value_info(n, TensorProto.BOOL if n == "keep" else TensorProto.FLOAT, sh)
+           for n, sh in shapes.items()]
+    feeds = {n: rng.randn(*sh).astype(np.float32) for n, sh in shapes.items()}
+    if "keep" in feeds:  # every query keeps at least one key (a row of -inf alone is NaN either way)
+        feeds["keep"] = rng.rand(T, S) < 0.7
+        feeds["keep"][:, 0] = True
+    if "mask" in feeds:
+        feeds["mask"] = (rng.rand(*shapes["mask"]) < 0.3).astype(np.float32) * -30
+    g = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
+
+
+def norm_decomposed(kind="layer", const_nodes=False, axes=(-1,), square="pow", inv="div", opset=13):
+    """LayerNorm (kind "layer") or RMSNorm ("rms") written out in elementwise ops, over `axes` of x [2, 5, 6, 24]:
+    ReduceMean, Sub, square (Pow 2 or Mul), ReduceMean, Add eps, Sqrt, Div (or Mul by Reciprocal), Mul gamma
+    (LayerNorm: Add beta). Weights as initializers or Constant nodes; axes as an attribute (opset < 18) or input."""
+    rng = np.random.RandomState(12)
+    shape = [2, 5, 6, 24]
+    nshape = [shape[a] for a in axes if a < 0] if all(a < 0 for a in axes) else [1]
+    consts = {"gamma": (rng.rand(*nshape) + 0.5).astype(np.float32), "beta": rng.randn(*nshape).astype(np.float32),
+              "two": np.array(2, np.float32), "eps": np.array(1e-5, np.float32)}
+    inits, nodes = [], []
+    for k, v in consts.items():
+        if const_nodes:
+            nodes.append(helper.make_node("Constant", [], [k], value=numpy_helper.from_array(v, k)))
+        else:
+            inits.append(numpy_helper.from_array(v, k))
+
+    def mean(i, o):
+        if opset >= 18:
+            inits.append(numpy_helper.from_array(np.array(axes, np.int64), o + "_axes"))
+            return helper.make_node("ReduceMean", [i, o + "_axes"], [o])
+        return helper.make_node("ReduceMean", [i], [o], axes=list(axes))
+    num = "x"
+    if kind == "layer":
+        nodes += [mean("x", "mu"), helper.make_node("Sub", ["x", "mu"], ["d"])]
+        num = "d"
+    nodes.append(helper.make_node("Pow", [num, "two"], ["sq"]) if square == "pow"
+                 else helper.make_node("Mul", [num, num], ["sq"]))
+    nodes += [mean("sq", "var"), helper.make_node("Add", ["var", "eps"], ["ve"]),
+              helper.make_node("Sqrt", ["ve"], ["sd"])]
+    if inv == "div":
+        nodes.append(helper.make_node("Div", [num, "sd"], ["n"]))
+    else:
+        nodes += [helper.make_node("Reciprocal", ["sd"], ["rs"]), helper.make_node("Mul", [num, "rs"], ["n"])]
+    nodes.append(helper.make_node("Mul", ["n", "gamma"], ["y"]))
+    out = "y"
+    if kind == "layer":
+        nodes.append(helper.make_node("Add", ["y", "beta"], ["z"]))
+        out = "z"
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
+    x = (rng.randn(*shape) * 2 + 0.5).astype(np.float32)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9), {"x": x}
+
+
+def attention23(rank=4, mask=True, causal=False, B=2, T=37, S=45, H=2, D=24):
+    """ONNX Attention-23: [B, H, T, D] heads, or [B, T, H*D] with the head counts; an additive float mask."""
+    rng = np.random.RandomState(10)
+    if rank == 4:
+        shapes = {"q": [B, H, T, D], "k": [B, H, S, D], "v": [B, H, S, D]}
+        attrs = {}
+    else:
+        shapes = {"q": [B, T, H * D], "k": [B, S, H * D], "v": [B, S, H * D]}
+        attrs = {"q_num_heads": H, "kv_num_heads": H}
+    if causal:
+        attrs["is_causal"] = 1
+    ins = ["q", "k", "v"]
+    if mask:
+        shapes["m"] = [T, S]
+        ins.append("m")
+    feeds = {n: rng.randn(*sh).astype(np.float32) for n, sh in shapes.items()}
+    if mask:
+        feeds["m"] = (rng.rand(T, S) < 0.3).astype(np.float32) * -30
+    g = helper.make_graph([helper.make_node("Attention", ins, ["o"], **attrs)], "g",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, sh) for n, sh in shapes.items()],
+                          [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)], ir_version=10), feeds
+
+
 def attention(k_shared: bool, D=40, T=64):
     """SDPA as torch exports it: heads split by Reshape + Transpose, sqrt(scale) on Q and K, Softmax, MatMul."""
     rng = np.random.RandomState(4)
@@ -237,6 +436,35 @@ def gelu(div_form: bool, half=0.5):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     x = (np.random.RandomState(6).randn(*shape) * 3).astype(np.float32)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": x}
+
+
+def gelu_tanh(form="pow", const_nodes=False, kappa=0.044715):
+    """The tanh GELU written out: 0.5 x (1 + Tanh(sqrt(2/pi) (x + kappa x^3))). form "pow": Pow(x, 3), product
+    (0.5 x)(1 + t) (HF's NewGELU); "mul": Mul(x, Mul(x, x)), product 0.5 (x (1 + t)) (torch's own export)."""
+    rng = np.random.RandomState(13)
+    consts = {"c": np.array(np.sqrt(2 / np.pi), np.float32), "k": np.array(kappa, np.float32),
+              "three": np.array(3, np.float32), "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)}
+    inits, nodes = [], []
+    for name, v in consts.items():
+        if const_nodes:
+            nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(v, name)))
+        else:
+            inits.append(numpy_helper.from_array(v, name))
+    if form == "pow":
+        nodes.append(helper.make_node("Pow", ["x", "three"], ["x3"]))
+    else:
+        nodes += [helper.make_node("Mul", ["x", "x"], ["x2"]), helper.make_node("Mul", ["x", "x2"], ["x3"])]
+    nodes += [helper.make_node("Mul", ["k", "x3"], ["kx3"]), helper.make_node("Add", ["x", "kx3"], ["in"]),
+              helper.make_node("Mul", ["in", "c"], ["ci"]), helper.make_node("Tanh", ["ci"], ["t"]),
+              helper.make_node("Add", ["t", "one"], ["a"])]
+    if form == "pow":
+        nodes += [helper.make_node("Mul", ["half", "x"], ["hx"]), helper.make_node("Mul", ["hx", "a"], ["y"])]
+    else:
+        nodes += [helper.make_node("Mul", ["x", "a"], ["xa"]), helper.make_node("Mul", ["half", "xa"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 37, 61])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return (helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9),
+            {"x": (rng.randn(2, 37, 61) * 3).astype(np.float32)})
 
 
 def matmul(K):
@@ -528,13 +756,37 @@ def reduced_weight_cases():
              conv3x3(1, 8, 48, 48, 16, [1, 1, 1, 1]), 1, {w4: 1}, {}, {"weights": "f16", "tol": 1e-5, "size": 1.0})]
 
 
+def fixture_fusions(cli):
+    """Issue 26's acceptance point: tests/models/vae_decoder_custom.onnx (an SD-style VAE decoder with its own
+    GroupNorm and attention modules, exported by torch) fuses every GroupNorm and both attentions, as `run --stats`
+    and `info` report, and matches onnxruntime. Returns the number of failures."""
+    path = os.path.join(REPO, "tests", "models", "vae_decoder_custom.onnx")
+    want = {"GroupNorm": 2, "GroupNorm+SiLU": 5, "Attention": 2}
+    feeds = {"latent": np.random.RandomState(11).randn(2, 4, 6, 10).astype(np.float32)}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            stats, rel = run(cli, onnx.load(path), feeds, tmp)
+        except RuntimeError as e:
+            print(f"FAIL vae_decoder_custom fusions: {str(e).strip().splitlines()[-1]}")
+            return 1
+    info = subprocess.run([cli, "info", path], capture_output=True, text=True).stdout
+    fused = {k: v for k, v in stats.get("fusions", {}).items() if k in want}
+    info_ok = all(f"{k} x{v}" in info for k, v in want.items()) and "left unfused: none" in info
+    ok = fused == want and not stats.get("unfused") and rel <= 1e-5 and info_ok
+    print(f"{'OK  ' if ok else 'FAIL'} vae_decoder_custom: fusions {fused} (want {want}), unfused "
+          f"{stats.get('unfused')}, info lines {'match' if info_ok else 'DIFFER'}, rel err {rel:.2e}")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build/onnx2ggml"))
+    ap.add_argument("--filter", default="", help="run only the cases whose label contains this text")
     a = ap.parse_args()
     x = {"x": np.random.RandomState(1).randn(1, 3, 10, 12).astype(np.float32)}
     failures = 0
     W = "ONNX2GGML_WINOGRAD"
+    GN_CONST, GN_CONST_NOAFF, GN_PERM = 3, 3, 35  # the weights' Constant nodes count as nodes that ran
     # (label, (model, feeds), ONNX nodes that must run, {ggml op: count; None = must be absent}, env)
     cases = [("fold_conv_affine: Conv -> BN folds", (conv_bn(False), x), 1, {}, {}),
              ("fold_conv_affine: Conv output also used: no fold", (conv_bn(True), x), 2, {}, {}),
@@ -551,15 +803,67 @@ def main():
              ("fuse_group_norm: 6-node GroupNorm + SiLU becomes one kernel", group_norm(True), 1,
               {"CUSTOM:group_norm": 1, "SILU": 1, "NORM": None, "MUL": None, "ADD": None}, {}),
              ("fuse_group_norm: without SiLU", group_norm(False), 1, {"CUSTOM:group_norm": 1, "SILU": None}, {}),
-             ("fuse_group_norm: affine per pixel ([12,10]), not per channel: no fusion", group_norm(False, (12, 10)), 6,
-              {"CUSTOM:group_norm": None}, {}),
+             ("fuse_group_norm: affine per pixel ([12,10]), not per channel: the norm fuses without it, Mul/Add stay",
+              group_norm(False, (12, 10)), 3, {"CUSTOM:group_norm": 1, "MUL": 1, "ADD": 1}, {}),
+             ("fuse_group_norm: own GroupNorm, targets from Shape/Gather/Concat, + SiLU", group_norm_own(), 1,
+              {"CUSTOM:group_norm": 1, "SILU": 1, "NORM": None, "MUL": None, "ADD": None}, {}),
+             ("fuse_group_norm: own GroupNorm, weights as Constant nodes", group_norm_own(const_nodes=True), GN_CONST,
+              {"CUSTOM:group_norm": 1, "SILU": 1, "MUL": None, "ADD": None}, {}),
+             ("fuse_group_norm: no affine, + SiLU", group_norm_own(affine=False), 1,
+              {"CUSTOM:group_norm": 1, "SILU": 1, "MUL": None}, {}),
+             ("fuse_group_norm: no affine, Constant-node ones/zeros, no SiLU",
+              group_norm_own(affine=False, silu_after=False, const_nodes=True), GN_CONST_NOAFF,
+              {"CUSTOM:group_norm": 1, "SILU": None}, {}),
+             ("fuse_group_norm: reshape back to [N, C, W, H] (not x's shape): no fusion",
+              group_norm_own(back_axes=(0, 1, 3, 2)), GN_PERM, {"CUSTOM:group_norm": None}, {}),
+             ("fuse_group_norm: GroupNormalization-21 + SiLU becomes one kernel", group_norm_op(21), 1,
+              {"CUSTOM:group_norm": 1, "SILU": 1, "SIGMOID": None, "MUL": None}, {}),
+             ("fuse_group_norm: GroupNormalization-18 (per-group scale) + SiLU", group_norm_op(18), 1,
+              {"CUSTOM:group_norm": 1, "SILU": 1, "SIGMOID": None}, {}),
+             ("fuse_group_norm: GroupNormalization-21 also an output: SiLU stays apart", group_norm_op(21, shared=True),
+              2, {"CUSTOM:group_norm": 1}, {}),
+             ("fuse_attention: rank-3 [B, T, C], K^T by Transpose [0,2,1], scores / sqrt(C)",
+              attention_forms("rank3_div"), 1, {"CUSTOM:attention": 1, "SOFT_MAX": None, "DIV": None, "MUL_MAT": None},
+              {}),
+             ("fuse_attention: rank-3, divisor a Constant node", attention_forms("rank3_div", const_nodes=True), 1,
+              {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
+             ("fuse_attention: K transposed in two steps, mask added, then / sqrt(D) (mask scaled too)",
+              attention_forms("two_step_k"), 2, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL_MAT": None}, {}),
+             ("fuse_attention: [B*H, T, D] heads, Q and K each * D**-0.25", attention_forms("bh_qk"), 1,
+              {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL": None}, {}),
+             ("fuse_attention: boolean mask through Where(keep, S, -inf): one kernel, mask Where(keep, 0, -inf)",
+              attention_forms("where"), 3, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL_MAT": None}, {}),
+             ("fuse_attention: Where with a finite fill (-1e4, not an additive mask's equal): no fusion",
+              attention_forms("where_finite"), 6, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
+             ("fuse_attention: [B*H, T, D] heads on the ggml path", attention_forms("bh_qk"), 1,
+              {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {"ONNX2GGML_GGML_ATTENTION": "1"}),
+             ("fuse_attention: Softmax over the queries (axis 1), not the keys: no fusion",
+              attention_forms("rank3_div", softmax_axis=1), 5, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
+             ("fuse_layer_norm: decomposed LayerNorm (Pow, Div) becomes one ggml_norm", norm_decomposed(), 1,
+              {"NORM": 1, "SQRT": None, "DIV": None, "SUB": None, "MEAN": None}, {}),
+             ("fuse_layer_norm: LayerNorm over the last two axes, Mul(d, d), weights as Constant nodes, opset 18",
+              norm_decomposed(const_nodes=True, axes=(-2, -1), square="mul", opset=18), 3, {"NORM": 1, "SQRT": None},
+              {}),
+             ("fuse_layer_norm: decomposed RMSNorm (Pow, Div) becomes one ggml_rms_norm", norm_decomposed("rms"), 1,
+              {"RMS_NORM": 1, "SQRT": None, "DIV": None}, {}),
+             ("fuse_layer_norm: RMSNorm by Mul(x, Reciprocal), Constant weights",
+              norm_decomposed("rms", const_nodes=True, inv="recip"), 2, {"RMS_NORM": 1, "SQRT": None}, {}),
+             ("fuse_layer_norm: normalized over axis 1 (not the last axes): no fusion", norm_decomposed(axes=(1,)), 9,
+              {"NORM": None}, {}),
+             ("Attention-23 [B, H, T, D] with a float mask: the fused kernel", attention23(), 1,
+              {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
+             ("Attention-23 [B, T, H*D] with head counts: the fused kernel", attention23(rank=3, mask=False), 1,
+              {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
+             ("Attention-23 causal: not the fused kernel's form (ggml softmax)", attention23(causal=True), 1,
+              {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
              ("fuse_attention: Transpose/Mul/MatMul/Softmax/MatMul becomes one CPU attention kernel",
               attention(False), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL": None, "MUL_MAT": None}, {}),
              ("fuse_attention: odd sizes (T=37, S=77, D=24)", attention(False, D=24, T=37), 4,
               {"CUSTOM:attention": 1}, {}),
              ("fuse_attention: ggml path (soft_max_ext with the folded scale)", attention(False), 4,
               {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2}, {"ONNX2GGML_GGML_ATTENTION": "1"}),
-             ("fuse_attention: transposed K also an output: no fusion", attention(True), 11, {"CUSTOM:mul_bcast": 2}, {}),
+             ("fuse_attention: transposed K also an output: fused, read past it (the Transpose stays for the output)",
+              attention(True), 5, {"CUSTOM:attention": 1, "MUL": None}, {}),
              ("fuse_attention: CLIP form (scale Mul after the MatMul, causal mask Add, Casts) becomes one kernel",
               clip_attention(), 4, {"CUSTOM:attention": 1, "SOFT_MAX": None, "ADD": None, "MUL_MAT": None}, {}),
              ("fuse_attention: CLIP form, per-batch mask [2, 1, 37, 37] a graph input, odd T and D",
@@ -582,6 +886,12 @@ def main():
               {"ARGS": "--portable"}),
              ("fuse_gelu: scale 0.25 is not GELU: no fusion", gelu(True, 0.25), 5,
               {"GELU_ERF": None, "CUSTOM:gelu_erf": None}, {}),
+             ("fuse_gelu: tanh GELU, Pow(x, 3), (0.5 x)(1 + t), becomes one node", gelu_tanh(), 1,
+              {"TANH": 1, "POW": None}, {}),
+             ("fuse_gelu: tanh GELU, Mul(x, Mul(x, x)), 0.5 (x (1 + t)), Constant-node weights",
+              gelu_tanh("mul", const_nodes=True), 1, {"TANH": 1}, {}),
+             ("fuse_gelu: tanh form with kappa 0.05 (not GELU's): no fusion", gelu_tanh(kappa=0.05), 8,
+              {"TANH": 1}, {}),
              ("matmul K=40: shared dim padded to 48 for the CPU sgemm", matmul(40), 1, {"CUSTOM:pad_rows": 2, "MUL_MAT": 1}, {}),
              ("matmul K=64: no padding", matmul(64), 1, {"CUSTOM:pad_rows": None}, {}),
              ("conv path: Winograd F(4,3) chosen for a 48x48 output, its 36 products made with their forms "
@@ -641,6 +951,8 @@ def main():
     cases += hard_swish_cases()
     cases += scalar_affine_cases()
     for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
+        if a.filter not in label:
+            continue
         opts = opts[0] if opts else {}
         size_note = ""
         with tempfile.TemporaryDirectory() as tmp:
@@ -663,6 +975,8 @@ def main():
         print(f"{'OK  ' if ok else 'FAIL'} {label}: {stats['nodes']} node(s) ran (want {want_nodes}), rel err {rel:.2e}"
               + (f" (tol {tol:g})" if tol != 1e-5 else "") + size_note
               + (f"; ggml ops: {', '.join(bad_ops)}" if bad_ops else ""))
+    if a.filter in "vae_decoder_custom fusions":
+        failures += fixture_fusions(a.cli)
     print("pass tests: " + ("all passed" if not failures else f"{failures} FAILED"))
     return 1 if failures else 0
 

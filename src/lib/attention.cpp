@@ -27,6 +27,17 @@ std::string ne_str(const ggml_tensor* t) {
 
 ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* q_scale,
                              ggml_tensor* k_scale, ggml_tensor* mask, const FusedAttentionParams& p) {
+    if (p.one_head) {  // [D, T, B] as [D, 1, T, B]; the result back to [Dv, Tq, B]
+        auto heads = [&](ggml_tensor* t) {
+            return ggml_reshape_4d(ctx, cont(ctx, t), t->ne[0], 1, t->ne[1], t->ne[2] * t->ne[3]);
+        };
+        if (mask && mask->ne[2] > 1)  // [Tk, Tq, B] as [Tk, Tq, 1, B]
+            mask = ggml_reshape_4d(ctx, cont(ctx, mask), mask->ne[0], mask->ne[1], 1, mask->ne[2]);
+        FusedAttentionParams p4 = p;
+        p4.one_head = false;
+        ggml_tensor* y = fused_attention(ctx, heads(q), heads(k), heads(v), q_scale, k_scale, mask, p4);
+        return ggml_reshape_3d(ctx, cont(ctx, y), y->ne[0], y->ne[1], y->ne[3]);
+    }
     if (q->ne[0] != k->ne[0] || q->ne[1] != k->ne[1] || k->ne[1] != v->ne[1] || q->ne[3] != k->ne[3] ||
         k->ne[3] != v->ne[3] || k->ne[2] != v->ne[2])
         throw OpError("fused_attention: Q " + ne_str(q) + ", K " + ne_str(k) + ", V " + ne_str(v) + " do not match");
@@ -187,6 +198,33 @@ void scores(Ctx& ctx, const Heads& h, ggml_tensor* mask, const Ints& nonpad, con
 ggml_tensor* attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* mask,
                        ggml_tensor* past_key, ggml_tensor* past_value, const Ints& nonpad_kv_seqlen,
                        const AttentionParams& p) {
+    // The plain form (one KV head per query head, an additive mask or none, nothing cached, no softcap or causal
+    // mask) runs on the fused kernel: no score matrix in memory.
+    if (!past_key && !past_value && nonpad_kv_seqlen.empty() && p.softcap == 0.0f && !p.causal && !p.bool_mask &&
+        p.q_heads == p.kv_heads && (!mask || ggml_n_dims(mask) <= 4)) {
+        ggml_tensor *hq = q, *hk = k, *hv = v;  // as [D, H, T, B]
+        if (p.q_heads > 0) {
+            auto split = [&](ggml_tensor* x) {
+                return ggml_reshape_4d(ctx, cont(ctx, x), x->ne[0] / p.q_heads, p.q_heads, x->ne[1], x->ne[2]);
+            };
+            if (q->ne[0] % p.q_heads == 0 && k->ne[0] % p.q_heads == 0 && v->ne[0] % p.q_heads == 0)
+                hq = split(q), hk = split(k), hv = split(v);
+            else hq = nullptr;
+        } else {
+            hq = ggml_permute(ctx, q, 0, 2, 1, 3), hk = ggml_permute(ctx, k, 0, 2, 1, 3);
+            hv = ggml_permute(ctx, v, 0, 2, 1, 3);
+        }
+        auto fits = [&](int d, int64_t n) { return !mask || mask->ne[d] == n || mask->ne[d] == 1; };
+        if (hq && hq->ne[1] == hk->ne[1] && fits(0, hk->ne[2]) && fits(1, hq->ne[2]) && fits(2, hq->ne[1]) &&
+            fits(3, hq->ne[3])) {
+            FusedAttentionParams fp;
+            fp.scale = p.scale != 0.0f ? p.scale : float(1.0 / std::sqrt(double(hq->ne[0])));
+            ggml_tensor* y = fused_attention(ctx, hq, hk, hv, nullptr, nullptr, mask, fp);  // [Dv, S, H, B]
+            if (p.q_heads == 0) return y;
+            y = ggml_cont(ctx, ggml_permute(ctx, y, 0, 2, 1, 3));  // [Dv, H, S, B]
+            return ggml_reshape_3d(ctx, y, y->ne[0] * y->ne[1], y->ne[2], y->ne[3]);
+        }
+    }
     const Heads h = heads(ctx, q, k, v, past_key, past_value, p);
     ggml_tensor *qk0, *qk;
     scores(ctx, h, mask, nonpad_kv_seqlen, p, qk0, qk);

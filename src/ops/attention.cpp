@@ -10,26 +10,36 @@ bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.n
 
 }  // namespace
 
-// onnx2ggml.Attention(Q, K, V [B, T, H, D], sq, sk[, mask]) -> [B, H, Tq, Dv]: fuse_attention. Scales known when
-// the graph is built fold into the softmax; others are multiplied into Q or K. The mask is added to the scores.
+// onnx2ggml.Attention(Q, K, V [B, T, H, D] or [B', T, D], sq, sk[, mask]) -> [B, H, Tq, Dv] or [B', Tq, Dv]:
+// fuse_attention. Attribute scale (constant factors) and scales known when the graph is built fold into the
+// softmax; others (one value each) are multiplied into Q or K. The mask is added to the scores.
 // Attribute to_float: the pattern cast the probabilities to float (the kernel computes in F32 in any case).
 void lower_AttentionFused(Lower& L) {
-    const Shape &qs = L.shape(0), &ks = L.shape(1), &vs = L.shape(2);
-    if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4 || qs[0] != ks[0] || ks[0] != vs[0] || qs[2] != ks[2] ||
-        ks[2] != vs[2] || qs[3] != ks[3] || ks[1] != vs[1])
+    const int r = L.rank(0);
+    auto heads = [&](int i) {  // rank 3: one head
+        Shape s = L.shape(i);
+        if (s.size() == 3) s = {s[0], s[1], 1, s[2]};
+        return s;
+    };
+    const Shape qs = heads(0), ks = heads(1), vs = heads(2);
+    if ((r != 3 && r != 4) || L.rank(1) != r || L.rank(2) != r || qs[0] != ks[0] || ks[0] != vs[0] ||
+        qs[2] != ks[2] || ks[2] != vs[2] || qs[3] != ks[3] || ks[1] != vs[1])
         L.error("fused attention: Q, K, V shapes do not match");
     o2g::FusedAttentionParams p;
+    p.scale = L.node.get_float("scale", 1.0f);
+    p.one_head = r == 3;
     ggml_tensor* side[2] = {nullptr, nullptr};
     for (int i : {3, 4}) {
         if (!L.has(i)) continue;
         Val& s = L.in(i);
-        if (s.host && s.host->numel() == 1) p.scale *= float(L.h(i).f64(0));
+        if (shape_numel(L.shape(i)) != 1) L.error("fused attention: a Q or K scale with more than one value");
+        if (s.host) p.scale *= float(L.h(i).f64(0));
         else side[i - 3] = L.t(i);
     }
     ggml_tensor* mask = L.has(5) ? L.t(5) : nullptr;
     if (mask && L.rank(5) > 4) L.error("fused attention: mask of rank " + std::to_string(L.rank(5)));
     const DType out = L.node.get_int("to_float", 0) ? DType::FLOAT : L.dtype(0);
-    L.out(0, O2G_CALL(L, o2g::fused_attention, L.t(0), L.t(1), L.t(2), side[0], side[1], mask, p), out, 4);
+    L.out(0, O2G_CALL(L, o2g::fused_attention, L.t(0), L.t(1), L.t(2), side[0], side[1], mask, p), out, r);
 }
 
 void lower_Attention(Lower& L) {
@@ -161,7 +171,9 @@ void lower_RotaryEmbedding(Lower& L) {
 
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 double attention_flops(Lower& L) {
-    const Shape &q = L.shape(0), &k = L.shape(1), &v = L.shape(2);  // [B, T, H, D]
+    Shape q = L.shape(0), k = L.shape(1), v = L.shape(2);  // [B, T, H, D] or [B', T, D]
+    for (Shape* s : {&q, &k, &v})
+        if (s->size() == 3) *s = {(*s)[0], (*s)[1], 1, (*s)[2]};
     return 2 * double(q[0]) * double(q[2]) * double(q[1]) * double(k[1]) * double(q[3] + v[3]);
 }
 

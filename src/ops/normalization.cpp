@@ -1,6 +1,6 @@
 // Normalization ops: BatchNormalization (1-15, rank 1-5), InstanceNormalization (1-22), GroupNormalization (18, 21),
 // LayerNormalization (17), RMSNormalization (23), LpNormalization (1-22), MeanVarianceNormalization (9, 13), LRN
-// (1, 13), and onnx2ggml.GroupNorm (fuse_group_norm).
+// (1, 13), and onnx2ggml.GroupNorm (fuse_group_norm), onnx2ggml.LayerNorm and onnx2ggml.RMSNorm (fuse_layer_norm).
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -51,18 +51,22 @@ void lower_GroupNormalization(Lower& L) {
     L.out(0, O2G_CALL(L, o2g::group_norm, L.t(0), L.t(1), L.t(2), p), L.dtype(0), r);
 }
 
-// onnx2ggml.GroupNorm(x [N, C, H, W], gamma [C,1,1], beta [C,1,1]; num_groups, epsilon, silu): fuse_group_norm.
+// onnx2ggml.GroupNorm(x [N, C, ...], scale, bias; num_groups, epsilon, silu): fuse_group_norm. Scale and bias hold
+// one value per channel ([C,1,1] affine, GroupNormalization-21) or per group (GroupNormalization-18, no affine).
 void lower_GroupNormFused(Lower& L) {
     const Shape& xs = L.shape(0);
+    const int r = int(xs.size());
     o2g::GroupNormParams p;
     p.groups = L.node.get_int("num_groups", 1);
     p.eps = L.node.get_float("epsilon", 1e-5f);
     p.silu = L.node.get_int("silu", 0) != 0;
-    if (xs.size() != 4) L.error("fused GroupNorm expects a rank-4 input (the pass matched a [C,1,1] affine)");
+    p.channel_dim = r - 2;
+    if (r < 3 || r > 4) L.error("fused GroupNorm expects a rank-3 or rank-4 input");
     const int64_t C = xs[1];
-    if (p.groups <= 0 || C % p.groups || shape_numel(L.shape(1)) != C || shape_numel(L.shape(2)) != C)
+    auto fits = [&](int i) { return shape_numel(L.shape(i)) == C || shape_numel(L.shape(i)) == p.groups; };
+    if (p.groups <= 0 || C % p.groups || !fits(1) || !fits(2))
         L.error("fused GroupNorm: groups or affine do not match the channels");
-    L.out(0, O2G_CALL(L, o2g::group_norm, L.t(0), L.t(1), L.t(2), p), L.dtype(0), 4);
+    L.out(0, O2G_CALL(L, o2g::group_norm, L.t(0), L.t(1), L.t(2), p), L.dtype(0), r);
 }
 
 void lower_LayerNormalization(Lower& L) {
@@ -135,6 +139,8 @@ void lower_LRN(Lower& L) {
 const std::vector<OpDef>& normalization_ops() {
     static const std::vector<OpDef> t = {
         {.op = "onnx2ggml.GroupNorm", .since = 1, .ggml = lower_GroupNormFused, .math = true},  // fuse_group_norm
+        {.op = "onnx2ggml.LayerNorm", .since = 1, .ggml = lower_LayerNormalization, .math = true},  // fuse_layer_norm
+        {.op = "onnx2ggml.RMSNorm", .since = 1, .ggml = lower_RMSNormalization, .math = true},      // fuse_layer_norm
         {.op = "RMSNormalization", .since = 23, .ggml = lower_RMSNormalization, .math = true},
         {.op = "LpNormalization", .since = 1, .ggml = lower_LpNormalization, .math = true},
         {.op = "MeanVarianceNormalization", .since = 9, .ggml = lower_MeanVarianceNormalization, .math = true},

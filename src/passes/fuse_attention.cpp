@@ -1,125 +1,284 @@
-// fuse_attention: scaled dot-product attention as PyTorch exports it (heads split by Reshape + Transpose),
-//   S = MatMul(Transpose(Q,[0,2,1,3]) [* sq], Transpose(K,[0,2,3,1]) [* sk]);  P = Softmax(S, -1);
-//   O = MatMul(P, Transpose(V,[0,2,1,3]))
-// becomes one onnx2ggml.Attention(Q, K, V, sq, sk[, mask]) node over the un-transposed [B, T, H, D] projections:
-// the head transposes become views, the scales move into ggml_soft_max_ext, and K is copied once instead of twice.
-// CLIP's form is matched too: a scalar Mul after the first MatMul (a scale), an Add before the Softmax (the
-// causal mask), and Casts to float of the probabilities.
+// fuse_attention: scaled dot-product attention, however an exporter spells it, becomes one
+// onnx2ggml.Attention(Q, K, V, sq, sk[, mask]) node over [B, T, H, D] projections (or [B', T, D] for rank-3 heads):
+//   O = MatMul(Cast*(Softmax(S, -1)), Vh),  S = MatMul(Qh, Kt), scaled and masked in any order
+// where Qh [B, H, Tq, D] and Vh [B, H, Tk, Dv] (or [B', T, D]) and Kt [B, H, D, Tk] (or [B', D, Tk]) are reached
+// through any chain of Transposes (composed: K transposed in one step or two) and scalar Mul/Div (on Q, on K or on
+// the scores, before or after the mask Add). Constant scales become the node's `scale`; other Mul operands ride in
+// sq/sk (torch's sqrt(1/sqrt(d)) from the shape). A scale after the mask scales the mask too (a new Mul/Div node);
+// a boolean mask through Where(c, S, -inf) becomes the additive Where(c, 0, -inf).
+// Where a composed transpose is not the one the kernel reads, one Transpose node is added; the head transposes
+// otherwise become views, the scales move into the softmax, and no score matrix is written on the CPU.
 #include <map>
 
-#include "passes/match.h"
+#include "passes/shape_expr.h"
 
 namespace onnx2ggml {
 
+namespace {
+
+struct Scores {
+    int product = -1;                   // the Q K^T MatMul
+    std::string mask;                   // an additive mask, or a Where's condition
+    const Node* after_mask = nullptr;   // the one scale applied after the mask
+    const Node* where = nullptr;        // the Where applying a boolean mask; the scores its input where_side
+    int where_side = 0;
+};
+
+struct Match {
+    GraphIndex& u;
+    ShapeFacts& f;
+    const std::set<int>& removed;
+    std::vector<int> dead;
+    float scale = 1.f;
+
+    const Node* single(const std::string& v, int& idx) {
+        auto it = u.producer.find(v);
+        idx = it == u.producer.end() ? -1 : it->second;
+        if (idx < 0 || removed.count(idx) || u.uses[v] != 1) return nullptr;
+        const Node& n = u.plan.node(u.m, idx);
+        return n.domain.empty() ? &n : nullptr;
+    }
+    // A constant scalar factor of Mul (c) or Div (1 / c) node n, the other operand in x.
+    bool const_factor(const Node& n, std::string& x, float& c) {
+        if (n.inputs.size() != 2) return false;
+        if (n.op_type == "Div") {
+            if (!scalar_constant(u, n.inputs[1], c) || c == 0.f) return false;
+            x = n.inputs[0], c = 1.f / c;
+            return true;
+        }
+        if (n.op_type != "Mul") return false;
+        for (int side = 0; side < 2; side++)
+            if (scalar_constant(u, n.inputs[size_t(side)], c)) {
+                x = n.inputs[size_t(1 - side)];
+                return true;
+            }
+        return false;
+    }
+    // The scores before the softmax: scalar scales and one mask (an Add, or a Where with fill -inf or the float
+    // minimum), in any order, down to the Q K^T product.
+    bool scores(std::string s_in, Scores& sc) {
+        std::vector<const Node*> pending;  // scales met (walking back) before the mask
+        for (int hops = 0; hops < 8; hops++) {
+            int i;
+            const Node* n = single(s_in, i);
+            std::string x;
+            float c;
+            if (!n) return false;
+            if (n->op_type == "MatMul") {
+                sc.product = i;
+                return true;
+            }
+            if (const_factor(*n, x, c)) {
+                if (sc.mask.empty()) pending.push_back(n);
+                scale *= c;
+                s_in = x;
+            } else if (n->op_type == "Add" && sc.mask.empty() && n->inputs.size() == 2 && pending.size() <= 1) {
+                int side = -1;
+                for (int k = 0; k < 2 && side < 0; k++) {
+                    auto p = u.producer.find(n->inputs[size_t(k)]);
+                    const std::string op = p == u.producer.end() ? "" : u.plan.node(u.m, p->second).op_type;
+                    if (op == "MatMul" || op == "Mul" || op == "Div") side = k;
+                }
+                if (side < 0) return false;
+                s_in = n->inputs[size_t(side)], sc.mask = n->inputs[size_t(1 - side)];
+                if (!pending.empty()) sc.after_mask = pending[0];
+            } else if (n->op_type == "Where" && sc.mask.empty() && pending.empty() && n->inputs.size() == 3) {
+                // Where(c, S, fill): the additive mask Where(c, 0, fill) gives the same probabilities when the fill
+                // is -inf or the float minimum (for a finite fill S + fill is not fill)
+                for (int k = 1; k <= 2 && !sc.where; k++)
+                    if (scalar_constant(u, n->inputs[size_t(k)], c) && c <= -1e30f)
+                        sc.where = n, sc.where_side = 3 - k, sc.mask = n->inputs[0];
+                if (!sc.where) return false;
+                s_in = n->inputs[size_t(sc.where_side)];
+            } else {
+                return false;
+            }
+            dead.push_back(i);
+        }
+        return false;
+    }
+    // Walks from v back through Transposes and scalar scales. wanted = transpose(v, r) is what the kernel reads;
+    // on return v is the source and r the perm from it. A non-constant Mul operand (rank <= 1) goes to `side`.
+    // Nodes with other readers stay (as does every node before them), and the kernel reads past them.
+    void unwind(std::string& v, std::vector<int64_t>& r, std::string* side) {
+        bool chain_dead = true;
+        for (int hops = 0; hops < 16; hops++) {
+            auto p = u.producer.find(v);
+            if (p == u.producer.end() || removed.count(p->second)) return;
+            const Node& n = u.plan.node(u.m, p->second);
+            if (!n.domain.empty()) return;
+            chain_dead = chain_dead && u.uses[v] == 1;
+            std::string x;
+            float c;
+            if (n.op_type == "Transpose") {
+                std::vector<int64_t> perm = n.get_ints("perm");
+                if (perm.size() != r.size()) return;
+                std::vector<int64_t> comp(r.size());
+                for (size_t i = 0; i < r.size(); i++) comp[i] = perm[size_t(r[i])];
+                r = comp;
+                x = n.inputs[0];
+            } else if (const_factor(n, x, c)) {
+                scale *= c;
+            } else if (side && side->empty() && n.op_type == "Mul" && n.inputs.size() == 2) {
+                int s = -1;
+                for (int i = 0; i < 2 && s < 0; i++) {
+                    const int rk = f.rank(n.inputs[size_t(i)]);
+                    if (rk >= 0 && rk <= 1 && f.rank(n.inputs[size_t(1 - i)]) == int(r.size())) s = i;
+                }
+                if (s < 0) return;
+                *side = n.inputs[size_t(s)];
+                x = n.inputs[size_t(1 - s)];
+            } else {
+                return;
+            }
+            if (chain_dead) dead.push_back(p->second);
+            v = x;
+        }
+    }
+};
+
+// The additive mask the kernel reads: a boolean one made additive (Where(c, 0, fill)), and a scale applied
+// after the mask applied to it as well (softmax(c (S + M)) = softmax(c S + c M)); new nodes go to `added`.
+std::string mask_nodes(Match& mt, const Scores& sc, const std::string& out, std::vector<Node>& added) {
+    std::string mask = sc.mask;
+    if (sc.where) {
+        static const float kZero = 0.f;
+        Node zero;
+        zero.op_type = "Constant";
+        zero.name = sc.where->name + "/zero";
+        zero.outputs = {out + "#zero"};
+        Attribute v;
+        v.name = "value";
+        v.type = AttrType::TENSOR;
+        v.t = std::make_shared<TensorData>();
+        v.t->name = zero.outputs[0];
+        v.t->dtype = DType::FLOAT;
+        v.t->data = reinterpret_cast<const uint8_t*>(&kZero);
+        v.t->nbytes = sizeof kZero;
+        zero.attrs = {v};
+        Node w = *sc.where;
+        w.name += "/mask";
+        w.outputs = {out + "#mask"};
+        w.inputs[size_t(sc.where_side)] = zero.outputs[0];
+        added.push_back(zero);
+        added.push_back(w);
+        mask = w.outputs[0];
+    }
+    if (sc.after_mask) {
+        std::string x;
+        float c;
+        mt.const_factor(*sc.after_mask, x, c);
+        Node t;
+        t.op_type = sc.after_mask->op_type;
+        t.name = sc.after_mask->name + "/mask";
+        t.inputs = {mask, sc.after_mask->inputs[0] == x ? sc.after_mask->inputs[1] : sc.after_mask->inputs[0]};
+        t.outputs = {out + "#mask_scaled"};
+        added.push_back(t);
+        mask = t.outputs[0];
+    }
+    return mask;
+}
+
+bool identity(const std::vector<int64_t>& p) {
+    for (size_t i = 0; i < p.size(); i++)
+        if (p[i] != int64_t(i)) return false;
+    return true;
+}
+
+Attribute ints_attr(const std::string& name, const std::vector<int64_t>& v) {
+    Attribute a;
+    a.type = AttrType::INTS;
+    a.name = name;
+    a.ints = v;
+    return a;
+}
+
+}  // namespace
+
 void fuse_attention(const Model& m, GraphPlan& plan) {
     GraphIndex u(m, plan);
+    ShapeFacts f(u);
     std::set<int> removed;
-    // Uses of each value by Shape/Size nodes, which read only its shape: the producer may stay for them (its
-    // ggml tensor is then never computed, since nothing reads its data).
-    std::map<std::string, int> shape_uses;
-    for (int idx : plan.live_nodes) {
-        const Node& n = plan.node(m, idx);
-        if ((n.op_type == "Shape" || n.op_type == "Size") && n.domain.empty() && !n.inputs.empty()) shape_uses[n.inputs[0]]++;
-    }
-    auto transposed = [&](const std::string& v, std::vector<int64_t> perm, int& idx) -> const Node* {
-        auto it = u.producer.find(v);
-        idx = -1;
-        if (it == u.producer.end() || removed.count(it->second)) return nullptr;
-        const Node& t = plan.node(m, it->second);
-        if (t.op_type != "Transpose" || !t.domain.empty() || t.get_ints("perm") != perm) return nullptr;
-        int others = u.uses[v] - shape_uses[v];
-        if (others != 1) return nullptr;
-        if (shape_uses[v] == 0) idx = it->second;  // removable
-        return &t;
-    };
+    std::map<int, std::vector<Node>> added;  // nodes to insert before the fused node at this index
     for (int idx : plan.live_nodes) {
         const Node& o = plan.node(m, idx);
         if (o.op_type != "MatMul" || !o.domain.empty() || o.inputs.size() != 2 || removed.count(idx)) continue;
+        Match mt{u, f, removed, {}, 1.f};
         std::string p_in = o.inputs[0];
-        std::vector<int> casts;  // Cast(to=FLOAT) of the probabilities
-        bool cast_ok = true;
-        for (int c; (c = u.sole(p_in, "Cast")) >= 0; p_in = plan.node(m, c).inputs[0]) {
-            cast_ok = plan.node(m, c).get_int("to", 0) == 1;
-            if (!cast_ok) break;
-            casts.push_back(c);
+        bool to_float = false, ok = true;
+        for (int c; (c = u.sole(p_in, "Cast")) >= 0 && !removed.count(c); p_in = plan.node(m, c).inputs[0]) {
+            ok = plan.node(m, c).get_int("to", 0) == int64_t(DType::FLOAT);
+            if (!ok) break;
+            to_float = true;
+            mt.dead.push_back(c);
         }
-        int sm_i = cast_ok ? u.sole(p_in, "Softmax") : -1;
-        if (sm_i < 0) continue;
-        const Node& sm = plan.node(m, sm_i);
-        int64_t axis = sm.get_int("axis", m.opset("") >= 13 ? -1 : 1);
-        if (axis != -1 && axis != 3) continue;  // rank 4 is checked below through the transposes
-        std::string s_in = sm.inputs[0], mask, post;
-        // Add(scores, mask), either side
-        int add_i = u.sole(s_in, "Add");
-        if (add_i >= 0) {
-            const Node& a = plan.node(m, add_i);
-            for (int side = 0; side < 2 && mask.empty(); side++) {
-                auto p = u.producer.find(a.inputs[size_t(side)]);
-                const std::string& op = p == u.producer.end() ? std::string() : plan.node(m, p->second).op_type;
-                if (op == "MatMul" || op == "Mul") {
-                    s_in = a.inputs[size_t(side)];
-                    mask = a.inputs[size_t(1 - side)];
-                }
-            }
-            if (mask.empty()) continue;
-        }
-        // Mul(scores, scalar constant)
-        int post_i = u.sole(s_in, "Mul");
-        if (post_i >= 0) {
-            const Node& pm = plan.node(m, post_i);
-            float c;
-            for (int side = 0; side < 2 && post.empty(); side++)
-                if (scalar_constant(u, pm.inputs[size_t(1 - side)], c) && u.producer_of(pm.inputs[size_t(side)], "MatMul")) {
-                    s_in = pm.inputs[size_t(side)];
-                    post = pm.inputs[size_t(1 - side)];
-                }
-            if (post.empty()) continue;
-        }
-        int s_i = u.sole(s_in, "MatMul");
-        if (s_i < 0) continue;
+        int sm_i;
+        const Node* sm = ok ? mt.single(p_in, sm_i) : nullptr;
+        if (!sm || sm->op_type != "Softmax") continue;
+        mt.dead.push_back(sm_i);
+        Scores sc;
+        if (!mt.scores(sm->inputs[0], sc)) continue;
+        const int s_i = sc.product;
+        std::string mask = sc.mask;
         const Node& s = plan.node(m, s_i);
-        // Optional scalar scale on each side: Mul(Transpose(..), scale).
-        std::string q_in = s.inputs[0], k_in = s.inputs[1], sq, sk;
-        int mq = -1, mk = -1;
-        auto unscale = [&](std::string& v, std::string& scale, int& mul) {
-            int i = u.sole(v, "Mul");
-            if (i < 0) return;
-            const Node& n = plan.node(m, i);
-            for (int side = 0; side < 2; side++) {
-                auto p = u.producer.find(n.inputs[size_t(side)]);
-                if (p != u.producer.end() && plan.node(m, p->second).op_type == "Transpose") {
-                    v = n.inputs[size_t(side)];
-                    scale = n.inputs[size_t(1 - side)];
-                    mul = i;
-                    return;
-                }
-            }
-        };
-        unscale(q_in, sq, mq);
-        unscale(k_in, sk, mk);
-        int tq, tk, tv;
-        const Node* nq = transposed(q_in, {0, 2, 1, 3}, tq);
-        const Node* nk = transposed(k_in, {0, 2, 3, 1}, tk);
-        const Node* nv = transposed(o.inputs[1], {0, 2, 1, 3}, tv);
-        if (!nq || !nk || !nv) continue;
-        if (!post.empty()) {  // (c Q) K^T: the scale goes to a side without one
-            if (sq.empty()) sq = post;
-            else if (sk.empty()) sk = post;
-            else continue;
-        }
+        // The product's rank; a mask must not broadcast the scores to a higher one (unknown: only up to 4, the
+        // kernel's own limit, which it checks).
+        const int r = f.rank(s.outputs[0]), mask_rank = mask.empty() ? 0 : f.rank(mask);
+        if ((r != 3 && r != 4) || mask_rank > r || (mask_rank < 0 && r != 4)) continue;
+        const int64_t axis = sm->get_int("axis", m.opset("") >= 13 ? -1 : 1);
+        if (axis != -1 && axis != r - 1) continue;
+        mt.dead.push_back(s_i);
+        std::string q = s.inputs[0], k = s.inputs[1], v = o.inputs[1], sq, sk;
+        std::vector<int64_t> rq = r == 4 ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 1, 2};
+        std::vector<int64_t> rk = r == 4 ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{0, 2, 1};
+        std::vector<int64_t> rv = rq;
+        mt.unwind(q, rq, &sq);
+        mt.unwind(k, rk, &sk);
+        const float score_scale = mt.scale;
+        mt.unwind(v, rv, nullptr);
+        if (mt.scale != score_scale) continue;  // a scale on V is not the kernel's
+        for (const std::string* x : {&q, &k, &v})
+            if (f.rank(*x) != r) ok = false;
+        if (!ok) continue;
         Node fused;
         fused.op_type = "onnx2ggml.Attention";  // internal op, produced only by this pass
         fused.name = s.name;
-        fused.inputs = {nq->inputs[0], nk->inputs[0], nv->inputs[0], sq, sk};
+        auto view = [&](std::string& x, const std::vector<int64_t>& perm, const char* tag) {
+            if (identity(perm)) return;
+            Node t;
+            t.op_type = "Transpose";
+            t.name = s.name + "/" + tag;
+            t.inputs = {x};
+            t.outputs = {o.outputs[0] + "#" + tag};
+            t.attrs = {ints_attr("perm", perm)};
+            added[idx].push_back(t);
+            x = t.outputs[0];
+        };
+        view(q, rq, "q");
+        view(k, rk, "k");
+        view(v, rv, "v");
+        if (!mask.empty()) mask = mask_nodes(mt, sc, o.outputs[0], added[idx]);
+        fused.inputs = {q, k, v, sq, sk};
         if (!mask.empty()) fused.inputs.push_back(mask);
-        if (!casts.empty()) fused.attrs.push_back(int_attr("to_float", 1));
+        if (to_float) fused.attrs.push_back(int_attr("to_float", 1));
+        if (mt.scale != 1.f) fused.attrs.push_back(float_attr("scale", mt.scale));
         fused.outputs = o.outputs;
-        for (int dead : {tq, tk, tv, s_i, sm_i, mq, mk, add_i, post_i})
-            if (dead >= 0) removed.insert(dead);
-        for (int dead : casts) removed.insert(dead);
+        for (int dead : mt.dead) removed.insert(dead);
         plan.rewritten[idx] = fused;
     }
     plan.drop(removed);
+    if (added.empty()) return;
+    int next = int(m.graph.nodes.size());
+    if (!plan.rewritten.empty()) next = std::max(next, plan.rewritten.rbegin()->first + 1);
+    std::vector<int> live;
+    for (int idx : plan.live_nodes) {
+        for (Node& n : added[idx]) {
+            plan.rewritten[next] = n;
+            live.push_back(next++);
+        }
+        live.push_back(idx);
+    }
+    plan.live_nodes = live;
 }
 
 }  // namespace onnx2ggml

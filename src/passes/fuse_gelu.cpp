@@ -1,5 +1,7 @@
 // fuse_gelu: GELU as exported before opset 20, Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (also with
 // Mul(x, 1/sqrt 2)), becomes one onnx2ggml.Gelu node lowered to ggml_gelu_erf (f32, erff): five passes become one.
+// The tanh form, 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))) with the product in any order, becomes
+// onnx2ggml.Gelu with approximate "tanh".
 #include <cmath>
 
 #include "passes/match.h"
@@ -10,12 +12,108 @@ namespace {
 
 bool near(float a, double b) { return std::fabs(double(a) - b) <= 1e-6 * std::fabs(b); }
 
+// The other operand of binary node n, v being one of its inputs.
+const std::string& other(const Node& n, const std::string& v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
+
+bool scalar_near(GraphIndex& g, const std::string& v, double want) {
+    float c;
+    return scalar_constant(g, v, c) && near(c, want);
+}
+
+// The nodes computing v = x^3 as Pow(x, 3) or Mul(x, Mul(x, x)); empty if v is not that.
+std::vector<int> cube_of(GraphIndex& g, const std::string& v, const std::string& x) {
+    int pw = g.sole(v, "Pow");
+    if (pw >= 0) {
+        const Node& p = g.plan.node(g.m, pw);
+        return p.inputs[0] == x && scalar_near(g, p.inputs[1], 3.0) ? std::vector<int>{pw} : std::vector<int>{};
+    }
+    int m3 = g.sole(v, "Mul");
+    if (m3 < 0) return {};
+    const Node& c = g.plan.node(g.m, m3);
+    if (c.inputs[0] != x && c.inputs[1] != x) return {};
+    int m2 = g.sole(other(c, x), "Mul");
+    if (m2 < 0 || g.plan.node(g.m, m2).inputs[0] != x || g.plan.node(g.m, m2).inputs[1] != x) return {};
+    return {m3, m2};
+}
+
+// x of x + 0.044715 x^3 (the cube as Pow(x, 3)), the Add's input; "" otherwise. Nodes read go to `nodes`.
+std::string cubic_of(GraphIndex& g, const std::string& v, std::vector<int>& nodes) {
+    int add = g.sole(v, "Add");
+    if (add < 0) return "";
+    const Node& a = g.plan.node(g.m, add);
+    for (int side = 0; side < 2; side++) {
+        int mul = g.sole(a.inputs[size_t(side)], "Mul");
+        if (mul < 0) continue;
+        const Node& mn = g.plan.node(g.m, mul);
+        const std::string& x = a.inputs[size_t(1 - side)];
+        for (int k = 0; k < 2; k++) {
+            if (!scalar_near(g, mn.inputs[size_t(1 - k)], 0.044715)) continue;
+            std::vector<int> cube = cube_of(g, mn.inputs[size_t(k)], x);
+            if (cube.empty()) continue;
+            nodes.insert(nodes.end(), {add, mul});
+            nodes.insert(nodes.end(), cube.begin(), cube.end());
+            return x;
+        }
+    }
+    return "";
+}
+
+// The tanh GELU whose Tanh is node idx: rewrites its last node, returns the others to remove.
+void fuse_tanh_form(GraphIndex& g, int idx, std::set<int>& removed) {
+    const Node& t = g.plan.node(g.m, idx);
+    if (t.op_type != "Tanh" || !t.domain.empty() || t.inputs.size() != 1) return;
+    std::vector<int> nodes = {idx};
+    int scale = g.sole(t.inputs[0], "Mul");
+    if (scale < 0) return;
+    const Node& sn = g.plan.node(g.m, scale);
+    std::string x;
+    for (int k = 0; k < 2 && x.empty(); k++)
+        if (scalar_near(g, sn.inputs[size_t(k)], std::sqrt(2.0 / M_PI))) x = cubic_of(g, sn.inputs[size_t(1 - k)], nodes);
+    if (x.empty()) return;
+    nodes.push_back(scale);
+    int add = g.only_consumer(t.outputs[0], "Add");
+    if (add < 0 || !scalar_near(g, other(g.plan.node(g.m, add), t.outputs[0]), 1.0)) return;
+    nodes.push_back(add);
+    const std::string& a = g.plan.node(g.m, add).outputs[0];
+    int m1 = g.only_consumer(a, "Mul"), last = -1;
+    if (m1 < 0) return;
+    const std::string& o1 = other(g.plan.node(g.m, m1), a);
+    const std::string& y1 = g.plan.node(g.m, m1).outputs[0];
+    int half = g.sole(o1, "Mul");
+    if (half >= 0 && scalar_near(g, other(g.plan.node(g.m, half), x), 0.5) &&
+        (g.plan.node(g.m, half).inputs[0] == x || g.plan.node(g.m, half).inputs[1] == x)) {
+        nodes.push_back(half);  // (0.5 x) (1 + t)
+        last = m1;
+    } else if (o1 == x || scalar_near(g, o1, 0.5)) {  // (x (1 + t)) 0.5 or (0.5 (1 + t)) x
+        int m2 = g.only_consumer(y1, "Mul");
+        if (m2 < 0) return;
+        const std::string& o2 = other(g.plan.node(g.m, m2), y1);
+        if (o1 == x ? !scalar_near(g, o2, 0.5) : o2 != x) return;
+        nodes.push_back(m1);
+        last = m2;
+    }
+    if (last < 0) return;
+    Node fused;
+    fused.op_type = "onnx2ggml.Gelu";
+    fused.name = t.name;
+    fused.inputs = {x};
+    fused.outputs = g.plan.node(g.m, last).outputs;
+    Attribute ap;
+    ap.name = "approximate";
+    ap.type = AttrType::STRING;
+    ap.s = "tanh";
+    fused.attrs = {ap};
+    for (int n : nodes) removed.insert(n);
+    g.plan.rewritten[last] = fused;
+}
+
 }  // namespace
 
 void fuse_gelu(const Model& m, GraphPlan& plan) {
     GraphIndex g(m, plan);
     std::set<int> removed;
     for (int idx : plan.live_nodes) {
+        if (!removed.count(idx)) fuse_tanh_form(g, idx, removed);
         const Node& e = plan.node(m, idx);
         if (e.op_type != "Erf" || !e.domain.empty() || e.inputs.size() != 1 || removed.count(idx)) continue;
         auto dp = g.producer.find(e.inputs[0]);

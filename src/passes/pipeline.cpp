@@ -11,6 +11,7 @@ const std::vector<Pass>& pipeline() {
         {"fuse_group_norm", fuse_group_norm},
         {"fuse_attention", fuse_attention},
         {"fuse_gelu", fuse_gelu},
+        {"fuse_layer_norm", fuse_layer_norm},
         {"fuse_matmul_bias", fuse_matmul_bias},
         {"fuse_scalar_affine", fuse_scalar_affine},  // last: the patterns above hold scalar steps of their own
         {"remove_dead_nodes", remove_dead_nodes},

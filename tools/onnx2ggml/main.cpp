@@ -73,6 +73,30 @@ std::string dims_str(const ValueInfo& vi) {
     return s + "]";
 }
 
+// Fusions that fired, the model's own fused-kind ops, and nodes of fusible kinds left as they are.
+void print_fusions(const Model& m, const GraphPlan& plan) {
+    const FusionReport r = fusion_report(m, plan);
+    auto line = [](const char* title, const std::map<std::string, int>& counts) {
+        printf("%s:", title);
+        if (counts.empty()) printf(" none");
+        for (auto& [op, c] : counts) printf(" %s x%d", op.c_str(), c);
+        printf("\n");
+    };
+    line("fusions", r.fused);
+    if (!r.native.empty()) line("fused-kind ops in the model", r.native);
+    printf("left unfused:");
+    if (r.unfused.empty()) printf(" none");
+    for (auto& [op, c] : r.unfused) printf("\n  %-22s x%d  (%s)", op.c_str(), c, fusion_note(op).c_str());
+    printf("\n");
+}
+
+// {"A": 1, "B": 2}: op names are plain identifiers (and "+").
+std::string json_counts(const std::map<std::string, int>& counts) {
+    std::string s = "{";
+    for (auto& [op, c] : counts) s += (s.size() > 1 ? ", \"" : "\"") + op + "\": " + std::to_string(c);
+    return s + "}";
+}
+
 int cmd_info(const std::vector<std::string>& args) {
     if (args.size() != 1) throw Error(std::string("info takes one model path\n") + kUsage);
     auto m = load_model(args[0]);
@@ -114,6 +138,7 @@ int cmd_info(const std::vector<std::string>& args) {
     if (host.empty()) printf(" none");
     for (auto& [op, c] : host) printf(" %s x%d", op.c_str(), c);
     printf("\n");
+    print_fusions(*m, plan);
     return 0;
 }
 
@@ -445,7 +470,8 @@ int cmd_run(const std::vector<std::string>& args) {
                   << ", \"copy_mb\": " << b.copy_mb << "}";
                 sep = ", ";
             }
-            f << "}}\n";
+            const FusionReport fr = fusion_report(session->model(), plan_graph(session->model()));
+            f << "}, \"fusions\": " << json_counts(fr.fused) << ", \"unfused\": " << json_counts(fr.unfused) << "}\n";
         }
     }
     return 0;

@@ -7,8 +7,12 @@
 namespace o2g {
 
 struct FusedAttentionParams {
-    float scale = 1.0f;  // applied to the scores before the softmax
-    void fields(FieldWriter& f) const { f("scale", scale); }
+    float scale = 1.0f;     // applied to the scores before the softmax
+    bool one_head = false;  // Q, K, V are [B, T, D] (ggml [D, T, B]): one head each; the result is [B, Tq, Dv]
+    void fields(FieldWriter& f) const {
+        f("scale", scale);
+        f("one_head", one_head);
+    }
 };
 // softmax(scale * Q K^T + mask) V per head: Q [B, Tq, H, D], K [B, Tk, H, D], V [B, Tk, H, Dv] (ggml [D, H, T, B])
 // -> [B, H, Tq, Dv]. q_scale and k_scale (may be null) are tensors multiplied into Q and K first; mask (may be
