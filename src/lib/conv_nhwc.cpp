@@ -22,10 +22,8 @@ ggml_tensor* nhwc_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bi
         k = ggml_cont(ctx, ggml_permute(ctx, cont(ctx, w), 2, 0, 1, 3));
     }
     // x [C, W, H, N] -> [W, H, C, N], and the result [OW, OH, M, N] -> [M, OW, OH, N]: two copies (an NHWC kernel
-    // would avoid them).
-    ggml_tensor* xc = ggml_cont(ctx, ggml_permute(ctx, cont(ctx, x), 2, 0, 1, 3));
-    ggml_tensor* y = conv(ctx, xc, k, bias, p);
-    return ggml_cont(ctx, ggml_permute(ctx, y, 1, 2, 0, 3));
+    // would avoid them), the first left out after another NHWC op (GroupNorm, NhwcConv).
+    return nchw_to_nhwc(ctx, conv(ctx, nhwc_to_nchw(ctx, x), k, bias, p));
 }
 
 }  // namespace o2g

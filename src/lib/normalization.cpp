@@ -104,8 +104,7 @@ ggml_tensor* group_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tenso
         GroupNormParams q = p;
         q.channels_last = false;
         q.channel_dim = 2;
-        ggml_tensor* y = group_norm(ctx, ggml_cont(ctx, ggml_permute(ctx, cont(ctx, x), 2, 0, 1, 3)), scale, bias, q);
-        return ggml_cont(ctx, ggml_permute(ctx, y, 1, 2, 0, 3));
+        return nchw_to_nhwc(ctx, group_norm(ctx, nhwc_to_nchw(ctx, x), scale, bias, q));
     }
     check_dim(p.channel_dim, "group_norm");
     int64_t S, C, N;

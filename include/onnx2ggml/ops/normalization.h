@@ -45,7 +45,7 @@ struct GroupNormParams {
 // Normalizes each group of C/groups channels of each image, then scale and bias per channel (scale and bias
 // with `groups` elements are per group, as GroupNormalization-18 has them). The CPU kernel accumulates in double
 // and writes x * a + b in one pass; elsewhere ggml_group_norm. channels_last: x is permuted to [W, H, C, N] and the
-// result back (two copies of the tensor).
+// result back (nhwc_to_nchw, nchw_to_nhwc: a copy each, unless x is another NHWC op's copy).
 ggml_tensor* group_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias, const GroupNormParams& p);
 
 struct LayerNormParams {
