@@ -82,7 +82,9 @@ class Case:
     opset: int = DEFAULT_OPSET
     tol: float | None = None
     outputs: int = 1
-    domain: str = ""
+    domain: str = ""  # "com.microsoft" for onnxruntime's contrib ops (opset is then the ONNX domain's)
+    # Output element types (numpy names) where shape inference cannot tell them (contrib ops); default: input 0's.
+    out_types: list | None = None
     id: str = ""
     xfail: str = ""  # known limitation: must fail cleanly; does not fail the run
     # Off the CPU kernels (ONNX2GGML_PORTABLE=1, or a non-CPU ONNX2GGML_DEVICE) the ggml-op path is known to differ
@@ -110,9 +112,14 @@ CASES: list[Case] = []
 
 
 def case(op, *inputs, opset=DEFAULT_OPSET, tol=None, outputs=1, xfail="", ref_model=None, off_cpu="", domain="",
-         **attrs) -> None:
+         out_types=None, **attrs) -> None:
     """domain: a contrib op's domain ("com.microsoft"), imported at version 1 beside ai.onnx at `opset`."""
-    CASES.append(Case(op, list(inputs), attrs, opset, tol, outputs, domain=domain, xfail=xfail, ref_model=ref_model,
-                      off_cpu=off_cpu))
+    CASES.append(Case(op, list(inputs), attrs, opset, tol, outputs, domain=domain, out_types=out_types, xfail=xfail,
+                      ref_model=ref_model, off_cpu=off_cpu))
+
+
+def op_name(c: Case) -> str:
+    """The op as `onnx2ggml ops` lists it: "domain:Op" for contrib domains."""
+    return f"{c.domain}:{c.op}" if c.domain else c.op
 
 

@@ -38,7 +38,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import metrics  # noqa: E402
 from cli_common import DEFAULT_CLI, from_npy, one_line, run_model, runner_prefix, sanitize_name, to_npy  # noqa: E402
 
-from op_case import CASES, DEFAULT_OPSET, DEFAULT_TOL, Case, In, I64, K, R, V, W, case  # noqa: E402,F401
+from op_case import CASES, DEFAULT_OPSET, DEFAULT_TOL, Case, In, I64, K, R, V, W, case, op_name  # noqa: E402,F401
 
 # --------------------------------------------------------------------------
 # The cases.  Shapes are small but odd-sized so that off-by-one errors in
@@ -417,9 +417,9 @@ for _mod in sorted(m.name for m in pkgutil.iter_modules(op_cases.__path__)):
 def _assign_ids() -> None:
     seen: dict[str, int] = {}
     for c in CASES:
-        n = seen.get(c.op, 0)
-        seen[c.op] = n + 1
-        c.id = f"{c.op}#{n}"
+        n = seen.get(op_name(c), 0)
+        seen[op_name(c)] = n + 1
+        c.id = f"{'ms.' if c.domain == 'com.microsoft' else ''}{c.op}#{n}"
 
 
 _assign_ids()
@@ -457,9 +457,10 @@ def random_array(rng: np.random.Generator, spec: In) -> np.ndarray:
 
 
 def build_model(c: Case, inputs) -> onnx.ModelProto:
-    outs = [f"y{k}" for k in range(c.outputs)]
-    node = helper.make_node(c.op, [name for name, _, _ in inputs], outs, name=f"{c.op}_node", domain=c.domain,
+    outs = [f"y{k}" if k < c.outputs and (not c.out_types or c.out_types[k]) else "" for k in range(c.outputs)]
+    node = helper.make_node(c.op, [name for name, _, _ in inputs], outs, name=f"{c.op}_node", domain=c.domain or None,
                             **c.attrs)
+    outs = [o for o in outs if o]
     graph_inputs, inits = [], []
     for name, arr, const in inputs:
         if arr is None:
@@ -472,26 +473,38 @@ def build_model(c: Case, inputs) -> onnx.ModelProto:
     # Output types come from ONNX shape inference.
     graph = helper.make_graph([node], c.id.replace("#", "_"), graph_inputs,
                               [onnx.ValueInfoProto(name=o) for o in outs], inits)
-    imports = [helper.make_opsetid("", c.opset)] + ([helper.make_opsetid(c.domain, 1)] if c.domain else [])
-    model = helper.make_model(graph, opset_imports=imports)
+    opsets = [helper.make_opsetid("", c.opset)] + ([helper.make_opsetid(c.domain, 1)] if c.domain else [])
+    model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = min(model.ir_version, 9)  # what onnxruntime 1.2x accepts
-    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    for out in model.graph.output:
-        if not out.type.HasField("tensor_type") or not out.type.tensor_type.HasField("shape"):
+    known = _onnx_has(c)  # onnxruntime's contrib ops (some in the ONNX domain) have no ONNX schema
+    if known:
+        model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    for k, out in enumerate(model.graph.output):
+        if not known:  # no shape inference: the element type only
+            types = [t for t in c.out_types if t] if c.out_types else []
+            elem = helper.np_dtype_to_tensor_dtype(np.dtype(types[k]) if types else inputs[0][1].dtype)
+            out.type.CopyFrom(helper.make_tensor_type_proto(elem, None))
+        elif not out.type.HasField("tensor_type") or not out.type.tensor_type.HasField("shape"):
             # Inference gives up on some function ops (GroupNormalization) and on Loop's outputs;
-            # those used here are shape-preserving, like their first graph input. onnx has no contrib schemas:
-            # their outputs get the element type of the node's first input, alone.
-            if c.domain:
-                out.type.tensor_type.elem_type = helper.np_dtype_to_tensor_dtype(inputs[0][1].dtype)
-            else:
-                out.type.CopyFrom(model.graph.input[0].type)
+            # those used here are shape-preserving, like their first graph input.
+            out.type.CopyFrom(model.graph.input[0].type)
     try:
-        onnx.checker.check_model(model)
+        if known:
+            onnx.checker.check_model(model)
     except onnx.checker.ValidationError as exc:
-        # GroupNormalization-18 is deprecated yet still found in models; a contrib op's outputs have no shape.
-        if "deprecated" not in str(exc) and not (c.domain and "'shape' of 'type' is required" in str(exc)):
+        # GroupNormalization-18 is deprecated yet still found in models.
+        if "deprecated" not in str(exc):
             raise
     return model
+
+
+def _onnx_has(c: Case) -> bool:
+    """Whether ONNX itself defines the case's op at its opset."""
+    try:
+        onnx.defs.get_schema(c.op, c.opset, c.domain)
+        return True
+    except onnx.defs.SchemaError:
+        return False
 
 
 def reference(model: onnx.ModelProto, feeds: dict) -> tuple[list[np.ndarray], str]:
@@ -594,7 +607,7 @@ def select(pattern: str | None) -> list[Case]:
     if not pattern:
         return CASES
     rx = re.compile(pattern)
-    return [c for c in CASES if rx.fullmatch(c.op) or rx.fullmatch(c.id)]
+    return [c for c in CASES if rx.fullmatch(c.op) or rx.fullmatch(c.id) or rx.fullmatch(op_name(c))]
 
 
 def main() -> int:
@@ -619,7 +632,7 @@ def main() -> int:
                 for a in n.attribute:
                     if a.HasField("g"):
                         yield from ops_in(a.g)
-        tested = {f"{c.domain}:{c.op}" if c.domain else c.op for c in CASES}
+        tested = {op_name(c) for c in CASES}
         for c in CASES:
             for v in c.attrs.values():
                 if isinstance(v, onnx.GraphProto):

@@ -64,4 +64,17 @@ ggml_tensor* swish(Ctx& ctx, ggml_tensor* x, const SwishParams& p) {
     return ggml_mul(ctx, x, ggml_sigmoid(ctx, ggml_scale(ctx, x, p.alpha)));
 }
 
+ggml_tensor* bias_split_gelu(Ctx& ctx, ggml_tensor* x, ggml_tensor* bias) {
+    const int64_t D = x->ne[0];
+    if (D % 2 || ggml_nelements(bias) != D)
+        throw OpError("bias_split_gelu: the last dim (" + std::to_string(D) + ") must be even and match the bias (" +
+                      std::to_string(ggml_nelements(bias)) + " values)");
+    ggml_tensor* h = ggml_add(ctx, cont(ctx, x), ggml_reshape_1d(ctx, cont(ctx, bias), D));
+    auto half = [&](int64_t k) {
+        return ggml_cont(ctx, ggml_view_4d(ctx, h, D / 2, h->ne[1], h->ne[2], h->ne[3], h->nb[1], h->nb[2], h->nb[3],
+                                           size_t(k * (D / 2)) * h->nb[0]));
+    };
+    return ggml_mul(ctx, half(0), gelu(ctx, half(1), GeluParams{}));
+}
+
 }  // namespace o2g

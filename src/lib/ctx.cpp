@@ -1,4 +1,5 @@
 // The op library's build context, params printing and shared layout helpers.
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -72,6 +73,30 @@ void FieldWriter::operator()(const char* name, const std::vector<float>& v) {
 }
 
 ggml_tensor* cont(Ctx& ctx, ggml_tensor* x) { return ggml_is_contiguous(x) ? x : ggml_cont(ctx, x); }
+
+namespace {
+
+// ggml_cont(ggml_permute(x, a0..a3)), or the contiguous tensor x was copied from when x = ggml_cont(ggml_permute(src,
+// inverse)): the copy back is not made (and the first copy is left out of the graph where nothing else reads it).
+ggml_tensor* permute_copy(Ctx& ctx, ggml_tensor* x, const int32_t axes[4], const int32_t inverse[4]) {
+    ggml_tensor* p = x->op == GGML_OP_CONT ? x->src[0] : nullptr;
+    if (p && p->op == GGML_OP_PERMUTE && p->src[0] && ggml_is_contiguous(p->src[0]) && p->src[0]->type == x->type &&
+        std::equal(inverse, inverse + 4, reinterpret_cast<const int32_t*>(p->op_params)))
+        return p->src[0];
+    return ggml_cont(ctx, ggml_permute(ctx, cont(ctx, x), axes[0], axes[1], axes[2], axes[3]));
+}
+
+}  // namespace
+
+ggml_tensor* nhwc_to_nchw(Ctx& ctx, ggml_tensor* x) {
+    static const int32_t axes[4] = {2, 0, 1, 3}, inverse[4] = {1, 2, 0, 3};
+    return permute_copy(ctx, x, axes, inverse);
+}
+
+ggml_tensor* nchw_to_nhwc(Ctx& ctx, ggml_tensor* x) {
+    static const int32_t axes[4] = {1, 2, 0, 3}, inverse[4] = {2, 0, 1, 3};
+    return permute_copy(ctx, x, axes, inverse);
+}
 
 int ggml_axis(int64_t axis, int rank) {
     int64_t a = axis < 0 ? axis + rank : axis;

@@ -100,6 +100,12 @@ ggml_tensor* instance_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_te
 }
 
 ggml_tensor* group_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias, const GroupNormParams& p) {
+    if (p.channels_last) {  // [C, W, H, N] -> [W, H, C, N], normalized, and back
+        GroupNormParams q = p;
+        q.channels_last = false;
+        q.channel_dim = 2;
+        return nchw_to_nhwc(ctx, group_norm(ctx, nhwc_to_nchw(ctx, x), scale, bias, q));
+    }
     check_dim(p.channel_dim, "group_norm");
     int64_t S, C, N;
     split_at(x, p.channel_dim, S, C, N);
@@ -166,6 +172,34 @@ ggml_tensor* layer_norm_inv_std_dev(Ctx& ctx, ggml_tensor* x, const LayerNormPar
 ggml_tensor* rms_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, const LayerNormParams& p) {
     ggml_tensor* y = reshape_ne(ctx, ggml_rms_norm(ctx, rows(ctx, x, p.dims), p.eps), x->ne);
     return ggml_mul(ctx, y, scale);
+}
+
+ggml_tensor* rms_norm_inv_std_dev(Ctx& ctx, ggml_tensor* x, const LayerNormParams& p) {
+    ggml_tensor* ms = ggml_mean(ctx, ggml_sqr(ctx, rows(ctx, x, p.dims)));
+    ggml_tensor* inv = custom_unary(ctx, ggml_sqrt(ctx, ggml_scale_bias(ctx, ms, 1.0f, p.eps)), UnaryK::Reciprocal);
+    int64_t ne[4];
+    stats_ne(x, p.dims, ne);
+    return reshape_ne(ctx, inv, ne);
+}
+
+ggml_tensor* skip_add(Ctx& ctx, ggml_tensor* x, ggml_tensor* skip, ggml_tensor* bias, const SkipAddParams& p) {
+    check_dim(p.channel_dim, "skip_add");
+    const int64_t C = x->ne[p.channel_dim];
+    if (p.skip_nc) {  // [C, N] -> C along channel_dim, N along dim 3
+        if (ggml_nelements(skip) != C * x->ne[3] || p.channel_dim == 3)
+            throw OpError("skip_add: a per-image, per-channel skip needs " + std::to_string(C * x->ne[3]) +
+                          " values, not " + std::to_string(ggml_nelements(skip)));
+        int64_t ne[4] = {1, 1, 1, x->ne[3]};
+        ne[p.channel_dim] = C;
+        skip = reshape_ne(ctx, cont(ctx, skip), ne);
+    }
+    if (!ggml_can_repeat(skip, x)) throw OpError("skip_add: skip does not broadcast to the input");
+    ggml_tensor* y = ggml_add(ctx, x, skip);
+    if (!bias) return y;
+    if (ggml_nelements(bias) != C)
+        throw OpError("skip_add: bias has " + std::to_string(ggml_nelements(bias)) + " values for " +
+                      std::to_string(C) + " channels");
+    return ggml_add(ctx, y, along(ctx, cont(ctx, bias), p.channel_dim));
 }
 
 ggml_tensor* lp_norm(Ctx& ctx, ggml_tensor* x, const LpNormParams& p) {

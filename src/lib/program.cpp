@@ -178,6 +178,9 @@ ggml_tensor* WeightFile::derived(const ggml_tensor* w, const std::string& kind, 
         ggml_backend_tensor_set(t, q.data(), 0, q.size());
     }
     m.derived[key] = t;
+    // A weight derived from this one (NhwcConv's reordered kernel, then Winograd-transformed) is made as `run` makes
+    // it: in host memory its values are readable in place.
+    if (type == GGML_TYPE_F32 && ggml_backend_buffer_is_host(buf)) m.host[t] = static_cast<const uint8_t*>(t->data);
     return t;
 }
 

@@ -1,6 +1,7 @@
 // Activation ONNX ops, opsets 1-24: Relu, Sigmoid, Tanh, LeakyRelu, PRelu, Elu, Selu, Celu, HardSigmoid,
-// HardSwish, Softplus, Softsign, Mish, Gelu, ThresholdedRelu, Shrink, Swish, and the fused onnx2ggml.SiLU,
-// onnx2ggml.Swish and onnx2ggml.Gelu (erf form) that the fuse passes produce.
+// HardSwish, Softplus, Softsign, Mish, Gelu, ThresholdedRelu, Shrink, Swish; com.microsoft Gelu, BiasGelu,
+// FastGelu, QuickGelu and BiasSplitGelu (1); and the fused onnx2ggml.SiLU, onnx2ggml.Swish and onnx2ggml.Gelu (erf
+// form) that the fuse passes produce.
 #include <cmath>
 
 #include "ops/host.h"
@@ -113,6 +114,38 @@ void lower_Swish(Lower& L) {
     out_same(L, O2G_CALL(L, o2g::swish, L.t(0), p));
 }
 
+// com.microsoft BiasGelu(A, B) = Gelu(A + B), erf form; FastGelu(X, bias?) the tanh form. The bias lies along
+// the last axis.
+void lower_bias_gelu(Lower& L, bool tanh) {
+    ggml_tensor* x = L.t(0);
+    if (L.has(1)) {
+        const Shape& xs = L.shape(0);
+        if (L.rank(0) > 4 || L.rank(1) != 1 || xs.empty() || L.shape(1)[0] != xs.back())
+            L.error("the bias must be 1-D, as long as the last axis of an input of rank 1 to 4");
+        x = O2G_CALL(L, o2g::add, x, L.t(1));
+    }
+    o2g::GeluParams p;
+    p.tanh = tanh;
+    out_same(L, O2G_CALL(L, o2g::gelu, x, p));
+}
+void lower_BiasGelu(Lower& L) { lower_bias_gelu(L, false); }
+void lower_FastGelu(Lower& L) { lower_bias_gelu(L, true); }
+
+// com.microsoft QuickGelu: x * sigmoid(alpha * x).
+void lower_QuickGelu(Lower& L) {
+    o2g::SwishParams p;
+    p.alpha = L.node.get_float("alpha", 1.702f);
+    out_same(L, O2G_CALL(L, o2g::swish, L.t(0), p));
+}
+
+// com.microsoft BiasSplitGelu: X [N, S, D] + bias [D], halves of the last axis -> left * gelu(right) [N, S, D/2].
+void lower_BiasSplitGelu(Lower& L) {
+    const Shape& xs = L.shape(0);
+    if (L.rank(0) != 3 || L.rank(1) != 1 || L.shape(1)[0] != xs[2] || xs[2] % 2)
+        L.error("expects X [N, S, D] and bias [D] with D even");
+    L.out(0, O2G_CALL(L, o2g::bias_split_gelu, L.t(0), L.t(1)), L.dtype(0), 3);
+}
+
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 
 const std::vector<OpDef>& activation_ops() {
@@ -139,6 +172,11 @@ const std::vector<OpDef>& activation_ops() {
         {.op = "Gelu", .since = 20, .ggml = lower_Gelu, .math = true},
         {.op = "Shrink", .since = 9, .ggml = lower_Shrink, .host = host_Shrink, .math = true},
         {.op = "Swish", .since = 24, .ggml = lower_Swish, .math = true},
+        {.op = "Gelu", .domain = "com.microsoft", .since = 1, .ggml = lower_Gelu, .math = true},
+        {.op = "BiasGelu", .domain = "com.microsoft", .since = 1, .ggml = lower_BiasGelu, .math = true},
+        {.op = "FastGelu", .domain = "com.microsoft", .since = 1, .ggml = lower_FastGelu, .math = true},
+        {.op = "QuickGelu", .domain = "com.microsoft", .since = 1, .ggml = lower_QuickGelu, .math = true},
+        {.op = "BiasSplitGelu", .domain = "com.microsoft", .since = 1, .ggml = lower_BiasSplitGelu, .math = true},
     };
     return t;
 }

@@ -1,6 +1,6 @@
 // Convolution ONNX ops: Conv (1-22) and ConvTranspose (1-22), 1-D to 3-D, DeformConv (19-22), CausalConvWithState
-// (27), and the fused onnx2ggml.ConvClamp (Conv + Relu/Clip). Rows read attributes into params; the lowering is
-// the op library's (src/lib/conv.cpp, conv3d.cpp).
+// (27), com.microsoft NhwcConv (1, 2-D), and the fused onnx2ggml.ConvClamp (Conv + Relu/Clip). Rows read
+// attributes into params; the lowering is the op library's (src/lib/conv.cpp, conv3d.cpp).
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -56,6 +56,22 @@ void lower_Conv(Lower& L) {
         return out_3d(L, O2G_CALL(L, o2g::conv, L.t(0), L.t(1), optional(L, 2), p), p.out_channels);
     }
     L.out(0, O2G_CALL(L, o2g::conv, L.t(0), L.t(1), optional(L, 2), p), L.dtype(0), L.rank(0));
+}
+
+// ---- com.microsoft NhwcConv: Conv's attributes on x [N, H, W, C] and w [M, kH, kW, C/group] -> [N, OH, OW, M] ----
+void lower_NhwcConv(Lower& L) {
+    if (L.rank(0) != 4 || L.rank(1) != 4) L.error("only 2-D NHWC convolutions (rank-4 input and weight) are supported");
+    check_lengths(L, 2, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}});
+    o2g::ConvParams p;
+    p.auto_pad = auto_pad(L);
+    p.kernel = L.node.get_ints("kernel_shape");
+    p.pads = L.node.get_ints("pads");
+    p.strides = L.node.get_ints("strides");
+    p.dilations = L.node.get_ints("dilations");
+    p.group = L.node.get_int("group", 1);
+    if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, 2, {{"pads", 2}});
+    if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
+    L.out(0, O2G_CALL(L, o2g::nhwc_conv, L.t(0), L.t(1), optional(L, 2), p), L.dtype(0), 4);
 }
 
 // ---- ConvTranspose (1-D to 3-D) ----
@@ -133,6 +149,8 @@ double conv_flops(Lower& L) {
     const Shape& w = L.shape(1);
     double k = 1;
     for (size_t i = 2; i < w.size(); i++) k *= double(w[i]);
+    if (L.node.op_type == "NhwcConv")  // w [M, kH, kW, C/g]
+        return 2 * double(shape_numel(L.outs[0].shape)) * double(w[3]) * double(w[1] * w[2]);
     bool conv = L.node.op_type != "ConvTranspose";
     return 2 * double(shape_numel(conv ? L.outs[0].shape : L.shape(0))) * double(w[1]) * k;
 }
@@ -144,6 +162,7 @@ const std::vector<OpDef>& conv_ops() {
         {.op = "Conv", .since = 1, .ggml = lower_Conv, .math = true, .flops = conv_flops},
         // produced by the fuse_conv_activation pass
         {.op = "onnx2ggml.ConvClamp", .since = 1, .ggml = lower_Conv, .math = true, .flops = conv_flops},
+        {.op = "NhwcConv", .domain = "com.microsoft", .since = 1, .ggml = lower_NhwcConv, .math = true, .flops = conv_flops},
         {.op = "ConvTranspose", .since = 1, .ggml = lower_ConvTranspose, .host_inputs = {1}, .math = true, .flops = conv_flops},
     };
     return t;

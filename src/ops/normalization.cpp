@@ -1,6 +1,9 @@
 // Normalization ops: BatchNormalization (1-15, rank 1-5), InstanceNormalization (1-22), GroupNormalization (18, 21),
-// LayerNormalization (17), RMSNormalization (23), LpNormalization (1-22), MeanVarianceNormalization (9, 13), LRN
-// (1, 13), and onnx2ggml.GroupNorm (fuse_group_norm), onnx2ggml.LayerNorm and onnx2ggml.RMSNorm (fuse_layer_norm).
+// LayerNormalization (17; 1, the contrib form onnxruntime registers in the ONNX domain), RMSNormalization (23),
+// LpNormalization (1-22), MeanVarianceNormalization (9, 13), LRN (1, 13), SimplifiedLayerNormalization (1, in the
+// ONNX and com.microsoft domains), com.microsoft GroupNorm, SkipGroupNorm, SkipLayerNormalization,
+// SkipSimplifiedLayerNormalization and BiasAdd (1), and onnx2ggml.GroupNorm (fuse_group_norm),
+// onnx2ggml.LayerNorm and onnx2ggml.RMSNorm (fuse_layer_norm).
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -11,6 +14,12 @@ bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.n
 
 void check_rank(Lower& L, int r) {
     if (r > 4) L.error("rank " + std::to_string(r) + " input; normalizations take at most 4 dims");
+}
+
+// Mean and inverse standard deviation outputs are float for half-precision inputs (stash_type 1, as onnxruntime).
+DType stats_dtype(Lower& L) {
+    DType t = L.dtype(0);
+    return t == DType::FLOAT16 || t == DType::BFLOAT16 ? DType::FLOAT : t;
 }
 
 }  // namespace
@@ -82,10 +91,96 @@ void lower_LayerNormalization(Lower& L) {
         if (L.has(i) && broadcast_shapes(L, ns, L.shape(i)) != ns)
             L.error("scale/bias do not broadcast to the normalized shape");
     ggml_tensor* y = O2G_CALL(L, o2g::layer_norm, L.t(0), L.t(1), L.has(2) ? L.t(2) : nullptr, p);
-    L.out(0, y, L.dtype(0), r);
+    L.out(0, y, L.dtype(1), r);  // the scale's type (the contrib form lets it differ from X's)
     // Mean and InvStdDev, shaped like X with the normalized dims set to 1
-    if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::layer_norm_mean, L.t(0), p), L.dtype(0), r);
-    if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::layer_norm_inv_std_dev, L.t(0), p), L.dtype(0), r);
+    if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::layer_norm_mean, L.t(0), p), stats_dtype(L), r);
+    if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::layer_norm_inv_std_dev, L.t(0), p), stats_dtype(L), r);
+}
+
+// SimplifiedLayerNormalization (RMSNorm, onnxruntime's): X / sqrt(mean(X^2) + eps) * scale over axes axis..-1.
+void lower_SimplifiedLayerNormalization(Lower& L) {
+    const Shape& xs = L.shape(0);
+    const int r = int(xs.size());
+    check_rank(L, r);
+    const int axis = norm_axis(L, L.node.get_int("axis", -1), r);
+    o2g::LayerNormParams p;
+    p.dims = r - axis;
+    p.eps = L.node.get_float("epsilon", 1e-5f);
+    const Shape ns(xs.begin() + axis, xs.end());
+    if (broadcast_shapes(L, ns, L.shape(1)) != ns) L.error("scale does not broadcast to the normalized shape");
+    L.out(0, O2G_CALL(L, o2g::rms_norm, L.t(0), L.t(1), p), L.dtype(1), r);
+    if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::rms_norm_inv_std_dev, L.t(0), p), stats_dtype(L), r);
+}
+
+// com.microsoft SkipLayerNormalization (input, skip, gamma, beta?, bias?) and SkipSimplifiedLayerNormalization
+// (input, skip, gamma, bias?): s = input + skip + bias, normalized over the last axis. Outputs: the result, mean
+// (LayerNorm only), inv_std_var, and s. skip is the input's shape or broadcasts to it ([1, S, H], [S, H]).
+void lower_skip_norm(Lower& L, bool rms) {
+    const Shape& xs = L.shape(0);
+    const int r = int(xs.size());
+    if (r < 2 || r > 4) L.error("input must have rank 2 or 3");
+    const int64_t H = xs.back();
+    const int bias_at = rms ? 3 : 4;
+    for (int i : {2, rms ? 2 : 3, bias_at})
+        if (L.has(i) && (L.rank(i) != 1 || L.shape(i)[0] != H))
+            L.error("gamma, beta and bias must be 1-D with the hidden size " + std::to_string(H));
+    if (broadcast_shapes(L, xs, L.shape(1)) != xs) L.error("skip does not broadcast to the input");
+    ggml_tensor* s = O2G_CALL(L, o2g::skip_add, L.t(0), L.t(1), L.has(bias_at) ? L.t(bias_at) : nullptr,
+                              o2g::SkipAddParams{});
+    o2g::LayerNormParams p;
+    p.eps = L.node.get_float("epsilon", 1e-12f);
+    if (rms) {
+        if (wanted(L, 1)) L.error("the mean output is not defined for SkipSimplifiedLayerNormalization");
+        L.out(0, O2G_CALL(L, o2g::rms_norm, s, L.t(2), p), L.dtype(0), r);
+        if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::rms_norm_inv_std_dev, s, p), DType::FLOAT, r);
+    } else {
+        ggml_tensor* beta = L.has(3) ? L.t(3) : nullptr;
+        L.out(0, O2G_CALL(L, o2g::layer_norm, s, L.t(2), beta, p), L.dtype(0), r);
+        if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::layer_norm_mean, s, p), DType::FLOAT, r);
+        if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::layer_norm_inv_std_dev, s, p), DType::FLOAT, r);
+    }
+    if (wanted(L, 3)) L.out(3, s, L.dtype(0), r);
+}
+void lower_SkipLayerNormalization(Lower& L) { lower_skip_norm(L, false); }
+void lower_SkipSimplifiedLayerNormalization(Lower& L) { lower_skip_norm(L, true); }
+
+// com.microsoft GroupNorm (X, gamma, beta) and SkipGroupNorm (X, gamma, beta, skip, bias?; second output
+// s = X + skip + bias, which is normalized). X is NHWC when channels_last (the default), NCHW otherwise; skip is
+// X's shape, [N, 1, 1, C] ([N, C, 1, 1] in NCHW) or [N, C].
+void lower_GroupNormContrib(Lower& L) {
+    const Shape& xs = L.shape(0);
+    if (xs.size() != 4) L.error("X must have rank 4");
+    o2g::GroupNormParams p;
+    p.channels_last = L.node.get_int("channels_last", 1) != 0;
+    p.groups = L.node.get_int("groups", 0);
+    p.eps = L.node.get_float("epsilon", 1e-5f);
+    const int64_t act = L.node.get_int("activation", 0);
+    if (act != 0 && act != 1) L.error("activation must be 0 (none) or 1 (SiLU), not " + std::to_string(act));
+    p.silu = act == 1;
+    const int64_t C = p.channels_last ? xs[3] : xs[1];
+    if (p.groups <= 0 || C % p.groups) L.error("groups must divide the " + std::to_string(C) + " channels");
+    if (shape_numel(L.shape(1)) != C || shape_numel(L.shape(2)) != C) L.error("gamma and beta must have C values");
+    ggml_tensor* x = L.t(0);
+    if (L.node.op_type == "SkipGroupNorm") {
+        const int sr = L.rank(3);
+        if (sr != 2 && sr != 4) L.error("skip must have rank 4 or 2 ([N, C])");
+        if (sr == 2 && L.shape(3) != Shape{xs[0], C}) L.error("a 2-D skip must be [N, C]");
+        if (L.has(4) && shape_numel(L.shape(4)) != C) L.error("bias must have C values");
+        o2g::SkipAddParams sp;
+        sp.channel_dim = p.channels_last ? 0 : 2;
+        sp.skip_nc = sr == 2;
+        x = O2G_CALL(L, o2g::skip_add, x, L.t(3), L.has(4) ? L.t(4) : nullptr, sp);
+        if (wanted(L, 1)) L.out(1, x, L.dtype(0), 4);
+    }
+    L.out(0, O2G_CALL(L, o2g::group_norm, x, L.t(1), L.t(2), p), L.dtype(0), 4);
+}
+
+// com.microsoft BiasAdd: X [N, S, C] + bias [C] + skip [N, S, C].
+void lower_BiasAdd(Lower& L) {
+    const Shape& xs = L.shape(0);
+    if (xs.size() != 3 || L.rank(1) != 1 || L.shape(1)[0] != xs[2] || L.shape(2) != xs)
+        L.error("expects X [N, S, C], bias [C] and skip [N, S, C]");
+    L.out(0, O2G_CALL(L, o2g::skip_add, L.t(0), L.t(2), L.t(1), o2g::SkipAddParams{}), L.dtype(0), 3);
 }
 
 void lower_RMSNormalization(Lower& L) {
@@ -149,6 +244,18 @@ const std::vector<OpDef>& normalization_ops() {
         {.op = "InstanceNormalization", .since = 1, .ggml = lower_InstanceNormalization, .math = true},
         {.op = "GroupNormalization", .since = 18, .ggml = lower_GroupNormalization, .math = true},
         {.op = "LayerNormalization", .since = 17, .ggml = lower_LayerNormalization, .math = true},
+        // onnxruntime's contrib ops, some of them registered in the ONNX domain
+        {.op = "LayerNormalization", .since = 1, .ggml = lower_LayerNormalization, .math = true},
+        {.op = "SimplifiedLayerNormalization", .since = 1, .ggml = lower_SimplifiedLayerNormalization, .math = true},
+        {.op = "SimplifiedLayerNormalization", .domain = "com.microsoft", .since = 1,
+         .ggml = lower_SimplifiedLayerNormalization, .math = true},
+        {.op = "SkipLayerNormalization", .domain = "com.microsoft", .since = 1, .ggml = lower_SkipLayerNormalization,
+         .math = true},
+        {.op = "SkipSimplifiedLayerNormalization", .domain = "com.microsoft", .since = 1,
+         .ggml = lower_SkipSimplifiedLayerNormalization, .math = true},
+        {.op = "GroupNorm", .domain = "com.microsoft", .since = 1, .ggml = lower_GroupNormContrib, .math = true},
+        {.op = "SkipGroupNorm", .domain = "com.microsoft", .since = 1, .ggml = lower_GroupNormContrib, .math = true},
+        {.op = "BiasAdd", .domain = "com.microsoft", .since = 1, .ggml = lower_BiasAdd, .math = true},
     };
     return t;
 }

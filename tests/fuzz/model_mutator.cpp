@@ -132,13 +132,20 @@ const char* const kOps[] = {
     "ReduceMean", "ReduceSum", "ReduceMax", "ArgMax", "TopK", "CumSum", "Einsum", "Identity", "Clip", "Min",
     "Max", "DepthToSpace", "SpaceToDepth", "Trilu", "OneHot", "NonZero", "If", "Loop", "Attention",
     "QuantizeLinear", "DequantizeLinear", "LSTM", "GRU", "DFT", "Unique", "Mod", "Compress", "ReverseSequence",
+    "SimplifiedLayerNormalization",
+};
+// com.microsoft contrib ops (onnxruntime's transformer optimizer writes them): an op type from here also sets the
+// node's domain.
+const char* const kContribOps[] = {
+    "GroupNorm", "SkipGroupNorm", "NhwcConv", "BiasSplitGelu", "BiasAdd", "Gelu", "BiasGelu", "FastGelu",
+    "QuickGelu", "SkipLayerNormalization", "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization",
 };
 const char* const kAttrs[] = {
     "axis", "axes", "perm", "pads", "strides", "kernel_shape", "dilations", "group", "keepdims", "epsilon",
     "mode", "transA", "transB", "alpha", "beta", "blocksize", "k", "largest", "sorted", "to", "split",
     "num_outputs", "output_padding", "output_shape", "auto_pad", "ceil_mode", "exclusive", "reverse", "upper",
     "batch_dims", "num_groups", "allowzero", "coordinate_transformation_mode", "value", "direction",
-    "hidden_size", "onesided", "inverse",
+    "hidden_size", "onesided", "inverse", "groups", "activation", "channels_last",
 };
 const int64_t kInts[] = {0, 1, 2, 3, 4, -1, -2, -3, 7, 16, 64, 255, 65536, INT32_MAX, INT64_MAX, INT64_MIN,
                          int64_t(1) << 32, int64_t(1) << 40};
@@ -214,7 +221,13 @@ struct Mutator {
             case 0: {  // op type
                 Field* n = any(NODE);
                 if (!n) return false;
-                set(n, bytes_field(4, pick_of(kOps)));
+                if (pick(4) == 0) {
+                    set(n, bytes_field(4, pick_of(kContribOps)));
+                    set(n, bytes_field(7, "com.microsoft"));
+                } else {
+                    set(n, bytes_field(4, pick_of(kOps)));
+                    drop(n, 7);  // the ONNX domain
+                }
                 return true;
             }
             case 1: {  // an attribute's value

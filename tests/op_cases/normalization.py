@@ -24,3 +24,9 @@ case("BatchNormalization", R(2, 3, 4, 5, 6), W(3), W(3), W(3), W(3, lo=0.5, hi=2
 case("BatchNormalization", R(2, 4, 3, 2, 5), R(4), R(4), R(4), R(4, lo=0.5, hi=2.0), opset=15)
 case("GroupNormalization", R(2, 6, 5), R(6), R(6), num_groups=2, opset=21)
 case("GroupNormalization", R(3, 8), W(8), W(8), num_groups=4, opset=21)  # no spatial dims
+# LayerNormalization before opset 17 is onnxruntime's contrib op in the ONNX domain: Y of the scale's type, Mean and
+# InvStdDev in float.
+case("LayerNormalization", R(2, 3, 8), W(8), W(8), opset=13, outputs=3, out_types=["float32"] * 3)
+case("LayerNormalization", R(2, 3, 8), W(3, 8), opset=13, axis=1, epsilon=1e-3)
+case("LayerNormalization", R(2, 3, 8, dtype="float16"), W(8, dtype="float16"), W(8, dtype="float16"), opset=13,
+     outputs=3, out_types=["float16", "float32", "float32"])

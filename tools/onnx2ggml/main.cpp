@@ -53,7 +53,8 @@ const char* kUsage =
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
     "  onnx2ggml import-weights MODEL.onnx CHECKPOINT.safetensors -o WEIGHTS.gguf\n"
     "                [--part auto|unet|vae|text_encoder|diffusers] [--allow-partial]\n"
-    "  onnx2ggml ops                                   (every supported ONNX op type, one per line)\n"
+    "  onnx2ggml ops [--by-domain]                     (every supported op type, one per line; contrib ops as\n"
+    "                                                   domain:Op; --by-domain: grouped under each domain)\n"
     "  onnx2ggml tokenize [--vocab FILE] [--pad ID] [--length N] [--no-special] TEXT   (CLIP BPE token ids)\n";
 
 std::string sanitize(const std::string& name) {
@@ -110,10 +111,16 @@ int cmd_info(const std::vector<std::string>& args) {
     printf("outputs:\n");
     for (auto& vi : m->graph.outputs) printf("  %s: %s %s\n", vi.name.c_str(), dtype_name(vi.dtype), dims_str(vi).c_str());
     printf("initializers: %zu\n", m->graph.initializers.size());
-    std::map<std::string, int> counts;
-    for (auto& n : m->graph.nodes) counts[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
+    // Node counts grouped by domain (ai.onnx first, then contrib domains such as com.microsoft).
+    std::map<std::string, std::map<std::string, int>> counts;
+    for (auto& n : m->graph.nodes) counts[n.domain == "ai.onnx" ? "" : n.domain][n.op_type]++;
     printf("nodes: %zu\n", m->graph.nodes.size());
-    for (auto& [op, c] : counts) printf("  %-24s %d\n", op.c_str(), c);
+    for (auto& [dom, ops] : counts) {
+        int total = 0;
+        for (auto& [op, c] : ops) total += c;
+        printf("  %s: %d\n", dom.empty() ? "ai.onnx" : dom.c_str(), total);
+        for (auto& [op, c] : ops) printf("    %-30s %d\n", op.c_str(), c);
+    }
     auto uns = find_unsupported(*m);
     std::string ulist;
     std::set<std::string> useen;
@@ -139,6 +146,29 @@ int cmd_info(const std::vector<std::string>& args) {
     for (auto& [op, c] : host) printf(" %s x%d", op.c_str(), c);
     printf("\n");
     print_fusions(*m, plan);
+    return 0;
+}
+
+// The registered ops, one a line ("domain:Op" for contrib domains); --by-domain groups them under a header per
+// domain with a count.
+int cmd_ops(const std::vector<std::string>& args) {
+    bool grouped = false;
+    for (const auto& a : args) {
+        if (a != "--by-domain") throw Error("unknown option " + a + "\n" + kUsage);
+        grouped = true;
+    }
+    std::map<std::string, std::vector<std::string>> by_domain;
+    for (const auto& op : registered_ops()) {
+        if (!grouped) printf("%s\n", op.c_str());
+        auto colon = op.find(':');
+        if (colon == std::string::npos) by_domain["ai.onnx"].push_back(op);
+        else by_domain[op.substr(0, colon)].push_back(op.substr(colon + 1));
+    }
+    if (!grouped) return 0;
+    for (auto& [dom, ops] : by_domain) {
+        printf("%s (%zu):\n", dom.c_str(), ops.size());
+        for (auto& op : ops) printf("  %s\n", op.c_str());
+    }
     return 0;
 }
 
@@ -498,10 +528,7 @@ int main(int argc, char** argv) {
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
         if (cmd == "compile") return cmd_compile(args);
-        if (cmd == "ops") {
-            for (const auto& op : registered_ops()) printf("%s\n", op.c_str());
-            return 0;
-        }
+        if (cmd == "ops") return cmd_ops(args);
         if (cmd == "bench") return cmd_bench(args);
         if (cmd == "tokenize") return cmd_tokenize(args);
         if (cmd == "import-weights") return cmd_import_weights(args, kUsage);

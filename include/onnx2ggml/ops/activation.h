@@ -75,4 +75,8 @@ struct SwishParams {
 // x * sigmoid(alpha * x).
 ggml_tensor* swish(Ctx& ctx, ggml_tensor* x, const SwishParams& p);
 
+// com.microsoft BiasSplitGelu: h = x + bias (bias [D] along dim 0 of x [D, ...]), split in two halves along dim 0,
+// left * gelu(right) (erf form) -> [D/2, ...].
+ggml_tensor* bias_split_gelu(Ctx& ctx, ggml_tensor* x, ggml_tensor* bias);
+
 }  // namespace o2g

@@ -1,4 +1,4 @@
-// Op library, Convolutions: Conv, ConvTranspose (1-D and 2-D), DeformConv (2-D), CausalConvWithState; the
+// Op library, Convolutions: Conv, ConvTranspose (1-D and 2-D), DeformConv (2-D), CausalConvWithState, NhwcConv; the
 // sliding-window geometry shared by convolutions and pools. Included by onnx2ggml/ops.h; see its conventions.
 //
 // Per-spatial-axis attributes (kernel, pads, strides, dilations, output_padding, output_shape) are kept in ONNX
@@ -67,6 +67,11 @@ struct ConvParams {
 // one matrix product (a 1x1 conv at batch 1 is the product alone), per group when 1 < group < C. 3-D: x [W, H, D, N*C], w [kW, kH, kD,
 // M*C/group] -> [OW, OH, OD, M*N] (rank 5 folded), through ggml_im2col_3d in F32.
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p);
+
+// com.microsoft NhwcConv (2-D): x [C, W, H, N] (ONNX NHWC), w [C/group, kW, kH, M] (ONNX [M, kH, kW, C/group]),
+// bias [M] or null -> [M, OW, OH, N], through conv() with x and the result permuted (two copies); a constant
+// weight is reordered once.
+ggml_tensor* nhwc_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p);
 
 struct ConvTransposeParams {
     int dims = 2;  // spatial dims: 1, 2 or 3

@@ -1,5 +1,6 @@
 // Op library, Normalization: BatchNormalization, InstanceNormalization, GroupNormalization and the fused
-// GroupNorm(+SiLU), LayerNormalization, RMSNormalization, LpNormalization, MeanVarianceNormalization, LRN.
+// GroupNorm(+SiLU), LayerNormalization, RMSNormalization, LpNormalization, MeanVarianceNormalization, LRN, and the
+// residual sum of com.microsoft's Skip* normalizations and BiasAdd.
 // Included by onnx2ggml/ops.h; see its conventions. Functions marked "CPU kernel" run as ggml custom ops, so only
 // on the CPU backend.
 #pragma once
@@ -31,16 +32,20 @@ struct GroupNormParams {
     float eps = 1e-5f;
     bool silu = false;    // SiLU of the result (the fused GroupNorm+SiLU of diffusion models)
     int channel_dim = 2;  // ggml dim of the channels; the dims below it are normalized together
+    // x is [C, W, H, N] (ONNX NHWC, com.microsoft GroupNorm's default); channel_dim is then ignored.
+    bool channels_last = false;
     void fields(FieldWriter& f) const {
         f("groups", groups);
         f("eps", eps);
         f("silu", silu);
         f("channel_dim", channel_dim);
+        if (channels_last) f("channels_last", channels_last);
     }
 };
 // Normalizes each group of C/groups channels of each image, then scale and bias per channel (scale and bias
 // with `groups` elements are per group, as GroupNormalization-18 has them). The CPU kernel accumulates in double
-// and writes x * a + b in one pass; elsewhere ggml_group_norm.
+// and writes x * a + b in one pass; elsewhere ggml_group_norm. channels_last: x is permuted to [W, H, C, N] and the
+// result back (nhwc_to_nchw, nchw_to_nhwc: a copy each, unless x is another NHWC op's copy).
 ggml_tensor* group_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias, const GroupNormParams& p);
 
 struct LayerNormParams {
@@ -58,6 +63,18 @@ ggml_tensor* layer_norm_inv_std_dev(Ctx& ctx, ggml_tensor* x, const LayerNormPar
 
 // x / sqrt(mean(x^2) + eps) over the normalized dims, times scale (broadcast to x).
 ggml_tensor* rms_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, const LayerNormParams& p);
+// 1 / sqrt(mean(x^2) + eps) over the normalized dims, shaped like x with those dims set to 1
+// (SimplifiedLayerNormalization's inv_std_var).
+ggml_tensor* rms_norm_inv_std_dev(Ctx& ctx, ggml_tensor* x, const LayerNormParams& p);
+
+struct SkipAddParams {
+    int channel_dim = 0;  // ggml dim of x's channels, along which bias lies
+    bool skip_nc = false;  // skip is ONNX [N, C] (ne [C, N]): one value per image and channel of a 4-D x
+    void fields(FieldWriter& f) const { f("channel_dim", channel_dim); f("skip_nc", skip_nc); }
+};
+// x + skip + bias, the residual sum of SkipLayerNormalization, SkipGroupNorm and BiasAdd: skip broadcasts to x
+// (or, skip_nc, holds one value per image and channel), bias (null: none) one value per channel.
+ggml_tensor* skip_add(Ctx& ctx, ggml_tensor* x, ggml_tensor* skip, ggml_tensor* bias, const SkipAddParams& p);
 
 struct LpNormParams {
     int dim = 0;  // ggml dim normalized along
