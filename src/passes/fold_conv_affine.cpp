@@ -88,15 +88,6 @@ bool absorb(GraphIndex& g, const Node& n, const std::string& y, int rank, int64_
     return true;
 }
 
-// The single live consumer of v (any op type), or -1.
-int single_consumer(GraphIndex& g, const std::string& v) {
-    if (g.uses[v] != 1) return -1;
-    for (int idx : g.plan.live_nodes)
-        for (auto& i : g.plan.node(g.m, idx).inputs)
-            if (i == v) return idx;
-    return -1;
-}
-
 }  // namespace
 
 void fold_conv_affine(const Model& m, GraphPlan& plan) {
@@ -119,7 +110,7 @@ void fold_conv_affine(const Model& m, GraphPlan& plan) {
         std::vector<double> A(size_t(M), 1.0), B(size_t(M), 0.0);
         std::string y = conv.outputs[0];
         std::vector<int> steps;
-        for (int next; (next = single_consumer(g, y)) >= 0 && !removed.count(next);) {
+        for (int next; (next = g.single_consumer(y)) >= 0 && !removed.count(next);) {
             const Node& n = plan.node(m, next);
             if (!absorb(g, n, y, rank, M, A, B)) break;
             steps.push_back(next);

@@ -29,15 +29,6 @@ std::string step(GraphIndex& g, const Node& n, const std::string& v, double& sca
     return n.outputs[0];
 }
 
-// The single live consumer of v, or -1.
-int single_consumer(GraphIndex& g, const std::string& v) {
-    if (g.uses[v] != 1) return -1;
-    for (int idx : g.plan.live_nodes)
-        for (auto& i : g.plan.node(g.m, idx).inputs)
-            if (i == v) return idx;
-    return -1;
-}
-
 }  // namespace
 
 void fuse_scalar_affine(const Model& m, GraphPlan& plan) {
@@ -65,7 +56,7 @@ void fuse_scalar_affine(const Model& m, GraphPlan& plan) {
         }
         std::vector<int> steps = {idx};
         std::string y = first.outputs[0];
-        for (int next; (next = single_consumer(g, y)) >= 0 && !removed.count(next);) {
+        for (int next; (next = g.single_consumer(y)) >= 0 && !removed.count(next);) {
             std::string out = step(g, plan.node(m, next), y, scale, bias, rank);
             if (out.empty()) break;
             steps.push_back(next);

@@ -36,6 +36,14 @@ struct GraphIndex {
         }
         return -1;
     }
+    // The single live consumer of `v`, whatever its op, or -1.
+    int single_consumer(const std::string& v) {
+        if (uses[v] != 1) return -1;
+        for (int idx : plan.live_nodes)
+            for (auto& i : plan.node(m, idx).inputs)
+                if (i == v) return idx;
+        return -1;
+    }
     // Producer of v if it is `op` (default domain) and v has no other use; -1 otherwise.
     int sole(const std::string& v, const char* op) {
         auto it = producer.find(v);
