@@ -151,3 +151,22 @@ def scalar_affine_cases():
         ("fuse_scalar_affine: Div(c, x) is not affine: no fusion",
          scalar_chain([("Div", 2.0, True, (1,)), ("Add", 1.0, False, (1,))]), 4, {"SCALE": None}, {}),
     ]
+
+
+def clip_device_floor(with_max):
+    """Clip(x, max(x) - 80[, max(x) - 1]): bounds computed from the input on the device (a dB floor)."""
+    pieces = [_const("eighty", 80.0, False)] + ([_const("one", 1.0, False)] if with_max else [])
+    nodes = [helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0),
+             helper.make_node("Sub", ["m", "eighty"], ["lo"])]
+    if with_max:
+        nodes.append(helper.make_node("Sub", ["m", "one"], ["hi"]))
+    nodes.append(helper.make_node("Clip", ["x", "lo", "hi"] if with_max else ["x", "lo"], ["y"]))
+    feeds = {"x": (np.random.RandomState(5).randn(2, 3, 10, 12) * 60).astype(np.float32)}
+    return _model(nodes, [p[1] for p in pieces]), feeds
+
+
+def clip_cases():
+    return [("Clip: a lower bound computed on the device clamps through a broadcasting max", clip_device_floor(False),
+             3, {"CUSTOM:max_bcast": 1}, {}),
+            ("Clip: both bounds computed on the device", clip_device_floor(True), 4,
+             {"CUSTOM:max_bcast": 1, "CUSTOM:min_bcast": 1}, {})]

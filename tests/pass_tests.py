@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import metrics  # noqa: E402
-from pass_cases_graphs import affine_fold_cases, hard_swish_cases, scalar_affine_cases  # noqa: E402
+from pass_cases_graphs import affine_fold_cases, clip_cases, hard_swish_cases, scalar_affine_cases  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -950,6 +950,7 @@ def main():
     cases += affine_fold_cases()
     cases += hard_swish_cases()
     cases += scalar_affine_cases()
+    cases += clip_cases()
     for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
         if a.filter not in label:
             continue

@@ -197,9 +197,16 @@ void lower_Clip_6(Lower& L) {
 }
 void lower_Clip(Lower& L) {
     o2g::ClipParams p;
-    if (L.has(1)) p.min = L.param_float(1, "min");
-    if (L.has(2)) p.max = L.param_float(2, "max");
-    out_same(L, O2G_CALL(L, o2g::clip, L.t(0), p));
+    // Bounds known when the graph is built are the clamp's parameters; bounds computed from the input on the
+    // device (a dB floor, max(x) - 80) clamp through broadcasting max and min.
+    ggml_tensor* lo = L.has(1) && !L.in(1).host ? L.t(1) : nullptr;
+    ggml_tensor* hi = L.has(2) && !L.in(2).host ? L.t(2) : nullptr;
+    if (L.has(1) && !lo) p.min = L.param_float(1, "min");
+    if (L.has(2) && !hi) p.max = L.param_float(2, "max");
+    ggml_tensor* y = O2G_CALL(L, o2g::clip, L.t(0), p);
+    if (lo) y = O2G_CALL(L, o2g::maximum, y, lo);
+    if (hi) y = O2G_CALL(L, o2g::minimum, y, hi);
+    out_same(L, y);
 }
 void host_Clip_6(Lower& L) {
     const HostTensor lo = HostTensor::from_f64(DType::FLOAT, {}, {L.node.get_float("min", -INFINITY)}),
@@ -301,7 +308,7 @@ const std::vector<OpDef>& math_ops() {
         {.op = "Round", .since = 11, .ggml = lower_Round, .host = host_Round, .math = true},
         {.op = "Sign", .since = 9, .ggml = lower_Sign, .host = host_Sign, .math = true},
         {.op = "Clip", .since = 1, .ggml = lower_Clip_6, .host = host_Clip_6, .math = true},
-        {.op = "Clip", .since = 11, .ggml = lower_Clip, .host = host_Clip, .host_inputs = {1,2}, .math = true},
+        {.op = "Clip", .since = 11, .ggml = lower_Clip, .host = host_Clip, .math = true},
         {.op = "onnx2ggml.ScaleBias", .since = 1, .ggml = lower_ScaleBias, .math = true},  // fuse_scalar_affine
         {.op = "Identity", .since = 1, .ggml = lower_Identity, .host = host_Identity},
         {.op = "IsNaN", .since = 9, .ggml = lower_IsNaN},
