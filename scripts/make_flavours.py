@@ -2,12 +2,13 @@
 """Rewrites the small SD 1.5 parts the way published Stable Diffusion ONNX downloads are made.
 
 Every flavour is made by onnxruntime's own Python package from tests/models/sd15_small (nothing is committed but
-this script; a flavour takes well under a second per part):
+this script; a few CPU seconds per optimized part, the UNet most):
   olive        optimize_model(model_type=unet|vae|clip) with FusionOptions' defaults, as Olive's SD examples
                run the OrtTransformersOptimization pass;
   amuse        the options of the TensorStack/Amuse converter, set one by one: NHWC GroupNorm, NhwcConv,
                SkipGroupNorm, BiasSplitGelu, BiasAdd, packed MultiHeadAttention (QKV and KV), SkipLayerNorm;
-  nchw         the defaults with channels-first GroupNorm and plain Conv (GroupNorm channels_last=0);
+  nchw         the defaults with channels-first GroupNorm (channels_last=0), plain Conv and MultiHeadAttention
+               with separate Q, K and V inputs (no packing);
   fp16         no fusion: onnxruntime.transformers.float16.convert_float_to_float16 only.
 Each optimized flavour in fp32 and in fp16; every fp16 flavour with keep_io_types True (suffix -io32: float
 inputs and outputs stay float32) and False (-io16). Writes OUT/<flavour>/<part>.onnx and OUT/flavours.json
@@ -39,7 +40,8 @@ AMUSE_OPTIONS = {"enable_nhwc_conv": True, "group_norm_channels_last": True, "en
                  "enable_packed_qkv": True, "enable_packed_kv": True, "enable_skip_layer_norm": True,
                  "enable_bias_skip_layer_norm": True, "enable_gelu": True, "enable_bias_gelu": True,
                  "enable_layer_norm": True, "enable_attention": True, "use_multi_head_attention": True}
-NCHW_OPTIONS = {"enable_nhwc_conv": False, "group_norm_channels_last": False}
+NCHW_OPTIONS = {"enable_nhwc_conv": False, "group_norm_channels_last": False, "enable_packed_qkv": False,
+                "enable_packed_kv": False}
 # (name, fusion options or None for no optimizer, fp16, keep_io_types)
 FLAVOURS = [("olive-fp32", {}, False, True), ("olive-fp16-io32", {}, True, True),
             ("olive-fp16-io16", {}, True, False),
