@@ -186,6 +186,34 @@ def compile_all(args, made, out_dir, feeds_of, work):
     return failures + ([f"compiled {args.build}: {why}"] if why else [])
 
 
+def references(parts, threads):
+    """onnxruntime on each ORIGINAL fp32 part at its first shape case: ({part: {output: array}}, {part: feeds})."""
+    import onnx
+    with open(os.path.join(make_flavours.SMALL, "manifest.json")) as f:
+        manifest = {p["name"]: p for p in json.load(f)["parts"]}
+    refs, feeds_of = {}, {}
+    for part in sorted(parts):
+        e = manifest[part]
+        feeds_of[part] = sd15_data.make_inputs(f"sd15_small/{part}", e["inputs"], e["cases"][0], 0)
+        src = os.path.join(make_flavours.SMALL, e["file"])
+        outs, why = ort_run(src, feeds_of[part], threads)
+        if outs is None:
+            raise SystemExit(f"error: onnxruntime cannot run the original {part}: {why}")
+        names = [o.name for o in onnx.load(src, load_external_data=False).graph.output]
+        refs[part] = {n: outs[n] for n in names}
+    return refs, feeds_of
+
+
+def print_table(rows):
+    hdr = ("flavour", "part", "contrib ops", "ours", "onnxruntime", "bar", "result", "time_s", "onnxruntime on")
+    table = [(r["flavour"], r["part"], ",".join(r["contrib"]) or "-", fmt(r["ours"]), fmt(r["ort"]), fmt(r["bar"]),
+              "PASS" if r["pass"] else "FAIL", f"{r['time_s']:.2f}", r["ort_on"]) for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(hdr, *table)]
+    print()
+    for cells in [hdr] + table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip())
+
+
 def fmt(x):
     return "-" if x is None else f"{x:.2e}"
 
@@ -218,19 +246,7 @@ def main(argv=None):
         with open(os.path.join(out_dir, "flavours.json")) as f:
             made = sorted(json.load(f), key=lambda fl: fl["optimized"])
         t_made = time.perf_counter() - t_start
-        import onnx
-        manifest = {p["name"]: p for p in json.load(open(os.path.join(make_flavours.SMALL, "manifest.json")))["parts"]}
-        refs, feeds_of = {}, {}
-        for part in {fl["part"] for fl in made}:
-            e = manifest[part]
-            feeds_of[part] = sd15_data.make_inputs(f"sd15_small/{part}", e["inputs"], e["cases"][0], 0)
-            src = os.path.join(make_flavours.SMALL, e["file"])
-            outs, why = ort_run(src, feeds_of[part], args.threads)
-            if outs is None:
-                print(f"error: onnxruntime cannot run the original {part}: {why}", file=sys.stderr)
-                return 2
-            names = [o.name for o in onnx.load(src, load_external_data=False).graph.output]
-            refs[part] = {n: outs[n] for n in names}
+        refs, feeds_of = references({fl["part"] for fl in made}, args.threads)
         rows, plain_err = [], {}
         for fl in made:
             row = check_flavour(args, fl, os.path.join(out_dir, fl["file"]), refs[fl["part"]], feeds_of[fl["part"]],
@@ -248,15 +264,7 @@ def main(argv=None):
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    hdr = ("flavour", "part", "contrib ops", "ours", "onnxruntime", "bar", "result", "time_s", "onnxruntime on")
-    table = [(r["flavour"], r["part"], ",".join(r["contrib"]) or "-", fmt(r["ours"]), fmt(r["ort"]), fmt(r["bar"]),
-              "PASS" if r["pass"] else "FAIL", f"{r['time_s']:.2f}", r["ort_on"]) for r in rows]
-    widths = [max(len(str(x)) for x in col) for col in zip(hdr, *table)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    print()
-    print(line(hdr))
-    for t in table:
-        print(line(t))
+    print_table(rows)
     print(f"\n(errors: max abs err / max |ref| against onnxruntime on the original fp32 part; flavours made in "
           f"{t_made:.1f}s; {'portable, ' if args.portable else ''}{args.device or 'CPU'}, {args.threads} threads)")
     for f in failures:
