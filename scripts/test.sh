@@ -42,6 +42,7 @@ run $PY tests/model_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2
 run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/families_small/manifest.json
 run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/sdxl_small/manifest.json
+run $PY tests/flavour_tests.py --threads 2 --parts unet,vae_decoder,text_encoder  # SD files as published (docs/models_published.md)
 run $PY tests/lora_tests.py --threads 2
 run $PY tests/checkpoint_import_test.py
 run $PY tests/pass_tests.py
