@@ -190,7 +190,7 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
                 const int64_t rn = std::min<int64_t>(PR, nr - r0);
                 for (int64_t c0 = 0; c0 < Dvp; c0 += W * PJ) {
                     const int nj = int(std::min<int64_t>(W * PJ, Dvp - c0) / W);
-                    vf out[PR][PJ];
+                    alignas(64) vf out[PR][PJ];  // clang-14 moved whole vectors in and out with aligned moves (a fuzzer SEGV)
                     const float* p = &sc[size_t(r0 * Sp)];
                     if (rn == 4) pv<4>(p, Sp, vp.data(), Dvp, emax, c0, nj, out);
                     else if (rn == 3) pv<3>(p, Sp, vp.data(), Dvp, emax, c0, nj, out);
