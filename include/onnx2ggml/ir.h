@@ -35,6 +35,7 @@ struct TensorData {
     size_t nbytes = 0;
     std::shared_ptr<const void> keep;
     bool mapped = false;  // data lives in a read-only file mapping (pages can be dropped and re-read)
+    bool from_constant = false;  // a float Constant node's value, made an initializer at load (not a parameter)
 
     int64_t numel() const;
 };

@@ -114,6 +114,7 @@ void constants_to_initializers(Graph& g) {
             !g.initializers.count(out)) {
             auto t = std::make_shared<TensorData>(*a->t);
             t->name = out;
+            t->from_constant = true;
             g.initializers[out] = std::move(t);
             continue;
         }

@@ -59,7 +59,7 @@ std::map<std::string, std::vector<Candidate>> candidates(const Model& m) {
         return name.compare(0, 6, "onnx::") != 0 && (ends_with(name, ".weight") || ends_with(name, ".bias"));
     };
     for (auto& [name, t] : inits) {
-        if (!float_init(*t)) continue;
+        if (!float_init(*t) || t->from_constant) continue;  // a Constant node's value: not a parameter
         out[name];
         if (param_name(name)) out[name].push_back({o2g::split_path(name), false, true});
     }
@@ -320,7 +320,7 @@ void apply_weights_file(Model& m, const std::string& path, bool quiet) {
     if (taken == 0) fail(path, ": none of its tensors is an initializer of ", m.path);
     std::vector<std::string> missing;
     for (auto& [name, t] : m.graph.initializers)
-        if (float_init(*t) && t->numel() > 1 && !seen.count(name)) missing.push_back(name);
+        if (float_init(*t) && !t->from_constant && t->numel() > 1 && !seen.count(name)) missing.push_back(name);
     if (!missing.empty() && !quiet)
         fprintf(stderr, "onnx2ggml: warning: %s: %zu float initializers of %s are not in it and keep their data "
                 "(first: %s)\n", path.c_str(), missing.size(), m.path.c_str(), name_list(missing, 3).c_str());
