@@ -86,6 +86,12 @@ ggml_tensor* batch_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tenso
     return add(ctx, mul(ctx, xn, along(ctx, scale, cd)), along(ctx, bias, cd));
 }
 
+// ggml's norms assert a non-negative epsilon (a fuzzer finding: a mutated InstanceNormalization aborted).
+static float checked_eps(float eps, const char* op) {
+    if (!(eps >= 0.0f)) throw OpError(std::string(op) + ": epsilon " + std::to_string(eps) + " is not >= 0");
+    return eps;
+}
+
 ggml_tensor* instance_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias,
                            const InstanceNormParams& p) {
     check_dim(p.channel_dim, "instance_norm");
@@ -93,7 +99,7 @@ ggml_tensor* instance_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_te
     split_at(x, p.channel_dim, S, C, N);
     if (ggml_nelements(scale) != C || ggml_nelements(bias) != C)
         throw OpError("instance_norm: scale/bias do not have " + std::to_string(C) + " elements");
-    ggml_tensor* y = ggml_norm(ctx, ggml_reshape_3d(ctx, cont(ctx, x), S, C, N), p.eps);
+    ggml_tensor* y = ggml_norm(ctx, ggml_reshape_3d(ctx, cont(ctx, x), S, C, N), checked_eps(p.eps, "instance_norm"));
     y = mul(ctx, y, ggml_reshape_3d(ctx, cont(ctx, scale), 1, C, 1));
     y = add(ctx, y, ggml_reshape_3d(ctx, cont(ctx, bias), 1, C, 1));
     return reshape_ne(ctx, y, x->ne);
@@ -131,7 +137,7 @@ ggml_tensor* group_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tenso
         y = group_norm_kernel(ctx, xc, gamma, beta, G, p.eps);
         if (p.silu) y = ggml_silu_inplace(ctx, y);  // ggml's vectorized exp
     } else {  // other backends: ggml's own kernels
-        y = ggml_group_norm(ctx, xc, int(G), p.eps);
+        y = ggml_group_norm(ctx, xc, int(G), checked_eps(p.eps, "group_norm"));
         y = ggml_mul(ctx, y, ggml_reshape_4d(ctx, gamma, 1, 1, C, 1));
         y = ggml_add(ctx, y, ggml_reshape_4d(ctx, beta, 1, 1, C, 1));
         if (p.silu) y = ggml_silu(ctx, y);
@@ -140,7 +146,7 @@ ggml_tensor* group_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tenso
 }
 
 ggml_tensor* layer_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias, const LayerNormParams& p) {
-    ggml_tensor* y = reshape_ne(ctx, ggml_norm(ctx, rows(ctx, x, p.dims), p.eps), x->ne);
+    ggml_tensor* y = reshape_ne(ctx, ggml_norm(ctx, rows(ctx, x, p.dims), checked_eps(p.eps, "layer_norm")), x->ne);
     if (scale) y = ggml_mul(ctx, y, scale);
     if (bias) y = ggml_add(ctx, y, bias);
     return y;
@@ -170,7 +176,7 @@ ggml_tensor* layer_norm_inv_std_dev(Ctx& ctx, ggml_tensor* x, const LayerNormPar
 }
 
 ggml_tensor* rms_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, const LayerNormParams& p) {
-    ggml_tensor* y = reshape_ne(ctx, ggml_rms_norm(ctx, rows(ctx, x, p.dims), p.eps), x->ne);
+    ggml_tensor* y = reshape_ne(ctx, ggml_rms_norm(ctx, rows(ctx, x, p.dims), checked_eps(p.eps, "rms_norm")), x->ne);
     return ggml_mul(ctx, y, scale);
 }
 
