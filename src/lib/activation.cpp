@@ -1,7 +1,7 @@
 // Op library: activations (see include/onnx2ggml/ops/activation.h).
 #include <cmath>
 
-#include "kernels/broadcast.h"
+#include "kernels/elementwise.h"
 #include "kernels/custom.h"
 #include "kernels/gelu.h"
 #include "onnx2ggml/ops.h"

@@ -1,5 +1,5 @@
 // Op library: elementwise math (see include/onnx2ggml/ops/math.h).
-#include "kernels/broadcast.h"
+#include "kernels/elementwise.h"
 #include "kernels/custom.h"
 #include "onnx2ggml/ops.h"
 

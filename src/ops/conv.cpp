@@ -23,6 +23,22 @@ bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.n
 
 ggml_tensor* optional(Lower& L, int i) { return L.has(i) ? L.t(i) : nullptr; }
 
+// Conv's attributes (shared by NhwcConv), checked for `sp` spatial axes.
+o2g::ConvParams conv_params(Lower& L, int sp) {
+    check_lengths(L, sp, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}});
+    o2g::ConvParams p;
+    p.dims = sp;
+    p.auto_pad = auto_pad(L);
+    p.kernel = L.node.get_ints("kernel_shape");
+    p.pads = L.node.get_ints("pads");
+    p.strides = L.node.get_ints("strides");
+    p.dilations = L.node.get_ints("dilations");
+    p.group = L.node.get_int("group", 1);
+    if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, sp, {{"pads", 2}});
+    if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
+    return p;
+}
+
 }  // namespace
 
 // A 3-D result [OW, OH, OD, M*N] as its rank-5 ONNX shape.
@@ -35,17 +51,7 @@ void lower_Conv(Lower& L) {
     int sp = L.rank(0) - 2;
     if (sp < 1 || sp > 3) L.error("only 1-D to 3-D convolutions are supported");
     if (L.rank(1) != L.rank(0)) L.error("the weight's rank must be the input's");
-    check_lengths(L, sp, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}});
-    o2g::ConvParams p;
-    p.dims = sp;
-    p.auto_pad = auto_pad(L);
-    p.kernel = L.node.get_ints("kernel_shape");
-    p.pads = L.node.get_ints("pads");
-    p.strides = L.node.get_ints("strides");
-    p.dilations = L.node.get_ints("dilations");
-    p.group = L.node.get_int("group", 1);
-    if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, sp, {{"pads", 2}});
-    if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
+    o2g::ConvParams p = conv_params(L, sp);
     if (L.node.op_type == "onnx2ggml.ConvClamp") {  // Conv + Relu/Clip, from the fuse_conv_activation pass
         p.clamp = true;
         p.clamp_min = L.node.get_float("clamp_min", -INFINITY);
@@ -61,16 +67,7 @@ void lower_Conv(Lower& L) {
 // ---- com.microsoft NhwcConv: Conv's attributes on x [N, H, W, C] and w [M, kH, kW, C/group] -> [N, OH, OW, M] ----
 void lower_NhwcConv(Lower& L) {
     if (L.rank(0) != 4 || L.rank(1) != 4) L.error("only 2-D NHWC convolutions (rank-4 input and weight) are supported");
-    check_lengths(L, 2, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}});
-    o2g::ConvParams p;
-    p.auto_pad = auto_pad(L);
-    p.kernel = L.node.get_ints("kernel_shape");
-    p.pads = L.node.get_ints("pads");
-    p.strides = L.node.get_ints("strides");
-    p.dilations = L.node.get_ints("dilations");
-    p.group = L.node.get_int("group", 1);
-    if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, 2, {{"pads", 2}});
-    if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
+    o2g::ConvParams p = conv_params(L, 2);
     L.out(0, O2G_CALL(L, o2g::nhwc_conv, L.t(0), L.t(1), optional(L, 2), p), L.dtype(0), 4);
 }
 

@@ -78,7 +78,8 @@ void lower_GroupNormFused(Lower& L) {
     L.out(0, O2G_CALL(L, o2g::group_norm, L.t(0), L.t(1), L.t(2), p), L.dtype(0), r);
 }
 
-void lower_LayerNormalization(Lower& L) {
+// Axis and epsilon of LayerNormalization and SimplifiedLayerNormalization: their params and the normalized shape.
+static o2g::LayerNormParams layer_norm_params(Lower& L, Shape& ns) {
     const Shape& xs = L.shape(0);
     const int r = int(xs.size());
     check_rank(L, r);
@@ -86,7 +87,14 @@ void lower_LayerNormalization(Lower& L) {
     o2g::LayerNormParams p;
     p.dims = r - axis;
     p.eps = L.node.get_float("epsilon", 1e-5f);
-    const Shape ns(xs.begin() + axis, xs.end());
+    ns.assign(xs.begin() + axis, xs.end());
+    return p;
+}
+
+void lower_LayerNormalization(Lower& L) {
+    const int r = L.rank(0);
+    Shape ns;
+    const o2g::LayerNormParams p = layer_norm_params(L, ns);
     for (int i = 1; i <= 2; i++)
         if (L.has(i) && broadcast_shapes(L, ns, L.shape(i)) != ns)
             L.error("scale/bias do not broadcast to the normalized shape");
@@ -99,14 +107,9 @@ void lower_LayerNormalization(Lower& L) {
 
 // SimplifiedLayerNormalization (RMSNorm, onnxruntime's): X / sqrt(mean(X^2) + eps) * scale over axes axis..-1.
 void lower_SimplifiedLayerNormalization(Lower& L) {
-    const Shape& xs = L.shape(0);
-    const int r = int(xs.size());
-    check_rank(L, r);
-    const int axis = norm_axis(L, L.node.get_int("axis", -1), r);
-    o2g::LayerNormParams p;
-    p.dims = r - axis;
-    p.eps = L.node.get_float("epsilon", 1e-5f);
-    const Shape ns(xs.begin() + axis, xs.end());
+    const int r = L.rank(0);
+    Shape ns;
+    const o2g::LayerNormParams p = layer_norm_params(L, ns);
     if (broadcast_shapes(L, ns, L.shape(1)) != ns) L.error("scale does not broadcast to the normalized shape");
     L.out(0, O2G_CALL(L, o2g::rms_norm, L.t(0), L.t(1), p), L.dtype(1), r);
     if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::rms_norm_inv_std_dev, L.t(0), p), stats_dtype(L), r);

@@ -1,7 +1,7 @@
 // Elementwise passes ggml has no fast form of. Arithmetic with numpy broadcasting of either operand, in one pass: ggml broadcasts only its second
 // operand (the first would be materialized by ggml_repeat), and for a second operand broadcast along ne0 (a
 // scalar, a per-channel [1, 1, C, 1]) it calls its row kernel once per element. Built with native flags.
-#include "kernels/broadcast.h"
+#include "kernels/elementwise.h"
 
 #include <algorithm>
 
