@@ -23,11 +23,14 @@ status=0
 failed=()
 times=()
 # Each step's wall time goes into a table at the end (CI has 90 minutes; the suite should stay under 60).
+# A failed step's last lines are repeated at the end, where a CI log's tail shows them.
+LOGS=$(mktemp -d)
 run() {
-  echo; echo "=== $*"; local t0=$SECONDS
-  "$@" || { echo "FAILED: $*"; status=1; failed+=("$*"); }
+  echo; echo "=== $*"; local t0=$SECONDS log="$LOGS/step${#times[@]}.log"
+  "$@" 2>&1 | tee "$log" || { echo "FAILED: $*"; status=1; failed+=("$*"); failed_logs+=("$log"); }
   times+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$*")")
 }
+failed_logs=()
 run ctest --test-dir build --output-on-failure
 run build-asan/test_proto_fuzz examples/small_cnn.onnx 3000
 run $PY tests/malformed_tests.py --cli build-asan/onnx2ggml
@@ -85,7 +88,9 @@ echo
 echo "step times (set-up and builds before the first step: $setup_s s; total $SECONDS s):"
 printf '%s\n' "${times[@]}"
 echo
-# The failed steps last, so the tail of a CI log names them.
-for f in "${failed[@]}"; do echo "FAILED: $f"; done
+# The failed steps last, with their output's last lines, so the tail of a CI log names them and shows why.
+for i in "${!failed[@]}"; do
+  echo "FAILED: ${failed[$i]}"; tail -n 25 "${failed_logs[$i]}" | sed 's/^/    | /'
+done
 if [ $status -eq 0 ]; then echo "all tests passed"; else echo "some tests FAILED"; fi
 exit $status

@@ -9,7 +9,7 @@ namespace onnx2ggml {
 
 int norm_axis(const Lower& L, int64_t axis, int rank) {
     int64_t a = axis < 0 ? axis + rank : axis;
-    if (a < 0 || a >= std::max(rank, 1))
+    if (a < 0 || a >= rank)
         L.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
     return int(a);
 }

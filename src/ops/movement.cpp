@@ -79,6 +79,7 @@ static int split_parts(Lower& L, const Sym& split, bool num_outputs) {
 // The sizes given, or `parts` equal chunks of the axis (the last one shorter), as ONNX Split takes them.
 static std::vector<int64_t> split_sizes(Lower& L, const Sym& given, int parts, int axis) {
     std::vector<int64_t> split = given.v;
+    if (size_t(axis) >= L.shape(0).size()) L.error("splits a tensor of rank " + std::to_string(L.shape(0).size()));
     const int64_t A = L.shape(0)[size_t(axis)];
     if (split.empty()) {
         if (parts < 1) L.error("splits into " + std::to_string(parts) + " parts");
