@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <cstdint>
 #include <new>
 
 #include "common/error.h"
@@ -12,7 +13,10 @@ namespace onnx2ggml {
 
 int64_t shape_numel(const Shape& s) {
     int64_t n = 1;
-    for (int64_t d : s) n *= d;
+    for (int64_t d : s) {  // saturating: dims from a file may multiply past int64 (size checks then refuse it)
+        const bool negative = (n < 0) != (d < 0);
+        if (__builtin_mul_overflow(n, d, &n)) return negative ? INT64_MIN : INT64_MAX;
+    }
     return n;
 }
 
