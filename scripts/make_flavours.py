@@ -108,7 +108,7 @@ def make_one(src, dst, model_type, options, fp16, keep_io):
             if fp16:
                 opt.convert_float_to_float16(keep_io_types=keep_io)
             model = opt.model
-    big = model.ByteSize() > 1_900_000_000 if hasattr(model, "ByteSize") else False
+    big = sum(len(t.raw_data) for t in model.graph.initializer) > 1_900_000_000  # protobuf's 2 GB limit
     onnx.save(model, dst, save_as_external_data=big, location=os.path.basename(dst) + ".data" if big else None)
     return model
 
