@@ -36,8 +36,11 @@ Full-size graphs are written with all initializers in one external data file
 (~3.4 GB of fp32 weights) needs anyway.
 
 Exporter: the TorchScript exporter (dynamo=False). --dynamo selects the torch.export-based one; it also
-works with onnx2ggml but is slower to export and, with embedded weights, writes graphs about twice as
-large. Opset 17 with TorchScript gives <part>.onnx and manifest.json; other variants get a suffix
+works with onnx2ggml but is slower to export; with embedded weights its per-node metadata (stack traces) is
+dropped. The committed dynamo fixtures (the flavours `dynamo-opsetN` of tests/flavour_tests.py) are made by
+    for o in 18 21 23; do .venv/bin/python scripts/export_sd15.py --small --dynamo --opset $o \
+        --parts unet,vae_decoder,text_encoder --out-dir tests/models/sd15_dynamo --no-refs; done
+Opset 17 with TorchScript gives <part>.onnx and manifest.json; other variants get a suffix
 (<part>.opset20.onnx + manifest.opset20.json, ".dynamo" for --dynamo) so they can sit side by side.
 `--opset max` is 20 for TorchScript and 23 for --dynamo (torch 2.9).
 
@@ -369,6 +372,8 @@ def export_part(wrapper, part, io_spec, path, opset, dynamo, external):
     producer = f"onnx2ggml-export_sd15 (torch {torch.__version__.split('+')[0]})"
     if proto is not None:  # embedded weights
         proto.producer_name, proto.doc_string = producer, ""
+        for node in proto.graph.node:  # dynamo's stack traces and module paths: half the file, and local paths
+            del node.metadata_props[:]
         onnx.checker.check_model(proto, full_check=True)
         with open(path, "wb") as f:
             f.write(proto.SerializeToString())

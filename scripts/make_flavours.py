@@ -9,12 +9,20 @@ this script; a few CPU seconds per optimized part, the UNet most):
                SkipGroupNorm, BiasSplitGelu, BiasAdd, packed MultiHeadAttention (QKV and KV), SkipLayerNorm;
   nchw         the defaults with channels-first GroupNorm (channels_last=0), plain Conv and MultiHeadAttention
                with separate Q, K and V inputs (no packing);
-  fp16         no fusion: onnxruntime.transformers.float16.convert_float_to_float16 only.
+  fp16         no fusion: onnxruntime.transformers.float16.convert_float_to_float16 only;
+  dynamo-opsetN  torch 2.9's dynamo exporter at opsets 18, 21 and 23: committed files (tests/models/sd15_dynamo,
+               made by `scripts/export_sd15.py --small --dynamo --opset N --out-dir tests/models/sd15_dynamo
+               --no-refs`), copied here so that one folder holds every flavour.
+The other model families (tests/models/families_small) go through their own optimizer types, fp32 only:
+  mmdit        optimize_model(model_type="mmdit") of the SD3 and Flux transformers (LayerNormalization with a
+               broadcast scale, SimplifiedLayerNormalization, FastGelu, MultiHeadAttention);
+  t5           optimize_model(model_type="t5") of the T5 v1.1 encoder (SkipSimplifiedLayerNormalization, FastGelu).
 Each optimized flavour in fp32 and in fp16; every fp16 flavour with keep_io_types True (suffix -io32: float
 inputs and outputs stay float32) and False (-io16). Writes OUT/<flavour>/<part>.onnx and OUT/flavours.json
 (flavour, part, file, fp16, io16, contrib ops, the op counts), and prints the contrib ops of each file.
 
 Usage: .venv/bin/python scripts/make_flavours.py OUT [--parts unet,vae_decoder,text_encoder] [--flavours REGEX]
+(--parts picks the SD 1.5 parts; the family flavours always make all of theirs.)
 """
 import argparse
 import collections
@@ -24,6 +32,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 import time
 
@@ -31,6 +40,8 @@ import onnx
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = os.path.join(REPO, "tests", "models", "sd15_small")
+DYNAMO = os.path.join(REPO, "tests", "models", "sd15_dynamo")
+FAMILIES = os.path.join(REPO, "tests", "models", "families_small")
 # The optimizer's model type for each part (the VAE encoder and decoder are both "vae").
 MODEL_TYPES = {"unet": "unet", "vae_decoder": "vae", "vae_encoder": "vae", "text_encoder": "clip",
                "text_encoder_bpe": "clip"}
@@ -49,6 +60,10 @@ FLAVOURS = [("olive-fp32", {}, False, True), ("olive-fp16-io32", {}, True, True)
             ("amuse-fp16-io16", AMUSE_OPTIONS, True, False),
             ("nchw-fp32", NCHW_OPTIONS, False, True),
             ("fp16-io32", None, True, True), ("fp16-io16", None, True, False)]
+DYNAMO_OPSETS = (18, 21, 23)
+# (flavour, optimizer model type, families_small parts)
+FAMILY_FLAVOURS = [("mmdit-fp32", "mmdit", ("sd3_transformer", "flux_transformer")),
+                   ("t5-fp32", "t5", ("t5_encoder",))]
 
 
 def fusion_options(model_type, overrides):
@@ -132,6 +147,16 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     made = []
     t_all = time.perf_counter()
+
+    def record(name, part, source, dst, model, t0, fp16=False, keep_io=True, optimized=True):
+        ops = op_counts(model)
+        contrib = sorted(k.split(".", 2)[-1] for k in ops if k.startswith("com.microsoft."))
+        made.append({"flavour": name, "part": part, "source": source, "file": os.path.relpath(dst, args.out),
+                     "fp16": fp16, "io16": fp16 and not keep_io, "optimized": optimized, "contrib": contrib,
+                     "ops": ops})
+        print(f"{name:16s} {part:16s} {time.perf_counter() - t0:5.2f}s  "
+              f"contrib: {', '.join(contrib) if contrib else '-'}", flush=True)
+
     for name, options, fp16, keep_io in FLAVOURS:
         if args.flavours and not re.search(args.flavours, name):
             continue
@@ -141,13 +166,29 @@ def main(argv=None):
             dst = os.path.join(args.out, name, part + ".onnx")
             t0 = time.perf_counter()
             model = make_one(src, dst, MODEL_TYPES[part], options, fp16, keep_io)
-            ops = op_counts(model)
-            contrib = sorted(k.split(".", 2)[-1] for k in ops if k.startswith("com.microsoft."))
-            made.append({"flavour": name, "part": part, "file": os.path.relpath(dst, args.out), "fp16": fp16,
-                         "io16": fp16 and not keep_io, "optimized": options is not None, "contrib": contrib,
-                         "ops": ops})
-            print(f"{name:16s} {part:13s} {time.perf_counter() - t0:5.2f}s  "
-                  f"contrib: {', '.join(contrib) if contrib else '-'}", flush=True)
+            record(name, part, "sd15_small", dst, model, t0, fp16, keep_io, options is not None)
+    for opset in DYNAMO_OPSETS:
+        name = f"dynamo-opset{opset}"
+        if args.flavours and not re.search(args.flavours, name):
+            continue
+        os.makedirs(os.path.join(args.out, name), exist_ok=True)
+        for part in [p for p in parts if p in DEFAULT_PARTS]:  # the parts exported with dynamo
+            src = os.path.join(DYNAMO, f"{part}.opset{opset}.dynamo.onnx")
+            if not os.path.exists(src):
+                raise SystemExit(f"error: no committed dynamo export {src}")
+            dst = os.path.join(args.out, name, part + ".onnx")
+            t0 = time.perf_counter()
+            shutil.copyfile(src, dst)
+            record(name, part, "sd15_small", dst, onnx.load(dst), t0, optimized=False)
+    for name, model_type, family_parts in FAMILY_FLAVOURS:
+        if args.flavours and not re.search(args.flavours, name):
+            continue
+        os.makedirs(os.path.join(args.out, name), exist_ok=True)
+        for part in family_parts:
+            dst = os.path.join(args.out, name, part + ".onnx")
+            t0 = time.perf_counter()
+            model = make_one(os.path.join(FAMILIES, part + ".onnx"), dst, model_type, {}, False, True)
+            record(name, part, "families_small", dst, model, t0)
     with open(os.path.join(args.out, "flavours.json"), "w") as f:
         json.dump(made, f, indent=1)
     print(f"{len(made)} files in {args.out} ({time.perf_counter() - t_all:.1f}s)")
