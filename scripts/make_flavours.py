@@ -10,9 +10,10 @@ this script; a few CPU seconds per optimized part, the UNet most):
   nchw         the defaults with channels-first GroupNorm (channels_last=0), plain Conv and MultiHeadAttention
                with separate Q, K and V inputs (no packing);
   fp16         no fusion: onnxruntime.transformers.float16.convert_float_to_float16 only;
-  dynamo-opsetN  torch 2.9's dynamo exporter at opsets 18, 21 and 23: committed files (tests/models/sd15_dynamo,
-               made by `scripts/export_sd15.py --small --dynamo --opset N --out-dir tests/models/sd15_dynamo
-               --no-refs`), copied here so that one folder holds every flavour.
+  dynamo-opsetN  torch 2.9's dynamo exporter at opsets 18, 21 and 23, and
+  optimum-opset18  the text encoder through optimum's exporter (its SD pipeline's "clip-text" config): committed
+               files (tests/models/sd15_exports, made by scripts/export_sd15.py --dynamo / --optimum; see
+               tests/models/README.md), copied here so that one folder holds every flavour.
 The other model families (tests/models/families_small) go through their own optimizer types, fp32 only:
   mmdit        optimize_model(model_type="mmdit") of the SD3 and Flux transformers (LayerNormalization with a
                broadcast scale, SimplifiedLayerNormalization, FastGelu, MultiHeadAttention);
@@ -40,7 +41,7 @@ import onnx
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = os.path.join(REPO, "tests", "models", "sd15_small")
-DYNAMO = os.path.join(REPO, "tests", "models", "sd15_dynamo")
+EXPORTS = os.path.join(REPO, "tests", "models", "sd15_exports")
 FAMILIES = os.path.join(REPO, "tests", "models", "families_small")
 # The optimizer's model type for each part (the VAE encoder and decoder are both "vae").
 MODEL_TYPES = {"unet": "unet", "vae_decoder": "vae", "vae_encoder": "vae", "text_encoder": "clip",
@@ -60,7 +61,9 @@ FLAVOURS = [("olive-fp32", {}, False, True), ("olive-fp16-io32", {}, True, True)
             ("amuse-fp16-io16", AMUSE_OPTIONS, True, False),
             ("nchw-fp32", NCHW_OPTIONS, False, True),
             ("fp16-io32", None, True, True), ("fp16-io16", None, True, False)]
-DYNAMO_OPSETS = (18, 21, 23)
+# (flavour, file suffix, parts) of the committed exports made by other exporters than ours
+EXPORTS_FLAVOURS = [(f"dynamo-opset{o}", f".opset{o}.dynamo", DEFAULT_PARTS) for o in (18, 21, 23)] + \
+    [("optimum-opset18", ".opset18.optimum", ("text_encoder",))]
 # (flavour, optimizer model type, families_small parts)
 FAMILY_FLAVOURS = [("mmdit-fp32", "mmdit", ("sd3_transformer", "flux_transformer")),
                    ("t5-fp32", "t5", ("t5_encoder",))]
@@ -102,7 +105,7 @@ def quiet():
     logging.disable(logging.WARNING)
     buf = io.StringIO()
     try:
-        with contextlib.redirect_stdout(buf):
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):  # the mmdit fusion progress bar
             yield
     finally:
         logging.disable(logging.NOTSET)
@@ -148,11 +151,12 @@ def main(argv=None):
     made = []
     t_all = time.perf_counter()
 
-    def record(name, part, source, dst, model, t0, fp16=False, keep_io=True, optimized=True):
+    def record(name, part, source, dst, model, t0, fp16=False, keep_io=True, optimized=True, exporter=False):
         ops = op_counts(model)
         contrib = sorted(k.split(".", 2)[-1] for k in ops if k.startswith("com.microsoft."))
         made.append({"flavour": name, "part": part, "source": source, "file": os.path.relpath(dst, args.out),
-                     "fp16": fp16, "io16": fp16 and not keep_io, "optimized": optimized, "contrib": contrib,
+                     "fp16": fp16, "io16": fp16 and not keep_io, "optimized": optimized, "exporter": exporter,
+                     "contrib": contrib,
                      "ops": ops})
         print(f"{name:16s} {part:16s} {time.perf_counter() - t0:5.2f}s  "
               f"contrib: {', '.join(contrib) if contrib else '-'}", flush=True)
@@ -167,19 +171,16 @@ def main(argv=None):
             t0 = time.perf_counter()
             model = make_one(src, dst, MODEL_TYPES[part], options, fp16, keep_io)
             record(name, part, "sd15_small", dst, model, t0, fp16, keep_io, options is not None)
-    for opset in DYNAMO_OPSETS:
-        name = f"dynamo-opset{opset}"
+    for name, suffix, exported in EXPORTS_FLAVOURS:
         if args.flavours and not re.search(args.flavours, name):
             continue
         os.makedirs(os.path.join(args.out, name), exist_ok=True)
-        for part in [p for p in parts if p in DEFAULT_PARTS]:  # the parts exported with dynamo
-            src = os.path.join(DYNAMO, f"{part}.opset{opset}.dynamo.onnx")
-            if not os.path.exists(src):
-                raise SystemExit(f"error: no committed dynamo export {src}")
+        for part in [p for p in parts if p in exported]:
+            src = os.path.join(EXPORTS, part + suffix + ".onnx")
             dst = os.path.join(args.out, name, part + ".onnx")
             t0 = time.perf_counter()
             shutil.copyfile(src, dst)
-            record(name, part, "sd15_small", dst, onnx.load(dst), t0, optimized=False)
+            record(name, part, "sd15_small", dst, onnx.load(dst), t0, optimized=False, exporter=True)
     for name, model_type, family_parts in FAMILY_FLAVOURS:
         if args.flavours and not re.search(args.flavours, name):
             continue

@@ -10,7 +10,8 @@ onnxruntime on the ORIGINAL fp32 part: rel = max abs err / max |ref|, outputs re
     cannot run that file (NhwcConv, GroupNorm, BiasSplitGelu, ... have no CPU kernel), the bar is 3x onnxruntime's
     error on the plain fp16 file of the same part and io types: the same weights, rounded by the same converter,
     so the same rounding error scale (column ort_on says which file gave it).
-The committed dynamo exports (flavours dynamo-opset18/21/23, tests/models/sd15_dynamo) must also show in `info` the
+The committed exports of other exporters (flavours dynamo-opset18/21/23 and optimum-opset18, tests/models/sd15_exports)
+must also show in `info` the
 same fused counts (GroupNorm, GroupNorm+SiLU, attention, GELU, LayerNorm; fused by a pass or written as the op) as
 the plain export. The mmdit and t5 flavours are the families_small SD3 and Flux transformers and T5 encoder through
 onnxruntime's optimizer (fp32, bar 1e-4); onnxruntime cannot run the original Flux file (Cos on double), so its
@@ -172,10 +173,10 @@ def fused_kinds(cli, model):
 
 
 def check_fused_counts(cli, made, out_dir):
-    """Failure lines for dynamo flavours whose fused counts differ from the plain export of the same part."""
+    """Failure lines for other exporters' files whose fused counts differ from our plain export of the same part."""
     failures, plain = [], {}
     for fl in made:
-        if not fl["flavour"].startswith("dynamo-"):
+        if not fl["exporter"]:
             continue
         part = fl["part"]
         if part not in plain:
