@@ -253,6 +253,8 @@ def build_model(kind, cfg, seed_name, weights=None):
             m = AutoencoderKL.from_pretrained(weights, subfolder=sub, local_files_only=True)
         elif kind == "unet":
             m = UNet2DConditionModel.from_pretrained(weights, subfolder=sub, local_files_only=True)
+        elif not os.path.exists(os.path.join(weights, sub, "model.safetensors")):
+            m = CLIPTextModel.from_pretrained(os.path.join(weights, sub), local_files_only=True)
         else:  # state read by hand: transformers 5 saves CLIP's keys without the "text_model." of 4.x
             from safetensors.torch import load_file
             folder = os.path.join(weights, sub)
