@@ -15,8 +15,8 @@ this script; a few CPU seconds per optimized part, the UNet most):
                files (tests/models/sd15_exports, made by scripts/export_sd15.py --dynamo / --optimum; see
                tests/models/README.md), copied here so that one folder holds every flavour.
 The other model families (tests/models/families_small) go through their own optimizer types, fp32 only:
-  mmdit        optimize_model(model_type="mmdit") of the SD3 and Flux transformers (LayerNormalization with a
-               broadcast scale, SimplifiedLayerNormalization, FastGelu, MultiHeadAttention);
+  mmdit        optimize_model(model_type="mmdit") of the SD3 and Flux transformers (LayerNormalization,
+               SimplifiedLayerNormalization, FastGelu, MultiHeadAttention);
   t5           optimize_model(model_type="t5") of the T5 v1.1 encoder (SkipSimplifiedLayerNormalization, FastGelu).
 Each optimized flavour in fp32 and in fp16; every fp16 flavour with keep_io_types True (suffix -io32: float
 inputs and outputs stay float32) and False (-io16). Writes OUT/<flavour>/<part>.onnx and OUT/flavours.json
@@ -156,8 +156,7 @@ def main(argv=None):
         contrib = sorted(k.split(".", 2)[-1] for k in ops if k.startswith("com.microsoft."))
         made.append({"flavour": name, "part": part, "source": source, "file": os.path.relpath(dst, args.out),
                      "fp16": fp16, "io16": fp16 and not keep_io, "optimized": optimized, "exporter": exporter,
-                     "contrib": contrib,
-                     "ops": ops})
+                     "contrib": contrib, "ops": ops})
         print(f"{name:16s} {part:16s} {time.perf_counter() - t0:5.2f}s  "
               f"contrib: {', '.join(contrib) if contrib else '-'}", flush=True)
 
