@@ -17,7 +17,8 @@ this script; a few CPU seconds per optimized part, the UNet most):
 The other model families (tests/models/families_small) go through their own optimizer types, fp32 only:
   mmdit        optimize_model(model_type="mmdit") of the SD3 and Flux transformers (LayerNormalization,
                SimplifiedLayerNormalization, FastGelu, MultiHeadAttention);
-  t5           optimize_model(model_type="t5") of the T5 v1.1 encoder (SkipSimplifiedLayerNormalization, FastGelu).
+  t5           optimize_model(model_type="t5") of the T5 v1.1 encoder (SkipSimplifiedLayerNormalization, FastGelu;
+               with its attention mask also RelativePositionBias and contrib Attention).
 Each optimized flavour in fp32 and in fp16; every fp16 flavour with keep_io_types True (suffix -io32: float
 inputs and outputs stay float32) and False (-io16). Writes OUT/<flavour>/<part>.onnx and OUT/flavours.json
 (flavour, part, file, fp16, io16, contrib ops, the op counts), and prints the contrib ops of each file.
@@ -66,7 +67,7 @@ EXPORTS_FLAVOURS = [(f"dynamo-opset{o}", f".opset{o}.dynamo", DEFAULT_PARTS) for
     [("optimum-opset18", ".opset18.optimum", ("text_encoder",))]
 # (flavour, optimizer model type, families_small parts)
 FAMILY_FLAVOURS = [("mmdit-fp32", "mmdit", ("sd3_transformer", "flux_transformer")),
-                   ("t5-fp32", "t5", ("t5_encoder",))]
+                   ("t5-fp32", "t5", ("t5_encoder", "t5_encoder_masked"))]
 
 
 def fusion_options(model_type, overrides):
