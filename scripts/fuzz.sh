@@ -16,7 +16,7 @@ case "${1:-}" in
   "") ;;
   *) SECONDS_EACH=$(python3 -c "import sys; print(max(1, int(float(sys.argv[1]) * 3600)))" "$1") ;;
 esac
-HARNESSES="${FUZZ_HARNESSES:-loader session}"
+HARNESSES="${FUZZ_HARNESSES:-loader session pickle}"
 
 # clang-14 with its fuzzer runtime (Debian bookworm packages).
 if ! command -v clang++-14 >/dev/null || ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
@@ -29,13 +29,15 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_FUZZ=ON \
   -DONNX2GGML_TESTS=OFF -DCMAKE_PREFIX_PATH="$PWD/.deps/ggml-install" "${launcher[@]}" >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_loader fuzz_session >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_loader fuzz_session fuzz_pickle >/dev/null
 
 # Seed corpus, rebuilt from committed files each time (kept between runs in build-fuzz/work, never committed):
 # the committed models up to 400 KB (up to 64 KB for the session harness, whose runs must stay well under the
 # 10 s timeout), and each op test's one-node model.
 WORK=build-fuzz/work
-mkdir -p "$WORK/seeds/ops" "$WORK/seeds/models" "$WORK/seeds/small" "$WORK/findings"
+mkdir -p "$WORK/seeds/ops" "$WORK/seeds/models" "$WORK/seeds/small" "$WORK/seeds/ckpt" "$WORK/findings"
+# The torch.save reader: the hostile .ckpt fixtures and small torch.save files (the big twin is left out).
+cp tests/models/checkpoint/hostile/*.ckpt "$WORK/seeds/ckpt/"
 find examples tests/models -name '*.onnx' -size -400k -exec cp {} "$WORK/seeds/models/" \;
 find examples tests/models -name '*.onnx' -size -64k -exec cp {} "$WORK/seeds/small/" \;
 if [ -x .venv/bin/python ] && [ ! -f "$WORK/seeds/ops/.done" ]; then
@@ -54,6 +56,7 @@ PY
 fi
 seeds_loader=("$WORK/seeds/ops" "$WORK/seeds/models")
 seeds_session=("$WORK/seeds/ops" "$WORK/seeds/small")
+seeds_pickle=("$WORK/seeds/ckpt")
 echo "fuzz: $(ls "$WORK/seeds/ops" | wc -l) op-test models and $(ls "$WORK/seeds/models" | wc -l) committed models as seeds, $([ $CI_MODE = 1 ] && echo "fixed seed and runs" || echo "${SECONDS_EACH} s") per harness"
 
 # Single allocations above 1 GiB fail (std::bad_alloc, counted as refused input; wt-limits' size checks turn
@@ -81,7 +84,7 @@ for h in $HARNESSES; do
   seeds="seeds_$h[@]"
   fixed=()
   # Runs that take about 60 s here (loader about 15k exec/s, session about 25); the time limit is a backstop.
-  [ $CI_MODE = 1 ] && fixed=(-seed=1 "-runs=$([ "$h" = loader ] && echo 900000 || echo 3000)")
+  [ $CI_MODE = 1 ] && fixed=(-seed=1 "-runs=$(case $h in loader) echo 900000 ;; pickle) echo 400000 ;; *) echo 3000 ;; esac)")
   "$bin" "${fixed[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$WORK/findings/${h}-" "$corpus" "${!seeds}" >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))

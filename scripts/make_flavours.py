@@ -24,7 +24,10 @@ inputs and outputs stay float32) and False (-io16). Writes OUT/<flavour>/<part>.
 (flavour, part, file, fp16, io16, contrib ops, the op counts), and prints the contrib ops of each file.
 
 Usage: .venv/bin/python scripts/make_flavours.py OUT [--parts unet,vae_decoder,text_encoder] [--flavours REGEX]
-(--parts picks the SD 1.5 parts; the family flavours always make all of theirs.)
+       [--src DIR]   (another manifest folder, e.g. the full-size parts of scripts/export_sd15.py; files over
+                      2 GB are written with external data, as the originals are)
+(--parts picks the SD 1.5 parts; the exporter and family flavours are made only from the committed small fixtures,
+so not with --src.)
 """
 import argparse
 import collections
@@ -125,7 +128,8 @@ def make_one(src, dst, model_type, options, fp16, keep_io):
             if fp16:
                 opt.convert_float_to_float16(keep_io_types=keep_io)
             model = opt.model
-    onnx.save(model, dst)
+    big = model.ByteSize() > 1_900_000_000 if hasattr(model, "ByteSize") else False
+    onnx.save(model, dst, save_as_external_data=big, location=os.path.basename(dst) + ".data" if big else None)
     return model
 
 
@@ -141,8 +145,9 @@ def main(argv=None):
     ap.add_argument("out")
     ap.add_argument("--parts", default=",".join(DEFAULT_PARTS), help="comma-separated sd15_small part names")
     ap.add_argument("--flavours", default=None, help="regex on flavour names")
+    ap.add_argument("--src", default=SMALL, help="folder with the parts and their manifest.json")
     args = ap.parse_args(argv)
-    with open(os.path.join(SMALL, "manifest.json")) as f:
+    with open(os.path.join(args.src, "manifest.json")) as f:
         manifest = {p["name"]: p for p in json.load(f)["parts"]}
     parts = [p for p in args.parts.split(",") if p]
     for p in parts:
@@ -166,13 +171,15 @@ def main(argv=None):
             continue
         os.makedirs(os.path.join(args.out, name), exist_ok=True)
         for part in parts:
-            src = os.path.join(SMALL, manifest[part]["file"])
+            src = os.path.join(args.src, manifest[part]["file"])
             dst = os.path.join(args.out, name, part + ".onnx")
             t0 = time.perf_counter()
             model = make_one(src, dst, MODEL_TYPES[part], options, fp16, keep_io)
-            record(name, part, "sd15_small", dst, model, t0, fp16, keep_io, options is not None)
+            record(name, part, os.path.basename(os.path.normpath(args.src)), dst, model, t0, fp16, keep_io,
+                   options is not None)
+    small = os.path.abspath(args.src) == os.path.abspath(SMALL)  # the committed exports are of the small parts
     for name, suffix, exported in EXPORTS_FLAVOURS:
-        if args.flavours and not re.search(args.flavours, name):
+        if not small or (args.flavours and not re.search(args.flavours, name)):
             continue
         os.makedirs(os.path.join(args.out, name), exist_ok=True)
         for part in [p for p in parts if p in exported]:
@@ -182,7 +189,7 @@ def main(argv=None):
             shutil.copyfile(src, dst)
             record(name, part, "sd15_small", dst, onnx.load(dst), t0, optimized=False, exporter=True)
     for name, model_type, family_parts in FAMILY_FLAVOURS:
-        if args.flavours and not re.search(args.flavours, name):
+        if not small or (args.flavours and not re.search(args.flavours, name)):
             continue
         os.makedirs(os.path.join(args.out, name), exist_ok=True)
         for part in family_parts:

@@ -15,6 +15,10 @@ tests/models/families_small (SGM block names with label_emb and two-layer transf
    bit-identical to `onnx2ggml run --weights-file`.
 3. Errors, each one line: a checkpoint that fits nothing of the model, a truncated checkpoint, a tensor of the wrong
    shape, a missing tensor (and --allow-partial), a weights file of another model.
+4. torch .ckpt files (scripts/make_ckpt_fixtures.py): sd15_small_ldm.ckpt, torch.save's twin of the safetensors
+   file, imports to byte-identical GGUFs; every tests/models/checkpoint/hostile/*.ckpt (os.system and eval
+   REDUCEs, a tensor past its storage, a missing storage, a truncated or compressed archive) is refused with one
+   line naming the cause, and nothing it asks for happens (no file created).
 
 Needs no torch. Usage: .venv/bin/python tests/checkpoint_import_test.py [--cli build/onnx2ggml] [--no-compile]
 """
@@ -221,6 +225,43 @@ def errors(a, work, cases, ckpt, ggufs):
         report(not why, "--weights-file of another model: one error line" + (f" -- {why}" if why else ""))
 
 
+HOSTILE = {  # file -> what its one error line must say
+    "os-system-reduce.ckpt": "refuses global 'os.system'",
+    "stack-global-posix-system.ckpt": "refuses global 'posix.system'",
+    "builtins-eval.ckpt": "refuses global 'builtins.eval'",
+    "tensor-past-its-storage.ckpt": "lies past its storage",
+    "storage-not-in-archive.ckpt": "is not in the archive",
+    "truncated-archive.ckpt": "truncated",
+    "compressed-entry.ckpt": "is compressed",
+    "good-four-floats.ckpt": "none of its 1 tensors fits",  # the control: read, then found to fit nothing
+}
+
+
+def torch_checkpoints(a, work, cases, ggufs):
+    twin = os.path.join(FIXTURE, "sd15_small_ldm.ckpt")
+    for part in cases["parts"]:
+        name = part["name"]
+        if "checkpoint" in part or name not in ggufs:
+            continue
+        out = os.path.join(work, name + ".ckpt.gguf")
+        r = sh([a.cli, "import-weights", os.path.join(MODELS, part["model"]), twin, "-o", out])
+        same = r.returncode == 0 and open(out, "rb").read() == open(ggufs[name], "rb").read()
+        report(same, f"{name}: the .ckpt twin imports to the same GGUF bytes as the .safetensors file" +
+               ("" if r.returncode == 0 else f" -- {r.stderr.strip()[-300:]}"))
+    hostile = os.path.join(FIXTURE, "hostile")
+    found = sorted(os.listdir(hostile))
+    report(found == sorted(HOSTILE), f"hostile .ckpt fixtures: {found}")
+    model = os.path.join(MODELS, "sd15_small/vae_decoder.onnx")
+    for f, needle in sorted(HOSTILE.items()):
+        r = subprocess.run([a.cli, "import-weights", model, os.path.join(hostile, f), "-o",
+                            os.path.join(work, "hostile.gguf")], capture_output=True, text=True, errors="replace",
+                           cwd=work)
+        why = one_error_line(r, needle)
+        if os.path.exists(os.path.join(work, "O2G_PWNED")):
+            why = "its command ran"
+        report(not why, f"hostile/{f}: one error line ({needle})" + (f" -- {why}" if why else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli", default=DEFAULT_CLI)
@@ -238,6 +279,7 @@ def main():
             compiled_program(a, work, cases, ggufs, "text_encoder", "last_hidden_state")
             compiled_program(a, work, cases, ggufs, "vae_decoder", "sample")
         errors(a, work, cases, ckpt, ggufs)
+        torch_checkpoints(a, work, cases, ggufs)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -104,10 +104,11 @@ int64_t apply_i(int fn, const int64_t* v, size_t n, int bits) {
             if (v[1] == 0) return 0;
             if (v[1] == -1) return int64_t(0 - u(v[0]));
             return v[0] / v[1];
-        case HOST_POW: {
-            int64_t r = 1, b = v[0];
-            for (int64_t e = v[1]; e > 0; e--) r *= b;
-            return v[1] < 0 ? (b == 1 ? 1 : 0) : r;
+        case HOST_POW: {  // by squaring, wrapping as a fixed-width integer does (an exponent from a file may be 2^62)
+            uint64_t r = 1, b = u(v[0]);
+            for (uint64_t e = u(v[1]); v[1] > 0 && e; e >>= 1, b *= b)
+                if (e & 1) r *= b;
+            return v[1] < 0 ? (v[0] == 1 ? 1 : 0) : int64_t(r);
         }
         case HOST_MOD: case HOST_FMOD: {
             if (v[1] == 0) return 0;

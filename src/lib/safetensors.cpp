@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "ggml.h"
 #include "lib/json.h"
+#include "lib/torch_checkpoint.h"
 
 namespace o2g {
 
@@ -71,6 +72,15 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     }
     close(fd);
     try {
+        if (is_torch_zip(map_, size_)) {  // a torch.save file (.ckpt, .pt): read without running its pickle
+            tensors_ = read_torch_checkpoint(map_, size_, path);
+            for (size_t i = 0; i < tensors_.size(); i++)
+                if (!index_.emplace(tensors_[i].name, i).second)
+                    fail(path, ": tensor '", printable(tensors_[i].name), "' appears twice");
+            return;
+        }
+        if (size_ >= 12 && map_[0] == 0x80 && map_[2] == 0x8a && map_[3] == 0x0a)  // a pickled magic number first
+            fail(path, ": a torch file in the legacy (before torch 1.6) format; re-save it with torch.save or as .safetensors");
         if (size_ < 8) fail(path, ": not a safetensors file: ", size_, " bytes, shorter than the 8-byte header length");
         uint64_t hlen = 0;
         for (int k = 7; k >= 0; k--) hlen = (hlen << 8) | map_[k];

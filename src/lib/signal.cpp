@@ -27,6 +27,8 @@ ggml_tensor* window(Ctx& ctx, WindowKind k, const Ints& size, bool periodic) {
     if (size.size() != 1) throw OpError("size must be a scalar");
     int64_t n = size[0];
     if (n <= 0) throw OpError("size " + num(n) + " must be positive (an empty window cannot be held by ggml)");
+    constexpr int64_t kMaxWindow = int64_t(1) << 24;  // 16M samples: beyond any real frame, and seconds of sin()
+    if (n > kMaxWindow) throw OpError("size " + num(n) + " is over the " + num(kMaxWindow) + " samples a window may have");
     WindowKernelParams p{k, n, double(periodic ? n : n - 1)};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, n, 1, 1, 1, nullptr, 0, window_kernel, 1, keep_params(p));
 }

@@ -178,7 +178,8 @@ void SessionImpl::prepare_weights() {
     for (int idx : plan_.live_nodes) {
         const Node& n = plan_.node(*model_, idx);
         const bool matmul = n.op_type == "MatMul", gemm = n.op_type == "Gemm";
-        const bool conv = n.op_type == "onnx2ggml.ConvClamp" || (n.op_type == "Conv" && n.domain.empty());
+        const bool nhwc = n.op_type == "NhwcConv" && n.domain == "com.microsoft";
+        const bool conv = n.op_type == "onnx2ggml.ConvClamp" || (n.op_type == "Conv" && n.domain.empty()) || nhwc;
         if ((!n.domain.empty() && n.domain != "ai.onnx" && !conv) || !(matmul || gemm || conv) || n.inputs.size() < 2)
             continue;
         const TensorData* td = initializer(n.inputs[1]);
@@ -191,7 +192,8 @@ void SessionImpl::prepare_weights() {
         if (conv) {
             // 2-D and dense; not 4 or fewer input channels (the direct kernel reads the weight as it is); 1x1,
             // stride 1, unpadded: the pointwise kernel's own form (see o2g::conv).
-            const auto& d = td->dims;
+            const auto& f = td->dims;  // NhwcConv's weight is [M, kH, kW, C/g]
+            const std::vector<int64_t> d = nhwc && f.size() == 4 ? std::vector<int64_t>{f[0], f[3], f[1], f[2]} : f;
             if (!conv_panels || d.size() != 4 || n.get_int("group", 1) != 1 || d[0] < 1 ||
                 (d[1] <= 4 && d[1] * d[2] * d[3] <= 36))
                 continue;
@@ -213,6 +215,7 @@ void SessionImpl::prepare_weights() {
         octx.matmul_type = weights_.matmul_type;
         octx.max_alloc = weights_.max_alloc;
         try {
+            if (nhwc) w = o2g::nhwc_conv_weight(octx, w);  // the form conv() is given
             if (pointwise) {
                 ggml_tensor* x = ggml_new_tensor_4d(scratch, GGML_TYPE_F32, 1, 1, w->ne[2], 1);  // [1, 1, C, 1]
                 o2g::conv2d_pointwise(octx, x, w, nullptr, {});

@@ -72,6 +72,8 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
 // bias [M] or null -> [M, OW, OH, N], through conv() with x and the result permuted (two copies); a constant
 // weight is reordered once.
 ggml_tensor* nhwc_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p);
+// NhwcConv's weight in conv()'s order [kW, kH, C/group, M] (a constant one reordered once, at load).
+ggml_tensor* nhwc_conv_weight(Ctx& ctx, ggml_tensor* w);
 
 struct ConvTransposeParams {
     int dims = 2;  // spatial dims: 1, 2 or 3
