@@ -135,6 +135,11 @@ FULL.update({
     "esrgan_x2": dict(num_in_ch=3, num_out_ch=3, scale=2, num_feat=64, num_grow_ch=32, num_block=23),
 })
 FULL["sdxl_vae_decoder"] = FULL["sdxl_vae_encoder"]
+# The T5 encoder with an attention_mask input, exported with transformers 4.x: the graph onnxruntime's t5 optimizer
+# turns into RelativePositionBias and contrib Attention (not in the default list: --parts t5_encoder_masked, run
+# from a venv with transformers < 5, as tests/models/README.md says)
+SMALL_EXTRA = {"t5_encoder_masked": SMALL["t5_encoder"]}
+FULL["t5_encoder_masked"] = FULL["t5_encoder"]
 # Full size: one shape case per part, as the real pipeline feeds it at a modest resolution (SD 1.5's full-size
 # figures use the same: a 256x256 image, a 32x32 latent, batch 2 for classifier-free guidance, 77 tokens).
 FULL_CASES = {
@@ -151,6 +156,7 @@ FULL_CASES = {
     "sd2_unet": {"sample": [2, 4, 32, 32], "timestep": [2], "encoder_hidden_states": [2, 77, 1024]},
     "sd2_text_encoder": {"input_ids": [1, 77]},
     "t5_encoder": {"input_ids": [1, 77]},
+    "t5_encoder_masked": {"input_ids": [1, 77], "attention_mask": [1, 77]},
     "sdxl_vae_encoder": {"sample": [1, 3, 256, 256]},
     "sdxl_vae_decoder": {"latent": [1, 4, 32, 32]},
     "esrgan_x4": {"image": [1, 3, 64, 64]},
@@ -161,6 +167,8 @@ NOTES = {
     "sd2_text_encoder": "penultimate_hidden_state is hidden_states[-2] (the clip-skip-2 input, before the final "
                         "LayerNorm); diffusers' SD 2.x checkpoints drop the last of OpenCLIP-H's 24 layers instead",
     "t5_encoder": "no attention mask, as SD3 and Flux run it",
+    "t5_encoder_masked": "with the attention mask; exported with transformers 4.x, whose graph onnxruntime's t5 "
+                         "optimizer fuses into RelativePositionBias and Attention (tests/flavour_tests.py)",
     "sdxl_text_encoder": "hidden_states[-2], the context SDXL takes from CLIP-L (its last layer is dead code here)",
 }
 
@@ -221,6 +229,14 @@ def part_io(part, cfg):
         outs = ["penultimate_hidden_state"] + (["text_embeds"] if part == "sdxl_text_encoder_2" else [])
         return dict(inputs=[tokens], outputs=outs, dynamic={"input_ids": [0]},
                     cases=[{"input_ids": [1, 77]}, {"input_ids": [2, 77]}])
+    if part == "t5_encoder_masked":
+        v = cfg.get("vocab_size", 32128)
+        return dict(inputs=[{"name": "input_ids", "dtype": "int64", "distribution": "tokens", "bos": v - 2,
+                             "eos": v - 1},
+                            {"name": "attention_mask", "dtype": "int64", "distribution": "padding_mask"}],
+                    outputs=["last_hidden_state"], dynamic={"input_ids": [0, 1], "attention_mask": [0, 1]},
+                    cases=[{"input_ids": [1, 77], "attention_mask": [1, 77]},
+                           {"input_ids": [2, 19], "attention_mask": [2, 19]}])
     if part in ("sd2_text_encoder", "t5_encoder"):
         v = cfg.get("vocab_size", 32128)
         tokens = {"name": "input_ids", "dtype": "int64", "distribution": "tokens", "bos": v - 2, "eos": v - 1}
@@ -393,6 +409,15 @@ class T5Encoder(nn.Module):
         return self.model(input_ids).last_hidden_state
 
 
+class T5EncoderMasked(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids, attention_mask=attention_mask).last_hidden_state
+
+
 class VaeEncoder(nn.Module):
     def __init__(self, model):
         super().__init__()
@@ -462,6 +487,7 @@ class RRDBNet(nn.Module):
 WRAPPERS = {"sd3_transformer": lambda m: SD3(m), "flux_transformer": lambda m: Flux(m), "sdxl_unet": SDXLUNet,
             "controlnet": ControlNet, "taesd_decoder": VaeDecoder, "clip_g": ClipG,
             "sd2_unet": UNet, "sd2_text_encoder": SD2TextEncoder, "t5_encoder": T5Encoder,
+            "t5_encoder_masked": T5EncoderMasked,
             "sdxl_vae_encoder": VaeEncoder, "sdxl_vae_decoder": VaeDecoder, "esrgan_x4": lambda m: m,
             "esrgan_x2": lambda m: m, "sdxl_text_encoder": SDXLTextEncoder, "sdxl_text_encoder_2": SDXLTextEncoder}
 
@@ -475,7 +501,7 @@ def build(part, cfg, seed):
     if part in ("sd2_text_encoder", "sdxl_text_encoder"):
         from transformers import CLIPTextConfig, CLIPTextModel
         return CLIPTextModel(CLIPTextConfig(**cfg)).eval()
-    if part == "t5_encoder":
+    if part in ("t5_encoder", "t5_encoder_masked"):
         from transformers import T5Config, T5EncoderModel
         return T5EncoderModel(T5Config(**cfg)).eval()
     if part.startswith("esrgan"):
@@ -544,7 +570,7 @@ def main():
     table = SDXL_PIPELINE if args.sdxl_pipeline else SMALL
     # part name -> (kind: what part_io, build and WRAPPERS know, config, seed)
     resolve = (lambda p: SDXL_PIPELINE[p]) if args.sdxl_pipeline else \
-        (lambda p: (p, dict((SMALL if args.small else FULL)[p]), 1234))
+        (lambda p: (p, dict(({**SMALL, **SMALL_EXTRA} if args.small else FULL)[p]), 1234))
     os.makedirs(os.path.join(args.out_dir, "ref"), exist_ok=True)
     prefix = os.path.basename(os.path.normpath(args.out_dir))
     what = "A small SDXL pipeline" if args.sdxl_pipeline else "Model families beyond SD 1.5"

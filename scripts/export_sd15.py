@@ -36,8 +36,11 @@ Full-size graphs are written with all initializers in one external data file
 (~3.4 GB of fp32 weights) needs anyway.
 
 Exporter: the TorchScript exporter (dynamo=False). --dynamo selects the torch.export-based one; it also
-works with onnx2ggml but is slower to export and, with embedded weights, writes graphs about twice as
-large. Opset 17 with TorchScript gives <part>.onnx and manifest.json; other variants get a suffix
+works with onnx2ggml but is slower to export; with embedded weights its per-node metadata (stack traces) is
+dropped. The committed dynamo fixtures (the flavours `dynamo-opsetN` of tests/flavour_tests.py) are made by
+    for o in 18 21 23; do .venv/bin/python scripts/export_sd15.py --small --dynamo --opset $o \
+        --parts unet,vae_decoder,text_encoder --out-dir tests/models/sd15_exports --no-refs; done
+Opset 17 with TorchScript gives <part>.onnx and manifest.json; other variants get a suffix
 (<part>.opset20.onnx + manifest.opset20.json, ".dynamo" for --dynamo) so they can sit side by side.
 `--opset max` is 20 for TorchScript and 23 for --dynamo (torch 2.9).
 
@@ -250,8 +253,17 @@ def build_model(kind, cfg, seed_name, weights=None):
             m = AutoencoderKL.from_pretrained(weights, subfolder=sub, local_files_only=True)
         elif kind == "unet":
             m = UNet2DConditionModel.from_pretrained(weights, subfolder=sub, local_files_only=True)
-        else:
+        elif not os.path.exists(os.path.join(weights, sub, "model.safetensors")):
             m = CLIPTextModel.from_pretrained(os.path.join(weights, sub), local_files_only=True)
+        else:  # state read by hand: transformers 5 saves CLIP's keys without the "text_model." of 4.x
+            from safetensors.torch import load_file
+            folder = os.path.join(weights, sub)
+            m = CLIPTextModel(CLIPTextConfig.from_pretrained(folder, local_files_only=True))
+            own = set(m.state_dict())
+            state = {("text_model." + k if "text_model." + k in own else k[len("text_model."):]
+                      if k.startswith("text_model.") and k not in own else k): v
+                     for k, v in load_file(os.path.join(folder, "model.safetensors")).items()}
+            _load_state(m, state, folder)
     else:  # original Stable Diffusion single-file checkpoint (.safetensors / .ckpt)
         from diffusers.loaders import single_file_utils as sfu
         ckpt = _load_ldm_checkpoint(weights)
@@ -369,6 +381,8 @@ def export_part(wrapper, part, io_spec, path, opset, dynamo, external):
     producer = f"onnx2ggml-export_sd15 (torch {torch.__version__.split('+')[0]})"
     if proto is not None:  # embedded weights
         proto.producer_name, proto.doc_string = producer, ""
+        for node in proto.graph.node:  # dynamo's stack traces and module paths: half the file, and local paths
+            del node.metadata_props[:]
         onnx.checker.check_model(proto, full_check=True)
         with open(path, "wb") as f:
             f.write(proto.SerializeToString())
@@ -386,6 +400,25 @@ def export_part(wrapper, part, io_spec, path, opset, dynamo, external):
             f.write(proto.SerializeToString())
         onnx.checker.check_model(path, full_check=True)
     return proto, t_export
+
+
+def export_optimum(model, path, opset):
+    """The text encoder as optimum exports it in a Stable Diffusion pipeline (its "clip-text" ONNX config; optimum
+    and its transformers pin live in a separate venv, see --optimum). Returns the proto and the export time."""
+    from pathlib import Path
+
+    from optimum.exporters.onnx.convert import export
+    from optimum.exporters.onnx.model_configs import CLIPTextOnnxConfig
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        export(model, CLIPTextOnnxConfig(model.config, task="feature-extraction"), Path(path), opset=opset)
+    proto = onnx.load(path)
+    proto.producer_name = f"onnx2ggml-export_sd15 (optimum, torch {torch.__version__.split('+')[0]})"
+    onnx.checker.check_model(proto, full_check=True)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+    return proto, time.perf_counter() - t0
 
 
 # ----------------------------------------------------------------------------- references
@@ -443,10 +476,17 @@ def main():
     ap.add_argument("--out-dir", default=None,
                     help="default: tests/models/sd15_small (--small) or build/sd15_full")
     ap.add_argument("--parts", default=",".join(PARTS), help="comma list of " + ",".join(PARTS + EXTRA_PARTS))
-    ap.add_argument("--opset", default="17", help="ONNX opset, or 'max' for the newest the exporter supports")
+    ap.add_argument("--opset", default=None, help="ONNX opset, or 'max' for the newest the exporter supports "
+                                                  "(default 17; 18 with --optimum)")
     ap.add_argument("--dynamo", action="store_true", help="torch.export-based exporter instead of TorchScript")
+    ap.add_argument("--optimum", action="store_true",
+                    help="the text encoder through optimum's exporter (opset 18 unless --opset; run with a venv that "
+                         "has optimum-onnx, and --weights from --save-pretrained)")
     ap.add_argument("--weights", default=None,
                     help="local diffusers folder (unet/ vae/ text_encoder/) or SD 1.5 single-file .safetensors/.ckpt")
+    ap.add_argument("--save-pretrained", default=None, metavar="DIR",
+                    help="write each part's model as a diffusers/transformers folder DIR/<model> instead of exporting "
+                         "(input for other exporters, e.g. optimum-cli)")
     ap.add_argument("--no-refs", action="store_true", help="skip the PyTorch reference outputs")
     ap.add_argument("--no-ort-check", action="store_true", help="skip the onnxruntime vs PyTorch check")
     ap.add_argument("--threads", type=int, default=0, help="torch / onnxruntime threads (0: default)")
@@ -454,6 +494,9 @@ def main():
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    args.opset = args.opset or ("18" if args.optimum else "17")
+    if args.optimum and args.parts != "text_encoder":
+        raise SystemExit("--optimum exports the text encoder only: --parts text_encoder")
     if args.opset == "max":
         from torch.onnx import _constants
         opset = _constants.ONNX_MAX_OPSET if args.dynamo else _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET
@@ -473,7 +516,8 @@ def main():
     import diffusers
     import transformers
     # opset 17 / TorchScript keeps plain names; other variants get a suffix so they can sit side by side
-    suffix = ("" if opset == 17 else f".opset{opset}") + (".dynamo" if args.dynamo else "")
+    suffix = ("" if opset == 17 else f".opset{opset}") + (".dynamo" if args.dynamo else "") + \
+        (".optimum" if args.optimum else "")
     manifest_path = os.path.join(out_dir, f"manifest{suffix}.json")
     old = {}
     if os.path.exists(manifest_path):
@@ -488,6 +532,11 @@ def main():
                 entries.append(old[part])
             continue
         wrapper = make_wrapper(part, cfg, prefix, args.weights, cache)
+        if args.save_pretrained:
+            kind = {"vae_encoder": "vae", "vae_decoder": "vae"}.get(part, part)
+            cache[kind].save_pretrained(os.path.join(args.save_pretrained, kind))
+            print(f"{part}: saved {os.path.join(args.save_pretrained, kind)}")
+            continue
         # with --weights the loaded configs decide the context width and vocabulary
         ctx = cache["unet"].config.cross_attention_dim if "unet" in cache else cfg["unet"]["cross_attention_dim"]
         te = part if part.startswith("text_encoder") else "text_encoder"
@@ -497,7 +546,10 @@ def main():
         n_params = count_params(part, wrapper)
         fname = part + suffix + ".onnx"
         path = os.path.join(out_dir, fname)
-        proto, t_export = export_part(wrapper, part, io_spec, path, opset, args.dynamo, external=not args.small)
+        if args.optimum:
+            proto, t_export = export_optimum(cache[part], path, opset)
+        else:
+            proto, t_export = export_part(wrapper, part, io_spec, path, opset, args.dynamo, external=not args.small)
         ops = sorted({n.op_type for n in proto.graph.node})
         size = os.path.getsize(path) + (os.path.getsize(path + ".data") if os.path.exists(path + ".data") else 0)
         print(f"{part}: {n_params} params, {len(proto.graph.node)} nodes, {size / 1e6:.2f} MB, "
@@ -507,7 +559,7 @@ def main():
             "name": part,
             "file": fname,
             "opset": opset,
-            "exporter": "dynamo" if args.dynamo else "torchscript",
+            "exporter": "optimum" if args.optimum else "dynamo" if args.dynamo else "torchscript",
             "params": n_params,
             "external_data": not args.small,
             "inputs": io_spec["inputs"],
@@ -539,6 +591,8 @@ def main():
             print(line, flush=True)
         entries.append(entry)
 
+    if args.save_pretrained:
+        return
     manifest = {
         "comment": "Generated by scripts/export_sd15.py. Stable Diffusion 1.5 parts "
                    + ("(reduced sizes, random seeded weights)" if args.small else "(full size)")

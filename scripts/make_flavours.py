@@ -9,7 +9,16 @@ this script; a few CPU seconds per optimized part, the UNet most):
                SkipGroupNorm, BiasSplitGelu, BiasAdd, packed MultiHeadAttention (QKV and KV), SkipLayerNorm;
   nchw         the defaults with channels-first GroupNorm (channels_last=0), plain Conv and MultiHeadAttention
                with separate Q, K and V inputs (no packing);
-  fp16         no fusion: onnxruntime.transformers.float16.convert_float_to_float16 only.
+  fp16         no fusion: onnxruntime.transformers.float16.convert_float_to_float16 only;
+  dynamo-opsetN  torch 2.9's dynamo exporter at opsets 18, 21 and 23, and
+  optimum-opset18  the text encoder through optimum's exporter (its SD pipeline's "clip-text" config): committed
+               files (tests/models/sd15_exports, made by scripts/export_sd15.py --dynamo / --optimum; see
+               tests/models/README.md), copied here so that one folder holds every flavour.
+The other model families (tests/models/families_small) go through their own optimizer types, fp32 only:
+  mmdit        optimize_model(model_type="mmdit") of the SD3 and Flux transformers (LayerNormalization,
+               SimplifiedLayerNormalization, FastGelu, MultiHeadAttention);
+  t5           optimize_model(model_type="t5") of the T5 v1.1 encoder (SkipSimplifiedLayerNormalization, FastGelu;
+               with its attention mask also RelativePositionBias and contrib Attention).
 Each optimized flavour in fp32 and in fp16; every fp16 flavour with keep_io_types True (suffix -io32: float
 inputs and outputs stay float32) and False (-io16). Writes OUT/<flavour>/<part>.onnx and OUT/flavours.json
 (flavour, part, file, fp16, io16, contrib ops, the op counts), and prints the contrib ops of each file.
@@ -17,6 +26,8 @@ inputs and outputs stay float32) and False (-io16). Writes OUT/<flavour>/<part>.
 Usage: .venv/bin/python scripts/make_flavours.py OUT [--parts unet,vae_decoder,text_encoder] [--flavours REGEX]
        [--src DIR]   (another manifest folder, e.g. the full-size parts of scripts/export_sd15.py; files over
                       2 GB are written with external data, as the originals are)
+(--parts picks the SD 1.5 parts; the exporter and family flavours are made only from the committed small fixtures,
+so not with --src.)
 """
 import argparse
 import collections
@@ -26,6 +37,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 import time
 
@@ -33,6 +45,8 @@ import onnx
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = os.path.join(REPO, "tests", "models", "sd15_small")
+EXPORTS = os.path.join(REPO, "tests", "models", "sd15_exports")
+FAMILIES = os.path.join(REPO, "tests", "models", "families_small")
 # The optimizer's model type for each part (the VAE encoder and decoder are both "vae").
 MODEL_TYPES = {"unet": "unet", "vae_decoder": "vae", "vae_encoder": "vae", "text_encoder": "clip",
                "text_encoder_bpe": "clip"}
@@ -51,6 +65,12 @@ FLAVOURS = [("olive-fp32", {}, False, True), ("olive-fp16-io32", {}, True, True)
             ("amuse-fp16-io16", AMUSE_OPTIONS, True, False),
             ("nchw-fp32", NCHW_OPTIONS, False, True),
             ("fp16-io32", None, True, True), ("fp16-io16", None, True, False)]
+# (flavour, file suffix, parts) of the committed exports made by other exporters than ours
+EXPORTS_FLAVOURS = [(f"dynamo-opset{o}", f".opset{o}.dynamo", DEFAULT_PARTS) for o in (18, 21, 23)] + \
+    [("optimum-opset18", ".opset18.optimum", ("text_encoder",))]
+# (flavour, optimizer model type, families_small parts)
+FAMILY_FLAVOURS = [("mmdit-fp32", "mmdit", ("sd3_transformer", "flux_transformer")),
+                   ("t5-fp32", "t5", ("t5_encoder", "t5_encoder_masked"))]
 
 
 def fusion_options(model_type, overrides):
@@ -89,7 +109,7 @@ def quiet():
     logging.disable(logging.WARNING)
     buf = io.StringIO()
     try:
-        with contextlib.redirect_stdout(buf):
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):  # the mmdit fusion progress bar
             yield
     finally:
         logging.disable(logging.NOTSET)
@@ -136,6 +156,16 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     made = []
     t_all = time.perf_counter()
+
+    def record(name, part, source, dst, model, t0, fp16=False, keep_io=True, optimized=True, exporter=False):
+        ops = op_counts(model)
+        contrib = sorted(k.split(".", 2)[-1] for k in ops if k.startswith("com.microsoft."))
+        made.append({"flavour": name, "part": part, "source": source, "file": os.path.relpath(dst, args.out),
+                     "fp16": fp16, "io16": fp16 and not keep_io, "optimized": optimized, "exporter": exporter,
+                     "contrib": contrib, "ops": ops})
+        print(f"{name:16s} {part:16s} {time.perf_counter() - t0:5.2f}s  "
+              f"contrib: {', '.join(contrib) if contrib else '-'}", flush=True)
+
     for name, options, fp16, keep_io in FLAVOURS:
         if args.flavours and not re.search(args.flavours, name):
             continue
@@ -145,13 +175,28 @@ def main(argv=None):
             dst = os.path.join(args.out, name, part + ".onnx")
             t0 = time.perf_counter()
             model = make_one(src, dst, MODEL_TYPES[part], options, fp16, keep_io)
-            ops = op_counts(model)
-            contrib = sorted(k.split(".", 2)[-1] for k in ops if k.startswith("com.microsoft."))
-            made.append({"flavour": name, "part": part, "file": os.path.relpath(dst, args.out), "fp16": fp16,
-                         "io16": fp16 and not keep_io, "optimized": options is not None, "contrib": contrib,
-                         "ops": ops})
-            print(f"{name:16s} {part:13s} {time.perf_counter() - t0:5.2f}s  "
-                  f"contrib: {', '.join(contrib) if contrib else '-'}", flush=True)
+            record(name, part, os.path.basename(os.path.normpath(args.src)), dst, model, t0, fp16, keep_io,
+                   options is not None)
+    small = os.path.abspath(args.src) == os.path.abspath(SMALL)  # the committed exports are of the small parts
+    for name, suffix, exported in EXPORTS_FLAVOURS:
+        if not small or (args.flavours and not re.search(args.flavours, name)):
+            continue
+        os.makedirs(os.path.join(args.out, name), exist_ok=True)
+        for part in [p for p in parts if p in exported]:
+            src = os.path.join(EXPORTS, part + suffix + ".onnx")
+            dst = os.path.join(args.out, name, part + ".onnx")
+            t0 = time.perf_counter()
+            shutil.copyfile(src, dst)
+            record(name, part, "sd15_small", dst, onnx.load(dst), t0, optimized=False, exporter=True)
+    for name, model_type, family_parts in FAMILY_FLAVOURS:
+        if not small or (args.flavours and not re.search(args.flavours, name)):
+            continue
+        os.makedirs(os.path.join(args.out, name), exist_ok=True)
+        for part in family_parts:
+            dst = os.path.join(args.out, name, part + ".onnx")
+            t0 = time.perf_counter()
+            model = make_one(os.path.join(FAMILIES, part + ".onnx"), dst, model_type, {}, False, True)
+            record(name, part, "families_small", dst, model, t0)
     with open(os.path.join(args.out, "flavours.json"), "w") as f:
         json.dump(made, f, indent=1)
     print(f"{len(made)} files in {args.out} ({time.perf_counter() - t_all:.1f}s)")

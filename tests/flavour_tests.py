@@ -10,6 +10,12 @@ onnxruntime on the ORIGINAL fp32 part: rel = max abs err / max |ref|, outputs re
     cannot run that file (NhwcConv, GroupNorm, BiasSplitGelu, ... have no CPU kernel), the bar is 3x onnxruntime's
     error on the plain fp16 file of the same part and io types: the same weights, rounded by the same converter,
     so the same rounding error scale (column ort_on says which file gave it).
+The committed exports of other exporters (flavours dynamo-opset18/21/23 and optimum-opset18, tests/models/sd15_exports)
+must also show in `info` the
+same fused counts (GroupNorm, GroupNorm+SiLU, attention, GELU, LayerNorm; fused by a pass or written as the op) as
+the plain export. The mmdit and t5 flavours are the families_small SD3 and Flux transformers and T5 encoder through
+onnxruntime's optimizer (fp32, bar 1e-4); onnxruntime cannot run the original Flux file (Cos on double), so its
+reference is the committed PyTorch output.
 Then every file is `onnx2ggml compile`d (clean exit, header and weights written), and one program is built and
 run (--build, default the Amuse fp16 UNet: the most contrib ops), bit-identical to `onnx2ggml run`.
 
@@ -148,6 +154,42 @@ def check_flavour(args, fl, path, ref, base_feeds, plain_err, work):
     return row
 
 
+# The fused kinds a dynamo export must show as often as our plain export: the same computation on the same
+# kernels, whether a pass fused it or the exporter wrote the op (GroupNormalization-21, Gelu-20, Attention-23).
+CANONICAL = {"GroupNormalization": "GroupNorm", "LayerNormalization": "LayerNorm", "RMSNormalization": "RMSNorm"}
+COMPARED_KINDS = ("GroupNorm", "GroupNorm+SiLU", "Attention", "Gelu", "LayerNorm", "RMSNorm")
+
+
+def fused_kinds(cli, model):
+    """{kind: count} from `onnx2ggml info`'s fusion lines (fused by a pass or the model's own op)."""
+    r = subprocess.run([cli, "info", model], capture_output=True, text=True)
+    counts = {}
+    for line in r.stdout.splitlines():
+        if line.startswith(("fusions:", "fused-kind ops in the model:")):
+            for op, n in re.findall(r" (\S+) x(\d+)", line.split(":", 1)[1]):
+                kind = CANONICAL.get(op, op)
+                counts[kind] = counts.get(kind, 0) + int(n)
+    return {k: counts[k] for k in COMPARED_KINDS if k in counts}
+
+
+def check_fused_counts(cli, made, out_dir):
+    """Failure lines for other exporters' files whose fused counts differ from our plain export of the same part."""
+    failures, plain = [], {}
+    for fl in made:
+        if not fl["exporter"]:
+            continue
+        part = fl["part"]
+        if part not in plain:
+            plain[part] = fused_kinds(cli, os.path.join(make_flavours.SMALL, part + ".onnx"))
+        got = fused_kinds(cli, os.path.join(out_dir, fl["file"]))
+        ok = got == plain[part]
+        print(f"  {'ok  ' if ok else 'FAIL'} fused counts {fl['flavour']}/{part}: {got}"
+              + ("" if ok else f" != plain export {plain[part]}"))
+        if not ok:
+            failures.append(f"{fl['flavour']}/{part}: fused counts {got} != plain export {plain[part]}")
+    return failures
+
+
 def compile_all(args, made, out_dir, feeds_of, work):
     """Compile every file; build and run one (args.build) against `onnx2ggml run`. Returns failure lines."""
     import compile_tests
@@ -186,22 +228,29 @@ def compile_all(args, made, out_dir, feeds_of, work):
     return failures + ([f"compiled {args.build}: {why}"] if why else [])
 
 
-def references(parts, threads):
-    """onnxruntime on each ORIGINAL fp32 part at its first shape case: ({part: {output: array}}, {part: feeds})."""
+def references(sources, threads):
+    """onnxruntime on each ORIGINAL fp32 part at its first shape case: ({part: {output: array}}, {part: feeds},
+    {part: what the reference is}). sources: {part: fixture folder name}. Where onnxruntime's CPU provider cannot
+    run an original (the Flux transformer's double-precision Cos), the committed PyTorch outputs are the reference."""
     import onnx
-    with open(os.path.join(make_flavours.SMALL, "manifest.json")) as f:
-        manifest = {p["name"]: p for p in json.load(f)["parts"]}
-    refs, feeds_of = {}, {}
-    for part in sorted(parts):
-        e = manifest[part]
-        feeds_of[part] = sd15_data.make_inputs(f"sd15_small/{part}", e["inputs"], e["cases"][0], 0)
-        src = os.path.join(make_flavours.SMALL, e["file"])
+    refs, feeds_of, ref_on = {}, {}, {}
+    for part, source in sorted(sources.items()):
+        folder = os.path.join(REPO, "tests", "models", source)
+        with open(os.path.join(folder, "manifest.json")) as f:
+            manifest = json.load(f)
+        e = next(p for p in manifest["parts"] if p["name"] == part)
+        feeds_of[part] = sd15_data.make_inputs(f"{manifest.get('prefix', source)}/{part}", e["inputs"],
+                                               e["cases"][0], 0)
+        src = os.path.join(folder, e["file"])
+        names = [o.name for o in onnx.load(src, load_external_data=False).graph.output]
         outs, why = ort_run(src, feeds_of[part], threads)
+        ref_on[part] = "onnxruntime"
+        if outs is None and e.get("refs"):
+            outs, ref_on[part] = {n: np.load(os.path.join(folder, r)) for n, r in e["refs"][0].items()}, "PyTorch"
         if outs is None:
             raise SystemExit(f"error: onnxruntime cannot run the original {part}: {why}")
-        names = [o.name for o in onnx.load(src, load_external_data=False).graph.output]
         refs[part] = {n: outs[n] for n in names}
-    return refs, feeds_of
+    return refs, feeds_of, ref_on
 
 
 def print_table(rows):
@@ -241,21 +290,27 @@ def main(argv=None):
     try:
         out_dir = os.path.join(work, "flavours")
         # The plain fp16 files first: an optimized fp16 file onnxruntime cannot run takes its bar from them.
-        flv = f"{args.flavours}|^fp16-" if args.flavours else "."
+        fp16_opt = [n for n, o, fp16, _ in make_flavours.FLAVOURS if o is not None and fp16]
+        flv = args.flavours or "."
+        if args.flavours and any(re.search(args.flavours, n) for n in fp16_opt):
+            flv += "|^fp16-"
         make_flavours.main([out_dir, "--parts", args.parts, "--flavours", flv])
         with open(os.path.join(out_dir, "flavours.json")) as f:
             made = sorted(json.load(f), key=lambda fl: fl["optimized"])
         t_made = time.perf_counter() - t_start
-        refs, feeds_of = references({fl["part"] for fl in made}, args.threads)
+        refs, feeds_of, ref_on = references({fl["part"]: fl["source"] for fl in made}, args.threads)
         rows, plain_err = [], {}
         for fl in made:
             row = check_flavour(args, fl, os.path.join(out_dir, fl["file"]), refs[fl["part"]], feeds_of[fl["part"]],
                                 plain_err, os.path.join(work, "run", fl["flavour"], fl["part"]))
+            if ref_on[fl["part"]] != "onnxruntime":
+                row["ort_on"] += f"; reference: {ref_on[fl['part']]} on the original"
             rows.append(row)
             print(f"  {'ok  ' if row['pass'] else 'FAIL'} {row['flavour']:16s} {row['part']:13s} ours {fmt(row['ours'])}"
                   f" bar {fmt(row['bar'])} ({row['time_s']:.2f}s) {row['error'] or ''}", flush=True)
         failures = [f"{r['flavour']}/{r['part']}: {r['error'] or 'error ' + fmt(r['ours']) + ' > ' + fmt(r['bar'])}"
                     for r in rows if not r["pass"]]
+        failures += check_fused_counts(args.cli, made, out_dir)
         if not args.no_compile:
             failures += compile_all(args, made, out_dir, feeds_of, work)
     finally:

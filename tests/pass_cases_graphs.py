@@ -170,3 +170,39 @@ def clip_cases():
              3, {"CUSTOM:max_bcast": 1}, {}),
             ("Clip: both bounds computed on the device", clip_device_floor(True), 4,
              {"CUSTOM:max_bcast": 1, "CUSTOM:min_bcast": 1}, {})]
+
+
+def gelu_erf(order, as_node=False, half=0.5, other="x"):
+    """Erf GELU with its product 0.5 * x * (1 + Erf(x / sqrt2)) in another order than TorchScript's (x a) 0.5:
+    "dynamo" x (0.5 a) as torch's dynamo exporter writes it, "half_x" (0.5 x) a with Mul(x, 1/sqrt2). `other`: the
+    value the last Mul multiplies (not x: not a GELU)."""
+    root = _const("sqrt2", 1.4142135, as_node) if order == "dynamo" else _const("rsqrt2", 0.70710677, as_node)
+    pieces = [root, _const("one", 1.0, as_node), _const("half", half, as_node)]
+    nodes = [helper.make_node("Abs", ["x"], ["ax"])]
+    if order == "dynamo":
+        nodes += [helper.make_node("Div", ["x", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+                  helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["half", "a"], ["h"]),
+                  helper.make_node("Mul", [other, "h"], ["y"])]
+    else:
+        nodes += [helper.make_node("Mul", ["x", "rsqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+                  helper.make_node("Add", ["one", "e"], ["a"]), helper.make_node("Mul", [other, "half"], ["hx"]),
+                  helper.make_node("Mul", ["hx", "a"], ["y"])]
+    if other == "x":
+        nodes = nodes[1:]
+    feeds = {"x": (np.random.RandomState(6).randn(2, 77, 97) * 3).astype(np.float32)}
+    return _model(nodes + [p[0] for p in pieces], [p[1] for p in pieces], opset=17, x_shape=(2, 77, 97)), feeds
+
+
+def gelu_erf_cases():
+    fused = {"CUSTOM:gelu_erf": 1, "ERF": None}
+    none = {"CUSTOM:gelu_erf": None, "GELU_ERF": None}
+    return [
+        ("fuse_gelu: erf GELU as dynamo writes it, x (0.5 (1 + erf)): one kernel", gelu_erf("dynamo"), 1, fused, {}),
+        ("fuse_gelu: dynamo's order, Constant-node weights", gelu_erf("dynamo", as_node=True), 1, fused, {}),
+        ("fuse_gelu: (0.5 x)(1 + erf), Mul by 1/sqrt2, Constant-node weights", gelu_erf("half_x", as_node=True), 1,
+         fused, {}),
+        ("fuse_gelu: dynamo's order on the portable path: ggml_gelu_erf", gelu_erf("dynamo"), 1,
+         {"GELU_ERF": 1, "CUSTOM:gelu_erf": None}, {"ARGS": "--portable"}),
+        ("fuse_gelu: dynamo's order times |x|, not x: no fusion", gelu_erf("dynamo", other="ax"), 5, none, {}),
+        ("fuse_gelu: (0.25 x)(1 + erf), not GELU's half: no fusion", gelu_erf("half_x", half=0.25), 5, none, {}),
+    ]

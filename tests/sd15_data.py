@@ -7,6 +7,7 @@ so the inputs never need to be committed.
 Input specs (one per graph input, in the manifest):
   {"name", "dtype": "float32", "distribution": "normal"|"uniform", "range": [lo, hi]}
   {"name", "dtype": "int64", "distribution": "tokens", "bos": ID, "eos": ID}
+  {"name", "dtype": "int64", "distribution": "padding_mask"}: 1 on a random-length prefix of each row, 0 after
 The "tokens" layout mimics the SD 1.5 CLIP tokenizer: BOS at position 0, a random prompt
 of random length, then EOS repeated to the end (the tokenizer pads with EOS), so the
 pooled output's argmax picks the first EOS of each row.
@@ -37,6 +38,11 @@ def make_inputs(entry_name: str, input_specs: list, case: dict, case_index: int)
                 row[0] = bos
                 row[1 + n_words:] = eos
             arr = rows.reshape(shape)
+        elif dist == "padding_mask":  # at least one key kept per row
+            arr = np.zeros(shape, np.int64).reshape(-1, shape[-1])
+            for row in arr:
+                row[:int(rng.integers(1, shape[-1] + 1))] = 1
+            arr = arr.reshape(shape)
         elif dist == "uniform":
             lo, hi = spec.get("range", [-1.0, 1.0])
             arr = rng.uniform(lo, hi, size=shape)

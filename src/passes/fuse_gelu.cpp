@@ -1,5 +1,6 @@
-// fuse_gelu: GELU as exported before opset 20, Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (also with
-// Mul(x, 1/sqrt 2)), becomes one onnx2ggml.Gelu node lowered to ggml_gelu_erf (f32, erff): five passes become one.
+// fuse_gelu: GELU as exported before opset 20, 0.5 x (1 + Erf(x / sqrt 2)) (or Mul by 1/sqrt 2) with the product
+// in any order (TorchScript writes (x a) 0.5, dynamo x (0.5 a)), becomes one onnx2ggml.Gelu node lowered to
+// ggml_gelu_erf (f32, erff): five passes become one.
 // The tanh form, 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))) with the product in any order, becomes
 // onnx2ggml.Gelu with approximate "tanh".
 #include <cmath>
@@ -58,6 +59,28 @@ std::string cubic_of(GraphIndex& g, const std::string& v, std::vector<int>& node
     return "";
 }
 
+// The node ending 0.5 * x * a with the three factors multiplied in any order; -1 if a's uses are not that.
+// The other node read goes to `nodes`.
+int half_x_times(GraphIndex& g, const std::string& a, const std::string& x, std::vector<int>& nodes) {
+    int m1 = g.only_consumer(a, "Mul");
+    if (m1 < 0) return -1;
+    const std::string& o1 = other(g.plan.node(g.m, m1), a);
+    const std::string& y1 = g.plan.node(g.m, m1).outputs[0];
+    int half = g.sole(o1, "Mul");
+    if (half >= 0 && scalar_near(g, other(g.plan.node(g.m, half), x), 0.5) &&
+        (g.plan.node(g.m, half).inputs[0] == x || g.plan.node(g.m, half).inputs[1] == x)) {
+        nodes.push_back(half);  // (0.5 x) a
+        return m1;
+    }
+    if (o1 != x && !scalar_near(g, o1, 0.5)) return -1;  // (x a) 0.5 or (0.5 a) x
+    int m2 = g.only_consumer(y1, "Mul");
+    if (m2 < 0) return -1;
+    const std::string& o2 = other(g.plan.node(g.m, m2), y1);
+    if (o1 == x ? !scalar_near(g, o2, 0.5) : o2 != x) return -1;
+    nodes.push_back(m1);
+    return m2;
+}
+
 // The tanh GELU whose Tanh is node idx: rewrites its last node, returns the others to remove.
 void fuse_tanh_form(GraphIndex& g, int idx, std::set<int>& removed) {
     const Node& t = g.plan.node(g.m, idx);
@@ -74,24 +97,7 @@ void fuse_tanh_form(GraphIndex& g, int idx, std::set<int>& removed) {
     int add = g.only_consumer(t.outputs[0], "Add");
     if (add < 0 || !scalar_near(g, other(g.plan.node(g.m, add), t.outputs[0]), 1.0)) return;
     nodes.push_back(add);
-    const std::string& a = g.plan.node(g.m, add).outputs[0];
-    int m1 = g.only_consumer(a, "Mul"), last = -1;
-    if (m1 < 0) return;
-    const std::string& o1 = other(g.plan.node(g.m, m1), a);
-    const std::string& y1 = g.plan.node(g.m, m1).outputs[0];
-    int half = g.sole(o1, "Mul");
-    if (half >= 0 && scalar_near(g, other(g.plan.node(g.m, half), x), 0.5) &&
-        (g.plan.node(g.m, half).inputs[0] == x || g.plan.node(g.m, half).inputs[1] == x)) {
-        nodes.push_back(half);  // (0.5 x) (1 + t)
-        last = m1;
-    } else if (o1 == x || scalar_near(g, o1, 0.5)) {  // (x (1 + t)) 0.5 or (0.5 (1 + t)) x
-        int m2 = g.only_consumer(y1, "Mul");
-        if (m2 < 0) return;
-        const std::string& o2 = other(g.plan.node(g.m, m2), y1);
-        if (o1 == x ? !scalar_near(g, o2, 0.5) : o2 != x) return;
-        nodes.push_back(m1);
-        last = m2;
-    }
+    int last = half_x_times(g, g.plan.node(g.m, add).outputs[0], x, nodes);
     if (last < 0) return;
     Node fused;
     fused.op_type = "onnx2ggml.Gelu";
@@ -107,6 +113,32 @@ void fuse_tanh_form(GraphIndex& g, int idx, std::set<int>& removed) {
     g.plan.rewritten[last] = fused;
 }
 
+// The erf GELU whose Erf is node idx, 0.5 x (1 + Erf(x / sqrt 2)) with the product in any order.
+void fuse_erf_form(GraphIndex& g, int idx, std::set<int>& removed) {
+    const Node& e = g.plan.node(g.m, idx);
+    if (e.op_type != "Erf" || !e.domain.empty() || e.inputs.size() != 1) return;
+    std::string x;
+    int div = g.sole(e.inputs[0], "Div"), mul = g.sole(e.inputs[0], "Mul");
+    if (div >= 0 && scalar_near(g, g.plan.node(g.m, div).inputs[1], std::sqrt(2.0))) x = g.plan.node(g.m, div).inputs[0];
+    for (int side = 0; side < 2 && mul >= 0 && x.empty(); side++)
+        if (scalar_near(g, g.plan.node(g.m, mul).inputs[size_t(side)], std::sqrt(0.5)))
+            x = g.plan.node(g.m, mul).inputs[size_t(1 - side)];
+    if (x.empty()) return;
+    std::vector<int> nodes = {idx, div >= 0 ? div : mul};
+    int add = g.only_consumer(e.outputs[0], "Add");
+    if (add < 0 || !scalar_near(g, other(g.plan.node(g.m, add), e.outputs[0]), 1.0)) return;
+    nodes.push_back(add);
+    int last = half_x_times(g, g.plan.node(g.m, add).outputs[0], x, nodes);
+    if (last < 0) return;
+    Node fused;
+    fused.op_type = "onnx2ggml.Gelu";  // internal op, produced only by this pass
+    fused.name = e.name;
+    fused.inputs = {x};
+    fused.outputs = g.plan.node(g.m, last).outputs;
+    for (int n : nodes) removed.insert(n);
+    g.plan.rewritten[last] = fused;
+}
+
 }  // namespace
 
 void fuse_gelu(const Model& m, GraphPlan& plan) {
@@ -114,40 +146,7 @@ void fuse_gelu(const Model& m, GraphPlan& plan) {
     std::set<int> removed;
     for (int idx : plan.live_nodes) {
         if (!removed.count(idx)) fuse_tanh_form(g, idx, removed);
-        const Node& e = plan.node(m, idx);
-        if (e.op_type != "Erf" || !e.domain.empty() || e.inputs.size() != 1 || removed.count(idx)) continue;
-        auto dp = g.producer.find(e.inputs[0]);
-        if (dp == g.producer.end() || g.uses[e.inputs[0]] != 1) continue;
-        const Node& d = plan.node(m, dp->second);
-        float c;
-        std::string x;
-        if (d.op_type == "Div" && d.domain.empty() && scalar_constant(g, d.inputs[1], c) && near(c, std::sqrt(2.0)))
-            x = d.inputs[0];
-        else if (d.op_type == "Mul" && d.domain.empty()) {
-            for (int side = 0; side < 2 && x.empty(); side++)
-                if (scalar_constant(g, d.inputs[size_t(side)], c) && near(c, std::sqrt(0.5))) x = d.inputs[size_t(1 - side)];
-        }
-        if (x.empty()) continue;
-        int add = g.only_consumer(e.outputs[0], "Add");
-        if (add < 0) continue;
-        const Node& a = plan.node(m, add);
-        const std::string& one = a.inputs[0] == e.outputs[0] ? a.inputs[1] : a.inputs[0];
-        if (!scalar_constant(g, one, c) || c != 1.f) continue;
-        int mul1 = g.only_consumer(a.outputs[0], "Mul");
-        if (mul1 < 0) continue;
-        const Node& m1 = plan.node(m, mul1);
-        if ((m1.inputs[0] == a.outputs[0] ? m1.inputs[1] : m1.inputs[0]) != x) continue;
-        int mul2 = g.only_consumer(m1.outputs[0], "Mul");
-        if (mul2 < 0) continue;
-        const Node& m2 = plan.node(m, mul2);
-        if (!scalar_constant(g, m2.inputs[0] == m1.outputs[0] ? m2.inputs[1] : m2.inputs[0], c) || c != 0.5f) continue;
-        Node fused;
-        fused.op_type = "onnx2ggml.Gelu";  // internal op, produced only by this pass
-        fused.name = e.name;
-        fused.inputs = {x};
-        fused.outputs = m2.outputs;
-        for (int dead : {dp->second, idx, add, mul1}) removed.insert(dead);
-        plan.rewritten[mul2] = fused;
+        if (!removed.count(idx)) fuse_erf_form(g, idx, removed);
     }
     plan.drop(removed);
 }

@@ -501,7 +501,8 @@ int cmd_run(const std::vector<std::string>& args) {
                 sep = ", ";
             }
             const FusionReport fr = fusion_report(session->model(), plan_graph(session->model()));
-            f << "}, \"fusions\": " << json_counts(fr.fused) << ", \"unfused\": " << json_counts(fr.unfused) << "}\n";
+            f << "}, \"fusions\": " << json_counts(fr.fused) << ", \"native_fused_kinds\": " << json_counts(fr.native)
+              << ", \"unfused\": " << json_counts(fr.unfused) << "}\n";
         }
     }
     return 0;
