@@ -329,14 +329,14 @@ void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool pa
 constexpr int64_t FUSED_K = 96;      // input channels per block of forms
 constexpr int64_t FUSED_ROWS = 288;  // tiles per row block
 constexpr int64_t FUSED_PANELS = 4;  // 16-channel panels per work item, at most
+// Forms made at once by a work item, at most (bytes; per thread, in L3): the VAE's 512 channels in one group.
+constexpr int64_t FUSED_FORMS = 6 << 20;
 #else
 constexpr int64_t FUSED_K = 128;     // input channels per block of forms
 constexpr int64_t FUSED_ROWS = 192;  // tiles per row block
 constexpr int64_t FUSED_PANELS = 8;  // 16-channel panels per work item, at most: their F(4,3) forms (2.3 MB) stay in L3
+constexpr int64_t FUSED_FORMS = 0;   // one block at a time (the grouping measured 3-5 % slower on the UNet's)
 #endif
-
-// Forms made at once by a work item, at most (bytes; per thread, in L3): the VAE's 512 channels in one group.
-constexpr int64_t FUSED_FORMS = 6 << 20;
 
 // The forms of one input channel for a panel's 16 output channels (taps: 9 x 16), into u[ab * ld + lane].
 template <int M>
