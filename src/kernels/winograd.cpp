@@ -391,13 +391,18 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     // Blocks of input channels whose forms are made together: all of them up to FUSED_FORMS bytes.
     const int64_t KG = std::max<int64_t>(1, std::min(KB, FUSED_FORMS / int64_t(per * AA * PANEL * sizeof(float))));
     std::vector<float> forms(size_t(KG * per * AA * PANEL));  // [KG][per][AA][PANEL]
+    // With all of a run's forms made at once, a thread takes a run's row blocks one after the other and makes its
+    // forms once.
+    const bool keep = KG == KB;
+    int64_t made = -1;  // the run whose forms are in `forms`
     const WorkSpan s = work_span(MB * runs, ith, nth);
     for (int64_t it = s.b; it < s.e; it++) {
-        const int64_t mb = it / runs, p0 = (it % runs) * per, p1 = std::min(NP, p0 + per);
+        const int64_t mb = keep ? it % MB : it / runs, run = keep ? it / MB : it % runs;
+        const int64_t p0 = run * per, p1 = std::min(NP, p0 + per);
         const int64_t m0 = std::min(T, mb * mc), rows = std::min(T, m0 + mc) - m0;
         for (int64_t g0 = 0; g0 < KB; g0 += KG) {
             const int64_t g1 = std::min(KB, g0 + KG);
-            for (int64_t kb = g0; kb < g1; kb++) {
+            for (int64_t kb = g0; kb < g1 && !(keep && made == run); kb++) {
                 const int64_t k0 = kb * FUSED_K, kc = std::min(FUSED_K, CI - k0);
                 for (int64_t pi = p0; pi < p1; pi++) {
                     const float* t = taps + (pi * CI + k0) * 9 * GEMM_PANEL;
@@ -405,6 +410,7 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                     for (int64_t k = 0; k < kc; k++) forms_lanes<M>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
                 }
             }
+            made = run;
             for (int ab = 0; ab < AA; ab++)
                 for (int64_t kb = g0; kb < g1; kb++) {  // in order: the same sums as one pass over CI
                     const int64_t k0 = kb * FUSED_K, kc = std::min(FUSED_K, CI - k0);
