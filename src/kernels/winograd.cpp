@@ -414,9 +414,9 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int ab = 0; ab < AA; ab++)
                 for (int64_t kb = g0; kb < g1; kb++) {  // in order: the same sums as one pass over CI
                     const int64_t k0 = kb * FUSED_K, kc = std::min(FUSED_K, CI - k0);
-                    gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, &forms[size_t(((kb - g0) * per * AA + ab) * PANEL)],
-                                    AA * PANEL, p1 - p0, kc, y + ((ab * NP + p0) * T + m0) * GEMM_PANEL, GEMM_PANEL,
-                                    T * GEMM_PANEL, rows,
+                    const float* f = &forms[size_t(((kb - g0) * per * AA + ab) * PANEL)];
+                    gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, f, AA * PANEL, p1 - p0, kc,
+                                    y + ((ab * NP + p0) * T + m0) * GEMM_PANEL, GEMM_PANEL, T * GEMM_PANEL, rows,
                                     int(std::min<int64_t>(GEMM_PANEL, CO - (p1 - 1) * GEMM_PANEL)), k0 == 0);
                 }
         }
