@@ -184,9 +184,13 @@ const std::array<TileFn, MR> TILES[2] = {tile_table<1>(std::make_integer_sequenc
 
 // Rows [0, rows) of P panels (P <= PW) at w (stride ws), C blocks at c (stride cs); nv: the last panel's columns.
 inline void panel_rows(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc,
-                       int64_t cs, int64_t rows, int P, int nv, const float* start, bool tr, const ConvClamp* clamp) {
+                       int64_t cs, int64_t rows, int P, int nv, const float* start, bool tr, const ConvClamp* clamp,
+                       bool prefetch = false) {
     for (int64_t r0 = 0; r0 < rows; r0 += MR) {
         const int R = int(std::min<int64_t>(MR, rows - r0));
+        if (prefetch)  // the next tile's rows of X, while this one computes
+            for (int64_t r = r0 + MR; r < std::min(rows, r0 + 2 * MR); r++)
+                for (int64_t k = 0; k < kc; k += 16) __builtin_prefetch(x + r * ldx + k, 0, 3);
         TILES[P - 1][size_t(R - 1)](x + r0 * ldx, ldx, w, ws, kc, tr ? c + r0 : c + r0 * ldc, ldc, cs, nv, start,
                                     tr, clamp);
     }
@@ -304,7 +308,7 @@ bool gemm_panel_rows(const float* x, int64_t ldx, const float* panel, int64_t ps
     for (int64_t p0 = 0; p0 < panels; p0 += PW) {
         const int np = int(std::min<int64_t>(PW, panels - p0));
         panel_rows(x, ldx, panel + p0 * ps, ps, kc, c + p0 * cs, ldc, cs, rows, np, p0 + np < panels ? NR : nv,
-                   first ? zero : nullptr, false, nullptr);
+                   first ? zero : nullptr, false, nullptr, p0 == 0);
     }
     return true;
 }

@@ -324,15 +324,18 @@ void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool pa
 // Making forms is about 2 % of the multiply-adds; the products run as fast as from stored forms (the VAE decoder's
 // faster: M is written in 16-channel blocks, whole rows of the micro-kernel).
 #if defined(__AVX512F__)
-// AVX-512 (12 x 32 tiles, measured on Zen 5): 96 channels x 288 tiles x 4 panels, 62-72 % of peak; 128 x 192 x 8
-// was 52-61 %.
+// AVX-512 (12 x 32 tiles, measured on Zen 5): 96 channels x 288 tiles x 4 panels (K blocks of 48-512, rows of
+// 96-384, 2-6 panels measured); 128 x 192 x 8 was 52-61 % of peak.
 constexpr int64_t FUSED_K = 96;      // input channels per block of forms
 constexpr int64_t FUSED_ROWS = 288;  // tiles per row block
 constexpr int64_t FUSED_PANELS = 4;  // 16-channel panels per work item, at most
+// Forms made at once by a work item, at most (bytes; per thread, in L3): the VAE's 512 channels in one group.
+constexpr int64_t FUSED_FORMS = 6 << 20;
 #else
 constexpr int64_t FUSED_K = 128;     // input channels per block of forms
 constexpr int64_t FUSED_ROWS = 192;  // tiles per row block
 constexpr int64_t FUSED_PANELS = 8;  // 16-channel panels per work item, at most: their F(4,3) forms (2.3 MB) stay in L3
+constexpr int64_t FUSED_FORMS = 0;   // one block at a time (the grouping measured 3-5 % slower on the UNet's)
 #endif
 
 // The forms of one input channel for a panel's 16 output channels (taps: 9 x 16), into u[ab * ld + lane].
@@ -363,9 +366,11 @@ inline void forms_lanes(const float* taps, float* u, int64_t ld) {
 }
 
 // src0 V [CI, T, A*A], src1 the weight's taps [16, CI*9, CO/16] (gemm_row_panels), ud: CO -> M [16, T, CO/16, A*A].
-// A work item is a block of rows and a run of panels; per block of input channels it makes those panels' forms,
-// then for each product runs them over its slice of V, which stays in L2 across the panels. (With the panels
-// outermost, V came from L3 on each pass: 15-20 % slower.)
+// A work item is a block of rows and a run of panels. It makes those panels' forms for a group of input-channel
+// blocks (all of them up to FUSED_FORMS), then runs each product over the group's blocks: the product's output
+// block stays in L2 across the blocks (one block at a time wrote each output block back to L3 once per block: the
+// VAE's products 5-10 % slower). The first pass over each slice of V prefetches the next tile's rows
+// (gemm_panel_rows).
 template <int M>
 void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     constexpr int AA = Mat<M>::A * Mat<M>::A;
@@ -382,23 +387,38 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     runs = std::min(NP, runs);
     const int64_t per = std::min(NP, ((NP + runs - 1) / runs + gt.panels - 1) / gt.panels * gt.panels);
     runs = (NP + per - 1) / per;
-    const int64_t PANEL = FUSED_K * GEMM_PANEL;  // PANEL: floats in a form's slice
-    std::vector<float> forms(size_t(per * AA * PANEL));
+    const int64_t PANEL = FUSED_K * GEMM_PANEL, KB = (CI + FUSED_K - 1) / FUSED_K;  // PANEL: floats in a form's slice
+    // Blocks of input channels whose forms are made together: all of them up to FUSED_FORMS bytes.
+    const int64_t KG = std::max<int64_t>(1, std::min(KB, FUSED_FORMS / int64_t(per * AA * PANEL * sizeof(float))));
+    std::vector<float> forms(size_t(KG * per * AA * PANEL));  // [KG][per][AA][PANEL]
+    // With all of a run's forms made at once, a thread takes a run's row blocks one after the other and makes its
+    // forms once.
+    const bool keep = KG == KB;
+    int64_t made = -1;  // the run whose forms are in `forms`
     const WorkSpan s = work_span(MB * runs, ith, nth);
     for (int64_t it = s.b; it < s.e; it++) {
-        const int64_t mb = it / runs, p0 = (it % runs) * per, p1 = std::min(NP, p0 + per);
+        const int64_t mb = keep ? it % MB : it / runs, run = keep ? it / MB : it % runs;
+        const int64_t p0 = run * per, p1 = std::min(NP, p0 + per);
         const int64_t m0 = std::min(T, mb * mc), rows = std::min(T, m0 + mc) - m0;
-        for (int64_t k0 = 0; k0 < CI; k0 += FUSED_K) {
-            const int64_t kc = std::min(FUSED_K, CI - k0);
-            for (int64_t pi = p0; pi < p1; pi++) {
-                const float* t = taps + (pi * CI + k0) * 9 * GEMM_PANEL;
-                float* f = &forms[size_t((pi - p0) * AA * PANEL)];
-                for (int64_t k = 0; k < kc; k++) forms_lanes<M>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
+        for (int64_t g0 = 0; g0 < KB; g0 += KG) {
+            const int64_t g1 = std::min(KB, g0 + KG);
+            for (int64_t kb = g0; kb < g1 && !(keep && made == run); kb++) {
+                const int64_t k0 = kb * FUSED_K, kc = std::min(FUSED_K, CI - k0);
+                for (int64_t pi = p0; pi < p1; pi++) {
+                    const float* t = taps + (pi * CI + k0) * 9 * GEMM_PANEL;
+                    float* f = &forms[size_t(((kb - g0) * per + pi - p0) * AA * PANEL)];
+                    for (int64_t k = 0; k < kc; k++) forms_lanes<M>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
+                }
             }
+            made = run;
             for (int ab = 0; ab < AA; ab++)
-                gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, &forms[size_t(ab * PANEL)], AA * PANEL, p1 - p0, kc,
-                                y + ((ab * NP + p0) * T + m0) * GEMM_PANEL, GEMM_PANEL, T * GEMM_PANEL, rows,
-                                int(std::min<int64_t>(GEMM_PANEL, CO - (p1 - 1) * GEMM_PANEL)), k0 == 0);
+                for (int64_t kb = g0; kb < g1; kb++) {  // in order: the same sums as one pass over CI
+                    const int64_t k0 = kb * FUSED_K, kc = std::min(FUSED_K, CI - k0);
+                    const float* f = &forms[size_t(((kb - g0) * per * AA + ab) * PANEL)];
+                    gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, f, AA * PANEL, p1 - p0, kc,
+                                    y + ((ab * NP + p0) * T + m0) * GEMM_PANEL, GEMM_PANEL, T * GEMM_PANEL, rows,
+                                    int(std::min<int64_t>(GEMM_PANEL, CO - (p1 - 1) * GEMM_PANEL)), k0 == 0);
+                }
         }
     }
 }
