@@ -38,7 +38,8 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
     }
     int64_t ne[4];
     shape_to_ne(h.shape, ne);
-    if (zero_copy && type == GGML_TYPE_F32 && h.dtype == DType::FLOAT && h.keep && h.nbytes > 0 &&
+    const bool same = (type == GGML_TYPE_F32 && h.dtype == DType::FLOAT) || (type == GGML_TYPE_F16 && h.dtype == DType::FLOAT16);
+    if (zero_copy && same && h.keep && h.nbytes > 0 &&
         reinterpret_cast<uintptr_t>(h.data) % 32 == 0) {  // ggml's tensor alignment
         // No second copy: a CPU buffer wraps the mmapped (or pass-owned) bytes directly.
         if (!mapped_ctx) {
@@ -55,6 +56,18 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
         keep.push_back(h.keep);
         tensors[key] = t;
         sources[t] = {key, h};
+        return t;
+    }
+    if (zero_copy && type == GGML_TYPE_F32 && (h.dtype == DType::FLOAT16 || h.dtype == DType::BFLOAT16) && h.nbytes > 0) {
+        if (!lazy_ctx) {
+            ggml_init_params lp = {ggml_tensor_overhead() * 65536, nullptr, true};
+            lazy_ctx = ggml_init(lp);
+        }
+        ggml_tensor* t = ggml_new_tensor(lazy_ctx, type, 4, ne);
+        ggml_set_name(t, key.c_str());
+        tensors[key] = t;
+        sources[t] = {key, h};
+        lazy[t] = h;
         return t;
     }
     ggml_tensor* t = ggml_new_tensor(pending_ctx, type, 4, ne);
@@ -96,12 +109,12 @@ namespace {
 // ggml buffer), and not zero-filled (the transform writes every element). The kernels stream these from memory every
 // run, so they sit on huge pages where possible: a big one on its own, mid-size ones (a 768x768 projection, 2.4 MB)
 // packed into shared chunks. On 4 KiB pages the text encoder's projections ran 15 % slower (TLB misses).
-HostTensor aligned_f32(const int64_t ne[4], HugeArena& arena) {
+HostTensor aligned_host(const int64_t ne[4], DType dtype, HugeArena& arena) {
     HostTensor h;
-    h.dtype = DType::FLOAT;
+    h.dtype = dtype;
     h.shape = {ne[3], ne[2], ne[1], ne[0]};
-    check_host_size(h.shape, 4, "derived weight");
-    h.nbytes = size_t(shape_numel(h.shape)) * 4;
+    check_host_size(h.shape, dtype_size(dtype), "derived weight");
+    h.nbytes = size_t(shape_numel(h.shape)) * dtype_size(dtype);
     const size_t huge = HugeArena::HUGE_PAGE;
     if (h.nbytes >= HugeArena::MIN && h.nbytes <= HugeArena::CHUNK / 4) {
         h.keep = arena.take(h.nbytes);
@@ -130,7 +143,7 @@ ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind,
     std::string key = name + "#" + kind + (type == GGML_TYPE_F32 ? "" : std::string("#") + ggml_type_name(type));
     auto it = tensors.find(key);
     if (it != tensors.end()) return it->second;
-    HostTensor out = aligned_f32(ne, arena);
+    HostTensor out = aligned_host(ne, DType::FLOAT, arena);
     // F32 sources are read in place; others (and a derived weight whose host copy went to the device) once
     // converted.
     std::vector<float> f;
@@ -148,6 +161,12 @@ ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind,
     f = {};
     // The original is often only read for this transform: give its mapped pages back (re-read if needed later).
     if (h.mapped) drop_pages(h.data, h.nbytes);
+    if (zero_copy && type == GGML_TYPE_F16) {  // used in place like an f32 form, so no f32 copy waits for commit
+        HostTensor half = aligned_host(ne, DType::FLOAT16, arena);
+        ggml_fp32_to_fp16_row(reinterpret_cast<const float*>(out.data), reinterpret_cast<ggml_fp16_t*>(half.mut()),
+                              ne[0] * ne[1] * ne[2] * ne[3]);
+        out = half;
+    }
     ggml_tensor* t = get(key, out, type);
     made.insert(t);
     if (type != GGML_TYPE_F32 && !pending.empty() && pending.back().first == t) {
@@ -174,6 +193,45 @@ void advise_huge_pages(ggml_backend_buffer_t buf) {
 #else
     (void)buf;
 #endif
+}
+
+ggml_type WeightCache::source_type(const ggml_tensor* w) {
+    auto it = sources.find(w);
+    return keep_f16 && it != sources.end() && it->second.second.dtype == DType::FLOAT16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+}
+
+void WeightCache::commit(ggml_cgraph* g) {
+    // The lazy weights g reads, in one buffer.
+    std::vector<ggml_tensor*> used;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
+        for (ggml_tensor* s : ggml_graph_node(g, i)->src) {
+            while (s && s->view_src) s = s->view_src;
+            if (s && !s->buffer && lazy.count(s)) used.push_back(s);
+        }
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    if (!used.empty()) {
+        const size_t align = ggml_backend_buft_get_alignment(buft);
+        size_t total = 0;
+        for (ggml_tensor* t : used) total += (ggml_nbytes(t) + align - 1) / align * align;
+        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(buft, total);
+        O2G_CHECK(buf, "could not allocate ", bytes_str(double(total)), " for the weights");
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        buffers.push_back(buf);
+        uint8_t* base = static_cast<uint8_t*>(ggml_backend_buffer_get_base(buf));
+        for (ggml_tensor* t : used) {
+            O2G_CHECK(ggml_backend_tensor_alloc(buf, t, base) == GGML_STATUS_SUCCESS, "could not place weight '",
+                      ggml_get_name(t), "'");
+            base += (ggml_nbytes(t) + align - 1) / align * align;
+            const HostTensor& h = lazy[t];
+            std::vector<uint8_t> bytes = device_bytes(h, t->type, ggml_get_name(t));
+            ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+            made_bytes += bytes.size();
+            if (h.mapped) drop_pages(h.data, h.nbytes);
+            lazy.erase(t);
+        }
+    }
+    commit();
 }
 
 void WeightCache::commit() {
@@ -224,6 +282,7 @@ WeightCache::~WeightCache() {
     if (mapped_ctx) ggml_free(mapped_ctx);
     for (auto c : ctxs) ggml_free(c);
     if (pending_ctx) ggml_free(pending_ctx);
+    if (lazy_ctx) ggml_free(lazy_ctx);
 }
 
 // ---- Lower ----
