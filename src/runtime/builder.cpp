@@ -223,10 +223,14 @@ void WeightCache::commit(ggml_cgraph* g) {
             O2G_CHECK(ggml_backend_tensor_alloc(buf, t, base) == GGML_STATUS_SUCCESS, "could not place weight '",
                       ggml_get_name(t), "'");
             base += (ggml_nbytes(t) + align - 1) / align * align;
+            // Widened straight into the (host) buffer: a staging copy would double a 150 MB embedding table.
             const HostTensor& h = lazy[t];
-            std::vector<uint8_t> bytes = device_bytes(h, t->type, ggml_get_name(t));
-            ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
-            made_bytes += bytes.size();
+            const int64_t n = ggml_nelements(t);
+            if (h.dtype == DType::FLOAT16)
+                ggml_fp16_to_fp32_row(reinterpret_cast<const ggml_fp16_t*>(h.data), static_cast<float*>(t->data), n);
+            else
+                ggml_bf16_to_fp32_row(reinterpret_cast<const ggml_bf16_t*>(h.data), static_cast<float*>(t->data), n);
+            made_bytes += ggml_nbytes(t);
             if (h.mapped) drop_pages(h.data, h.nbytes);
             lazy.erase(t);
         }
