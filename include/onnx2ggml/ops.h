@@ -37,6 +37,8 @@ public:
     // F32 (ggml order) and writes F32 values for a tensor of ne `ne`, which the store keeps as `type`.
     virtual ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                                  const std::function<void(const float* src, float* dst)>& make) = 0;
+    // F16 where `w` came as f16 and derived forms may keep it so (their values lose nothing), else F32.
+    virtual ggml_type source_type(const ggml_tensor* w) { (void)w; return GGML_TYPE_F32; }
 };
 
 // Where op-library functions build: a ggml context (no_alloc) plus what some ops need besides it.

@@ -3,7 +3,8 @@
 // (PW panels side by side: 2 on AVX-512) and, per k, loads one row of each panel and broadcasts one X value per row
 // into FMAs: no horizontal sums (ggml's F32 tiles end every output with one) and no padding of X. K is blocked so
 // the panels' slices stay in cache while the row blocks of X pass over them; threads split (row block, panel
-// group) pairs. Built with -march=native (CMakeLists.txt).
+// group) pairs. Panels of a weight that came as f16 stay f16 and are widened as they load (F16C): the products are
+// those of the f32-widened weight, from half the memory. Built with -march=native (CMakeLists.txt).
 #include "kernels/gemm.h"
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ggml.h"
 #include "kernels/custom.h"
 #include "kernels/vec8.h"
 #include "kernels/vexp.h"
@@ -75,6 +77,10 @@ inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
 inline void vstore(float* p, Vec v) { _mm512_storeu_ps(p, v); }
 inline Vec vbroadcast(const float* p) { return _mm512_set1_ps(*p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+// The zero-masked form: GCC 12 warns of the unmasked one's undefined pass-through.
+inline Vec vload(const ggml_fp16_t* p) {
+    return _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 #elif defined(O2G_WIDE16)
 #pragma GCC diagnostic ignored "-Wpsabi"
 // The AVX-512 tile shape with generic 16-float vectors, so that configuration is tested on AVX2 machines.
@@ -85,6 +91,11 @@ inline Vec vload(const float* p) { Vec v; std::memcpy(&v, p, sizeof v); return v
 inline void vstore(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 inline Vec vbroadcast(const float* p) { return Vec{} + *p; }
 inline Vec vfma(Vec a, Vec b, Vec c) { return a * b + c; }
+inline Vec vload(const ggml_fp16_t* p) {
+    Vec v;
+    for (int i = 0; i < 16; i++) v[i] = ggml_fp16_to_fp32(p[i]);
+    return v;
+}
 #elif defined(__AVX__) && defined(__FMA__)
 using Vec = __m256;
 constexpr int MR = 6, PW = 1;  // 12 ymm accumulators + 2 for the panel row + 1 broadcast
@@ -94,11 +105,20 @@ inline Vec vload(const float* p) { return _mm256_loadu_ps(p); }
 inline void vstore(float* p, Vec v) { _mm256_storeu_ps(p, v); }
 inline Vec vbroadcast(const float* p) { return _mm256_broadcast_ss(p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+#if defined(__F16C__)
+inline Vec vload(const ggml_fp16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+#else
+inline Vec vload(const ggml_fp16_t* p) {
+    alignas(32) float f[8];
+    for (int i = 0; i < 8; i++) f[i] = ggml_fp16_to_fp32(p[i]);
+    return _mm256_load_ps(f);
+}
+#endif
 #endif
 
 #if defined(__AVX512F__) || defined(O2G_WIDE16) || (defined(__AVX__) && defined(__FMA__))
-template <int R, int P>
-void tile(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc, int64_t cs,
+template <int R, int P, typename T>
+void tile(const float* x, int64_t ldx, const T* w, int64_t ws, int64_t kc, float* c, int64_t ldc, int64_t cs,
           const float* start) {
     constexpr int L = int(sizeof(Vec) / sizeof(float)), NV = NR / L;
     Vec acc[R][P][NV];
@@ -138,15 +158,17 @@ constexpr bool VECTOR = true;
 #else
 constexpr int MR = 4, PW = 1;  // portable fallback (never chosen by gemm_wanted; kept so the file builds anywhere)
 constexpr int64_t KC = 256, MC = 96;
-template <int R, int P>
-void tile(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc, int64_t cs,
+inline float wval(float v) { return v; }
+inline float wval(ggml_fp16_t v) { return ggml_fp16_to_fp32(v); }
+template <int R, int P, typename T>
+void tile(const float* x, int64_t ldx, const T* w, int64_t ws, int64_t kc, float* c, int64_t ldc, int64_t cs,
           const float* start) {
     float acc[R][NR];
     for (int r = 0; r < R; r++)
         for (int j = 0; j < NR; j++) acc[r][j] = start ? start[j] : c[r * ldc + j];
     for (int64_t k = 0; k < kc; k++)
         for (int r = 0; r < R; r++)
-            for (int j = 0; j < NR; j++) acc[r][j] += x[r * ldx + k] * w[k * NR + j];
+            for (int j = 0; j < NR; j++) acc[r][j] += x[r * ldx + k] * wval(w[k * NR + j]);
     for (int r = 0; r < R; r++)
         for (int j = 0; j < NR; j++) c[r * ldc + j] = acc[r][j];
 }
@@ -155,10 +177,10 @@ constexpr bool VECTOR = false;
 
 // A tile whose last panel has only nv < 16 real columns, or whose C is stored transposed (tr: C[r, j] at
 // c[j * ldc + r]), goes through a 16 P-wide buffer; cs: C's stride between 16-column blocks when not.
-template <int R, int P>
-void tile_cols(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc,
+template <int R, int P, typename T>
+void tile_cols(const float* x, int64_t ldx, const T* w, int64_t ws, int64_t kc, float* c, int64_t ldc,
                int64_t cs, int nv, const float* start, bool tr, const ConvClamp* clamp) {
-    if (nv == NR && !tr) return tile<R, P>(x, ldx, w, ws, kc, c, ldc, cs, start);
+    if (nv == NR && !tr) return tile<R, P, T>(x, ldx, w, ws, kc, c, ldc, cs, start);
     constexpr int W = P * NR;
     alignas(64) float t[R][W] = {};
     const int n = (P - 1) * NR + nv;  // real columns
@@ -166,21 +188,23 @@ void tile_cols(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t 
     if (!start)
         for (int r = 0; r < R; r++)
             for (int j = 0; j < n; j++) t[r][j] = at(r, j);
-    tile<R, P>(x, ldx, w, ws, kc, &t[0][0], W, NR, start);
+    tile<R, P, T>(x, ldx, w, ws, kc, &t[0][0], W, NR, start);
     if (clamp) clamp->apply(&t[0][0], R * W);  // given on the last block of the shared dim only
     for (int r = 0; r < R; r++)
         for (int j = 0; j < n; j++) at(r, j) = t[r][j];
 }
 
-using TileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t, int,
+template <typename T>
+using TileFn = void (*)(const float*, int64_t, const T*, int64_t, int64_t, float*, int64_t, int64_t, int,
                         const float*, bool, const ConvClamp*);
-template <int P, int... I>
-constexpr std::array<TileFn, sizeof...(I)> tile_table(std::integer_sequence<int, I...>) {
-    return {&tile_cols<I + 1, P>...};
+template <int P, typename T, int... I>
+constexpr std::array<TileFn<T>, sizeof...(I)> tile_table(std::integer_sequence<int, I...>) {
+    return {&tile_cols<I + 1, P, T>...};
 }
-// TILES[P - 1][R - 1]: R rows, P panels (P = PW, or 1 for a last odd panel).
-const std::array<TileFn, MR> TILES[2] = {tile_table<1>(std::make_integer_sequence<int, MR>{}),
-                                         tile_table<PW>(std::make_integer_sequence<int, MR>{})};
+// TILES<T>[P - 1][R - 1]: R rows, P panels (P = PW, or 1 for a last odd panel), panels of element type T.
+template <typename T>
+const std::array<TileFn<T>, MR> TILES[2] = {tile_table<1, T>(std::make_integer_sequence<int, MR>{}),
+                                            tile_table<PW, T>(std::make_integer_sequence<int, MR>{})};
 
 // Rows [0, rows) of P panels (P <= PW) at w (stride ws), C blocks at c (stride cs); nv: the last panel's columns.
 inline void panel_rows(const float* x, int64_t ldx, const float* w, int64_t ws, int64_t kc, float* c, int64_t ldc,
@@ -191,7 +215,7 @@ inline void panel_rows(const float* x, int64_t ldx, const float* w, int64_t ws, 
         if (prefetch)  // the next tile's rows of X, while this one computes
             for (int64_t r = r0 + MR; r < std::min(rows, r0 + 2 * MR); r++)
                 for (int64_t k = 0; k < kc; k += 16) __builtin_prefetch(x + r * ldx + k, 0, 3);
-        TILES[P - 1][size_t(R - 1)](x + r0 * ldx, ldx, w, ws, kc, tr ? c + r0 : c + r0 * ldc, ldc, cs, nv, start,
+        TILES<float>[P - 1][size_t(R - 1)](x + r0 * ldx, ldx, w, ws, kc, tr ? c + r0 : c + r0 * ldc, ldc, cs, nv, start,
                                     tr, clamp);
     }
 }
@@ -199,7 +223,8 @@ inline void panel_rows(const float* x, int64_t ldx, const float* w, int64_t ws, 
 // A transposed product (C[r, j] at c[j * ldc + r]) over several K blocks accumulates its R x 16 PW tile in `acc`
 // (normal layout) and writes it transposed once, after the last block (`last`): gathering C back through the
 // tile's buffer on every block cost 10-15 % of the UNet's 8x8 im2col products (30 blocks of K).
-void tile_staged(TileFn fn, const float* x, int64_t ldx, const float* wp, int64_t ws, int64_t kc, float* acc, int R,
+template <typename T>
+void tile_staged(TileFn<T> fn, const float* x, int64_t ldx, const T* wp, int64_t ws, int64_t kc, float* acc, int R,
                  const float* start, bool last, float* c, int64_t ldc, int cols, const ConvClamp* clamp) {
     constexpr int W = PW * NR;
     fn(x, ldx, wp, ws, kc, acc, W, NR, NR, start, false, nullptr);  // zero-padded columns: computed, never read
@@ -209,11 +234,11 @@ void tile_staged(TileFn fn, const float* x, int64_t ldx, const float* wp, int64_
         for (int r = 0; r < R; r++) c[j * ldc + r] = acc[r * W + j];
 }
 
-// dst [N, M...] = src[0] [K, M...] x panels src[1] [16, K, NP] (+ src[2] [N]); with p.B > 1, B such products.
-void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
-    const Params& p = *static_cast<const Params*>(ud);
+// dst [N, M...] = src[0] [K, M...] x panels src[1] [16, K, NP] of T (+ src[2] [N]); with p.B > 1, B such products.
+template <typename T>
+void gemm_run(ggml_tensor* dst, int ith, int nth, const Params& p) {
     const float* x0 = static_cast<const float*>(dst->src[0]->data);
-    const float* w0 = static_cast<const float*>(dst->src[1]->data);
+    const T* w0 = static_cast<const T*>(dst->src[1]->data);
     const float* bias = dst->src[2] ? static_cast<const float*>(dst->src[2]->data) : nullptr;
     float* y0 = static_cast<float*>(dst->data);
     const int64_t K = p.K, N = p.N, NP = p.NP, M = p.transposed ? dst->ne[0] : ggml_nrows(dst) / p.B, MB = (M + MC - 1) / MC;
@@ -229,7 +254,7 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
         const int64_t g0 = std::max(s.b, q * G) - q * G, g1 = std::min(s.e, (q + 1) * G) - q * G;
         const int64_t b = q / MB, mb = q % MB, m0 = std::min(M, mb * mc), m1 = std::min(M, m0 + mc);
         const float* x = x0 + b * M * K;
-        const float* w = p.shared ? w0 : w0 + b * NP * K * NR;
+        const T* w = p.shared ? w0 : w0 + b * NP * K * NR;
         float* y = y0 + b * M * N;
         thread_local std::vector<float> stage;  // tile_staged's tiles: [group][row][16 PW]
         const bool staged = p.transposed && K > KC;
@@ -241,7 +266,7 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 const int np = int(std::min<int64_t>(PW, NP - pi)), nv = int(cols - (np - 1) * NR);
                 alignas(64) float start[PW * NR] = {};
                 if (bias) std::copy(bias + n0, bias + n0 + cols, start);
-                const float* wp = w + (pi * K + k0) * NR;
+                const T* wp = w + (pi * K + k0) * NR;
                 // The weight streams from memory once per run (the text encoder's 492 MB): each tile asks for its
                 // share of the slice this thread multiplies next, so the slice is in cache when its tiles start.
                 int64_t next_p = 0, next_k = 0, next_kc = 0, next_np = 0;
@@ -256,7 +281,7 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                     for (const int64_t e = std::min(next_len, pf + share); pf < e; pf += 16)
                         __builtin_prefetch(w + ((next_p + pf / (next_kc * NR)) * K + next_k) * NR + pf % (next_kc * NR),
                                            0, 2);
-                    const TileFn fn = TILES[np - 1][size_t(R - 1)];
+                    const TileFn<T> fn = TILES<T>[np - 1][size_t(R - 1)];
                     if (staged)
                         tile_staged(fn, x + r0 * K + k0, K, wp, K * NR, kc,
                                     &stage[size_t(((g - g0) * mc + r0 - m0) * PW * NR)], R, k0 == 0 ? start : nullptr,
@@ -275,6 +300,12 @@ void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             }
         }
     }
+}
+
+void gemm_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    const Params& p = *static_cast<const Params*>(ud);
+    if (dst->src[1]->type == GGML_TYPE_F16) gemm_run<ggml_fp16_t>(dst, ith, nth, p);
+    else gemm_run<float>(dst, ith, nth, p);
 }
 
 // src: W in ggml order, ONNX [K, N] (src[k * N + n]) or, when nk, ONNX [N, K] (src[n * K + k]). Loops run along
@@ -328,7 +359,8 @@ bool gemm_wanted(int64_t M, int64_t K, int64_t N) {
 namespace {
 ggml_tensor* panels(Ctx& ctx, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, const char* kind) {
     const int64_t ne[4] = {NR, K, (N + NR - 1) / NR, 1};
-    return ctx.weights->derived(w, kind, GGML_TYPE_F32, ne, [=](const float* src, float* dst) { pack(src, dst, K, N, w_nk); });
+    return ctx.weights->derived(w, kind, panel_weight_type(ctx, w), ne,
+                                [=](const float* src, float* dst) { pack(src, dst, K, N, w_nk); });
 }
 
 ggml_tensor* gemm_packed(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, int64_t K, int64_t N, bool w_nk, const char* kind,

@@ -338,9 +338,10 @@ constexpr int64_t FUSED_PANELS = 8;  // 16-channel panels per work item, at most
 constexpr int64_t FUSED_FORMS = 0;   // one block at a time (the grouping measured 3-5 % slower on the UNet's)
 #endif
 
-// The forms of one input channel for a panel's 16 output channels (taps: 9 x 16), into u[ab * ld + lane].
-template <int M>
-inline void forms_lanes(const float* taps, float* u, int64_t ld) {
+// The forms of one input channel for a panel's 16 output channels (taps: 9 x 16, f32 or f16: made in f32 either
+// way, so f16 taps give the forms of their f32-widened weight), into u[ab * ld + lane].
+template <int M, typename T>
+inline void forms_lanes(const T* taps, float* u, int64_t ld) {
     using K = Mat<M>;
     constexpr int A = K::A;
     static_assert(LANES == GEMM_PANEL, "one lane per panel column");
@@ -371,11 +372,11 @@ inline void forms_lanes(const float* taps, float* u, int64_t ld) {
 // block stays in L2 across the blocks (one block at a time wrote each output block back to L3 once per block: the
 // VAE's products 5-10 % slower). The first pass over each slice of V prefetches the next tile's rows
 // (gemm_panel_rows).
-template <int M>
-void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+template <int M, typename WT>
+void product_run(ggml_tensor* dst, int ith, int nth, void* ud) {
     constexpr int AA = Mat<M>::A * Mat<M>::A;
     const float* v = static_cast<const float*>(dst->src[0]->data);
-    const float* taps = static_cast<const float*>(dst->src[1]->data);
+    const WT* taps = static_cast<const WT*>(dst->src[1]->data);
     float* y = static_cast<float*>(dst->data);
     const int64_t CI = dst->src[0]->ne[0], T = dst->src[0]->ne[1], NP = dst->ne[2];
     const int64_t CO = *static_cast<const int64_t*>(ud);
@@ -405,9 +406,9 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int64_t kb = g0; kb < g1 && !(keep && made == run); kb++) {
                 const int64_t k0 = kb * FUSED_K, kc = std::min(FUSED_K, CI - k0);
                 for (int64_t pi = p0; pi < p1; pi++) {
-                    const float* t = taps + (pi * CI + k0) * 9 * GEMM_PANEL;
+                    const WT* t = taps + (pi * CI + k0) * 9 * GEMM_PANEL;
                     float* f = &forms[size_t(((kb - g0) * per + pi - p0) * AA * PANEL)];
-                    for (int64_t k = 0; k < kc; k++) forms_lanes<M>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
+                    for (int64_t k = 0; k < kc; k++) forms_lanes<M, WT>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
                 }
             }
             made = run;
@@ -421,6 +422,12 @@ void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 }
         }
     }
+}
+
+template <int M>
+void product_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
+    if (dst->src[1]->type == GGML_TYPE_F16) product_run<M, ggml_fp16_t>(dst, ith, nth, ud);
+    else product_run<M, float>(dst, ith, nth, ud);
 }
 
 bool fused_forms() {

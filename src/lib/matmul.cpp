@@ -15,6 +15,10 @@ ggml_type product_weight_type(const Ctx& ctx, const ggml_tensor* w, int64_t K) {
     return ctx.matmul_type;
 }
 
+ggml_type panel_weight_type(const Ctx& ctx, const ggml_tensor* w) {
+    return ctx.weights && ctx.weights->source_type(w) == GGML_TYPE_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+}
+
 namespace {
 
 bool is_weight(Ctx& ctx, const ggml_tensor* w) { return ctx.weights && ctx.weights->is_weight(w); }

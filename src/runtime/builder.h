@@ -31,6 +31,7 @@ struct WeightCache : o2g::WeightStore {
     ggml_type matmul_type = GGML_TYPE_F32;  // constant MatMul/Gemm and conv weights (SessionOptions::weights)
     size_t max_alloc = 0;     // the device's largest buffer (0: no limit), see Ctx::max_alloc
     bool progress = false;    // show commit()'s conversions and uploads (a big model, see load_progress.h)
+    bool keep_f16 = false;    // f16 weights' packed forms stay f16 (source_type): the CPU session's exact products
     ggml_context* mapped_ctx = nullptr;
     std::vector<std::shared_ptr<const void>> keep;
     std::map<std::string, ggml_tensor*> tensors;
@@ -42,6 +43,10 @@ struct WeightCache : o2g::WeightStore {
     // Pending derived weights of a reduced type, converted when made so that their F32 form is not held until
     // commit (a UNet's whole F32 set at once: 4.97 GB peak RSS with --weights f16, against 3.74 GB with f32).
     std::map<const ggml_tensor*, std::vector<uint8_t>> converted;
+    // Widened copies of f16/bf16 weights on the CPU, made only once a graph reads them (commit(graph)): a weight
+    // read only through its packed form never takes f32 memory.
+    ggml_context* lazy_ctx = nullptr;
+    std::map<ggml_tensor*, HostTensor> lazy;
     HugeArena arena;        // where derived() puts mid-size weights
     size_t made_bytes = 0;  // weight bytes transformed or uploaded so far (RunStats::transformed_weight_bytes)
 
@@ -49,9 +54,11 @@ struct WeightCache : o2g::WeightStore {
     std::map<const ggml_tensor*, std::pair<std::string, HostTensor>> sources;  // weight tensor -> key, host data
     std::set<const ggml_tensor*> made;  // tensors derived() made (their host memory is ours)
     bool is_weight(const ggml_tensor* w) override { return sources.count(w) != 0; }
+    ggml_type source_type(const ggml_tensor* w) override;
     ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                          const std::function<void(const float*, float*)>& make) override;
     void commit();  // allocate and upload pending tensors
+    void commit(ggml_cgraph* g);  // the same, and the lazy weights g reads
     double megabytes() const;  // device weights, including those used in place from the file mapping
     ~WeightCache();
 };

@@ -106,6 +106,8 @@ public:
         auto kind = kinds.find(opts.weights);
         O2G_CHECK(kind != kinds.end(), "weights must be f32, f16, bf16 or q8_0, not '", opts.weights, "'");
         weights_.matmul_type = kind->second;
+        // Exact products on our CPU kernels read f16 weights' packed forms as f16 (widened on load).
+        weights_.keep_f16 = weights_.native_cpu && weights_.matmul_type == GGML_TYPE_F32 && o2g::gemm_available();
         prepare_weights();
     }
     ~SessionImpl() override { cache_.clear(); }
@@ -320,7 +322,7 @@ std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>
         ggml_build_forward_expand(c->graph, t);
         v.t = t;
     }
-    weights_.commit();
+    weights_.commit(c->graph);
     for (int i : b.value_keyed_inputs) c->keyed_data[i] = ins[size_t(i)]->data;
     return c;
 }
