@@ -48,6 +48,7 @@ run $PY tests/sd15_tests.py --threads 2 --manifest tests/models/sdxl_small/manif
 run $PY tests/flavour_tests.py --threads 2 --parts unet,vae_decoder,text_encoder  # SD files as published (docs/models_published.md)
 run $PY tests/lora_tests.py --threads 2
 run $PY tests/checkpoint_import_test.py
+run $PY tests/fp16_weights_test.py
 run $PY tests/pass_tests.py
 run $PY tests/shape_change_test.py
 run $PY tests/tokenizer_test.py
