@@ -246,10 +246,11 @@ void lower_Scan(Lower& L) {
 
 const std::vector<OpDef>& control_flow_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "If", .since = 1, .host = lower_If, .host_inputs = {0}, .control = true},
-        {.op = "Loop", .since = 1, .host = lower_Loop, .host_inputs = {0, 1}, .control = true},
+        {.op = "If", .since = 1, .accepts = "in=1 out=1..", .host = lower_If, .host_inputs = {0}, .control = true},
+        {.op = "Loop", .since = 1, .accepts = "in=2.. out=1..",
+         .host = lower_Loop, .host_inputs = {0, 1}, .control = true},
         // No Scan-8 (batch axis, sequence_lens): such models are reported as unsupported.
-        {.op = "Scan", .since = 9, .host = lower_Scan, .control = true},
+        {.op = "Scan", .since = 9, .accepts = "in=1.. out=1..", .host = lower_Scan, .control = true},
     };
     return t;
 }
