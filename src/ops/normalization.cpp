@@ -243,7 +243,7 @@ const std::vector<OpDef>& normalization_ops() {
         {.op = "MeanVarianceNormalization", .since = 9, .accepts = "in=1 out=1",
          .ggml = lower_MeanVarianceNormalization, .math = true},
         {.op = "LRN", .since = 1, .accepts = "in=1 out=1 r0=4 @size:i>=1", .ggml = lower_LRN, .math = true},
-        {.op = "BatchNormalization", .since = 1, .accepts = "in=5 out=1..5 r0>=2 @epsilon:f>=0",
+        {.op = "BatchNormalization", .since = 1, .accepts = "in=5 out=1..5 @epsilon:f>=0",
          .ggml = lower_BatchNormalization, .math = true},
         {.op = "InstanceNormalization", .since = 1, .accepts = "in=3 out=1 r0>=3 @epsilon:f>=0",
          .ggml = lower_InstanceNormalization, .math = true},
