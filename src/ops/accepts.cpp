@@ -120,8 +120,12 @@ bool type_matches(const std::string& ty, AttrType t) {
     return false;
 }
 const char* type_text(const std::string& ty) {
-    return ty == "i" ? "an int" : ty == "f" ? "a float" : ty == "s" ? "a string" : ty == "t" ? "a tensor"
-         : ty == "g" ? "a graph" : ty == "is" ? "a list of ints" : ty == "fs" ? "a list of floats" : "a list of strings";
+    if (ty == "i") return "an int";
+    if (ty == "f") return "a float";
+    if (ty == "s") return "a string";
+    if (ty == "t") return "a tensor";
+    if (ty == "g") return "a graph";
+    return ty == "is" ? "a list of ints" : ty == "fs" ? "a list of floats" : "a list of strings";
 }
 
 // @name:T[rule]
@@ -166,8 +170,10 @@ void check_accepts(const Lower& L, const OpDef& d) {
     for (const std::string& tok : tokens(d.accepts)) {
         Range r;
         if (tok[0] == '@') check_attr(L, d, tok);
-        else if (tok.rfind("in", 0) == 0 && parse_range(d, tok, tok.substr(2), r)) check_count(L, "input", L.node.inputs.size(), r);
-        else if (tok.rfind("out", 0) == 0 && parse_range(d, tok, tok.substr(3), r)) check_count(L, "output", L.node.outputs.size(), r);
+        else if (tok.rfind("in", 0) == 0 && parse_range(d, tok, tok.substr(2), r))
+            check_count(L, "input", L.node.inputs.size(), r);
+        else if (tok.rfind("out", 0) == 0 && parse_range(d, tok, tok.substr(3), r))
+            check_count(L, "output", L.node.outputs.size(), r);
         else if (tok[0] == 'r' && tok.size() > 2) {
             const size_t op = tok.find_first_of("<>=");
             if (op == std::string::npos || !parse_range(d, tok, tok.substr(op), r)) bad_spec(d, tok);

@@ -239,8 +239,9 @@ const std::vector<OpDef>& normalization_ops() {
         {.op = "onnx2ggml.RMSNorm", .since = 1, .ggml = lower_RMSNormalization, .math = true},      // fuse_layer_norm
         {.op = "RMSNormalization", .since = 23, .accepts = "in=2 out=1 r0>=1 @axis:i~r0 @epsilon:f>=0",
          .ggml = lower_RMSNormalization, .math = true},
-        {.op = "LpNormalization", .since = 1, .accepts = "in=1 out=1", .ggml = lower_LpNormalization, .math = true},
-        {.op = "MeanVarianceNormalization", .since = 9, .accepts = "in=1 out=1",
+        {.op = "LpNormalization", .since = 1, .accepts = "in=1 out=1 @axis:i~r0",
+         .ggml = lower_LpNormalization, .math = true},
+        {.op = "MeanVarianceNormalization", .since = 9, .accepts = "in=1 out=1 @axes:is~r0",
          .ggml = lower_MeanVarianceNormalization, .math = true},
         {.op = "LRN", .since = 1, .accepts = "in=1 out=1 r0=4 @size:i>=1", .ggml = lower_LRN, .math = true},
         {.op = "BatchNormalization", .since = 1, .accepts = "in=5 out=1..5 @epsilon:f>=0",
