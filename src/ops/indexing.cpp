@@ -248,9 +248,9 @@ void lower_Col2Im(Lower& L) {
 
 const std::vector<OpDef>& indexing_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "GatherND", .since = 11, .accepts = "in=2 out=1 t1=int",
+        {.op = "GatherND", .since = 11, .accepts = "in=2 out=1 t1=int r0>=1 r1>=1 @batch_dims:i>=0 @batch_dims:i~r1",
          .ggml = lower_GatherND, .host = host_GatherND, .host_inputs = {1}},
-        {.op = "ScatterND", .since = 11, .accepts = "in=3 out=1 t1=int",
+        {.op = "ScatterND", .since = 11, .accepts = "in=3 out=1 t1=int r0>=1 r1>=1",
          .ggml = lower_ScatterND, .host = lower_ScatterND, .host_inputs = {1}},
         {.op = "ScatterElements", .since = 11, .accepts = "in=3 out=1 t1=int r0>=1 @axis:i~r0",
          .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},
