@@ -49,10 +49,10 @@ const std::vector<OpDef>& detection_ops() {
         {.op = "NonMaxSuppression", .since = 10, .accepts = "in=2..5 out=1",
          .host = host_NonMaxSuppression, .host_inputs = {0,1,2,3,4}},
         {.op = "RoiAlign", .since = 10,
-         .accepts = "in=3 out=1 r0=4 r1=2 r2=1 @output_height:i>=1 @output_width:i>=1 @sampling_ratio:i>=0",
+         .accepts = "in=3 out=1 r0=4 r1=2 r2=1 @output_height:i=1..65536 @output_width:i=1..65536 @sampling_ratio:i>=0",
          .ggml = lower_RoiAlign_10, .math = true},
         {.op = "RoiAlign", .since = 16,
-         .accepts = "in=3 out=1 r0=4 r1=2 r2=1 @output_height:i>=1 @output_width:i>=1 @sampling_ratio:i>=0",
+         .accepts = "in=3 out=1 r0=4 r1=2 r2=1 @output_height:i=1..65536 @output_width:i=1..65536 @sampling_ratio:i>=0",
          .ggml = lower_RoiAlign, .math = true},
     };
     return t;

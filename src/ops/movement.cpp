@@ -359,9 +359,9 @@ const std::vector<OpDef>& movement_ops() {
          .ggml = lower_Pad_11, .host = host_Pad_11, .host_inputs = {1,2}},
         {.op = "Pad", .since = 18, .accepts = "in=2..4 out=1",
          .ggml = lower_Pad, .host = host_Pad, .host_inputs = {1,2,3}},
-        {.op = "DepthToSpace", .since = 1, .accepts = "in=1 out=1 r0=4 @blocksize:i>=1",
+        {.op = "DepthToSpace", .since = 1, .accepts = "in=1 out=1 r0=4 @blocksize:i=1..65536",
          .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
-        {.op = "SpaceToDepth", .since = 1, .accepts = "in=1 out=1 r0=4 @blocksize:i>=1",
+        {.op = "SpaceToDepth", .since = 1, .accepts = "in=1 out=1 r0=4 @blocksize:i=1..65536",
          .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
     };
     return t;
