@@ -13,6 +13,9 @@ bare std::bad_alloc:
       wrapping 2^64, negative / garbage / out-of-range offset strings, a
       length that does not match the shape, and a file truncated after the
       model was opened (while mapped)
+  (o) what an op's table row accepts (src/ops/accepts.cpp): input and output
+      counts, ranks, dtypes, attribute types and ranges; each one line naming
+      the node, the input or attribute, and the rule
   (n) Gather indices computed on the device (Cast of a float input), which
       cannot be checked before the run: negative ones wrap as onnxruntime
       does, out-of-range ones must not abort the process (ggml_get_rows
@@ -255,7 +258,43 @@ def device_index_cases(h, expect_success, CaseFailed) -> None:
     h.case("(n) device-computed Gather indices out of range: no abort", out_of_range)
 
 
+def table_rule_cases(h, expect_error) -> None:
+    x = _vi("pixel_values", [1, 3, 4, 4])  # the harness's default input
+    idx = helper.make_tensor("idx", TensorProto.INT64, [], [0])
+    fidx = helper.make_tensor("fidx", TensorProto.FLOAT, [1], [0.0])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 3, 1, 1], [1.0] * 6)
+    cases = [  # (label, nodes, initializers, words the error must name)
+        ("input count", [helper.make_node("Relu", ["pixel_values", "pixel_values"], ["y"], name="relu_two")], [],
+         ["relu_two", "has 2 inputs", "takes 1"]),
+        ("output count", [helper.make_node("Relu", ["pixel_values"], ["y", "z"], name="relu_two_out")], [],
+         ["relu_two_out", "has 2 outputs", "takes 1"]),
+        ("rank of a scalar", [helper.make_node("ReduceSum", ["pixel_values"], ["s"], keepdims=0, name="sum_all"),
+                              helper.make_node("Gather", ["s", "idx"], ["y"], name="gather_scalar")], [idx],
+         ["gather_scalar", "input 0 's'", "rank 0", "needs rank >= 1"]),
+        ("fixed rank", [helper.make_node("Flatten", ["pixel_values"], ["f"], name="flat"),
+                        helper.make_node("LRN", ["f"], ["y"], size=3, name="lrn_2d")], [],
+         ["lrn_2d", "input 0 'f'", "rank 2", "needs rank 4"]),
+        ("dtype", [helper.make_node("Gather", ["pixel_values", "fidx"], ["y"], name="gather_float_idx")], [fidx],
+         ["gather_float_idx", "input 1 'fidx'", "float", "needs an integer tensor"]),
+        ("axis out of range", [helper.make_node("Softmax", ["pixel_values"], ["y"], axis=4, name="softmax_axis")], [],
+         ["softmax_axis", "attribute 'axis' is 4", "an axis of input 0", "-4 to 3"]),
+        ("attribute type", [helper.make_node("LayerNormalization", ["pixel_values", "w"], ["y"], epsilon="tiny",
+                                             name="ln_string_eps")], [w],
+         ["ln_string_eps", "attribute 'epsilon'", "must be a float"]),
+        ("attribute range", [helper.make_node("InstanceNormalization", ["pixel_values", "w", "w"], ["y"],
+                                              epsilon=-1e30, name="in_negative_eps")], [w],
+         ["in_negative_eps", "attribute 'epsilon'", "must be >= 0"]),
+        ("list attribute range", [helper.make_node("Conv", ["pixel_values", "w"], ["y"], strides=[1, 0],
+                                                   name="conv_zero_stride")], [w],
+         ["conv_zero_stride", "attribute 'strides' is 0", "must be >= 1"]),
+    ]
+    for label, nodes, inits, words in cases:
+        path = h.write(f"limits/table_{label.replace(' ', '_')}.onnx", _model(nodes, [x], [_vi("y", None)], inits))
+        h.case(f"(o) table rule: {label}", lambda path=path, words=words: expect_error(h.run(path), *words))
+
+
 def run_limit_cases(h, good, expect_error, expect_success, valid_model, external_weight, CaseFailed) -> None:
+    table_rule_cases(h, expect_error)
     initializer_cases(h, expect_error, CaseFailed)
     device_index_cases(h, expect_success, CaseFailed)
     bomb_cases(h, expect_error)

@@ -265,7 +265,7 @@ HostTensor host_range(const HostTensor& start, const HostTensor& limit, const Ho
         if (d == 0) throw OpError("Range delta is 0");
         double len = std::ceil((lim - st) / d);
         if (!(len < double(max_len))) throw OpError("Range of " + std::to_string(len) + " elements");
-        int64_t n = std::max<int64_t>(0, int64_t(len));
+        int64_t n = len > 0 ? int64_t(len) : 0;  // a huge negative count is no int64 (a fuzzer finding)
         std::vector<double> v;
         for (int64_t i = 0; i < n; i++)  // float accumulates in float, like the reference
             v.push_back(dt == DType::FLOAT ? double(float(st) + float(i) * float(d)) : st + double(i) * d);

@@ -289,16 +289,22 @@ Ints col2im_offsets(const Ints& xs, const Ints& img, const Ints& blk, const Ints
         throw OpError("Col2Im: input must be [N, C*prod(block), L] with matching shapes");
     Ints d = or_default(dil, n, 1), s = or_default(strides_, n, 1), pads = or_default(pads_, 2 * n, 0);
     if (d.size() != n || s.size() != n || pads.size() != 2 * n) throw OpError("Col2Im: attribute lengths do not match");
-    int64_t kb = prod(blk);
-    if (kb <= 0 || xs[1] % kb) throw OpError("Col2Im: channel dim is not divisible by prod(block_shape)");
+    // Products checked: block and image shapes are input data (a fuzzer finding overflowed the block count).
+    int64_t kb = 1, ltot = 1;
+    bool overflow = false;
+    for (int64_t b : blk) overflow |= b <= 0 || __builtin_mul_overflow(kb, b, &kb);
+    if (overflow || xs[1] % kb) throw OpError("Col2Im: channel dim is not divisible by prod(block_shape)");
     int64_t N = xs[0], C = xs[1] / kb, Lc = xs[2];
     Ints nb = conv_geometry(img, blk, AUTO_PAD_NOTSET, pads, s, d).out;  // blocks per axis: a convolution's output
-    int64_t ltot = 1;
-    for (int64_t b : nb) ltot *= b;
+    for (int64_t b : nb) overflow |= __builtin_mul_overflow(ltot, b, &ltot);
+    if (overflow) throw OpError("Col2Im: the number of blocks overflows 64 bits");
     if (ltot != Lc) throw OpError("Col2Im: L does not match the number of blocks");
     os = {N, C};
     os.insert(os.end(), img.begin(), img.end());
-    int64_t in_img = prod(img);
+    int64_t in_img = 1;
+    for (int64_t v : img) overflow |= __builtin_mul_overflow(in_img, v, &in_img);
+    if (overflow || __builtin_mul_overflow(N * C, in_img, &ltot))  // N * C: an input's dims, which fit
+        throw OpError("Col2Im: the image size overflows 64 bits");
     Ints offs(size_t(prod(xs))), bc(n), lc(n);
     for (int64_t nn = 0; nn < N; nn++)
         for (int64_t c = 0; c < C; c++)

@@ -180,9 +180,10 @@ double attention_flops(Lower& L) {
 const std::vector<OpDef>& attention_ops() {
     static const std::vector<OpDef> t = {
         {.op = "onnx2ggml.Attention", .since = 1, .ggml = lower_AttentionFused, .math = true, .flops = attention_flops},  // fuse_attention
-        {.op = "Attention", .since = 23, .ggml = lower_Attention, .host_inputs = {6}, .math = true},
-        {.op = "LinearAttention", .since = 27, .ggml = lower_LinearAttention, .math = true},
-        {.op = "RotaryEmbedding", .since = 23, .ggml = lower_RotaryEmbedding, .math = true},
+        {.op = "Attention", .since = 23, .accepts = "in=3..7 out=1..4",
+         .ggml = lower_Attention, .host_inputs = {6}, .math = true},
+        {.op = "LinearAttention", .since = 27, .accepts = "in=3..6 out=2", .ggml = lower_LinearAttention, .math = true},
+        {.op = "RotaryEmbedding", .since = 23, .accepts = "in=3..4 out=1", .ggml = lower_RotaryEmbedding, .math = true},
     };
     return t;
 }

@@ -47,10 +47,10 @@ void lower_Dropout(Lower& L) {
 
 const std::vector<OpDef>& cast_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "BitCast", .since = 26, .host = host_BitCast, .host_inputs = {0}},
-        {.op = "Cast", .since = 1, .ggml = lower_Cast, .host = host_Cast},
-        {.op = "CastLike", .since = 15, .ggml = lower_Cast, .host = host_Cast},
-        {.op = "Dropout", .since = 1, .ggml = lower_Dropout, .host = lower_Dropout},
+        {.op = "BitCast", .since = 26, .accepts = "in=1 out=1", .host = host_BitCast, .host_inputs = {0}},
+        {.op = "Cast", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Cast, .host = host_Cast},
+        {.op = "CastLike", .since = 15, .accepts = "in=2 out=1", .ggml = lower_Cast, .host = host_Cast},
+        {.op = "Dropout", .since = 1, .accepts = "in=1..3 out=1..2", .ggml = lower_Dropout, .host = lower_Dropout},
     };
     return t;
 }

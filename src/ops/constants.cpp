@@ -54,10 +54,11 @@ void host_EyeLike(Lower& L) {
 
 const std::vector<OpDef>& constants_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "Constant", .since = 1, .host = host_Constant},
-        {.op = "ConstantOfShape", .since = 9, .host = host_ConstantOfShape, .host_inputs = {0}},
-        {.op = "Range", .since = 11, .host = host_Range, .host_inputs = {0,1,2}},
-        {.op = "EyeLike", .since = 9, .host = host_EyeLike},
+        {.op = "Constant", .since = 1, .accepts = "in=0 out=1", .host = host_Constant},
+        {.op = "ConstantOfShape", .since = 9, .accepts = "in=1 out=1",
+         .host = host_ConstantOfShape, .host_inputs = {0}},
+        {.op = "Range", .since = 11, .accepts = "in=3 out=1", .host = host_Range, .host_inputs = {0,1,2}},
+        {.op = "EyeLike", .since = 9, .accepts = "in=1 out=1", .host = host_EyeLike},
     };
     return t;
 }

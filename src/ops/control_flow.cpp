@@ -45,14 +45,16 @@ std::vector<Val> run_body(Lower& L, const Graph& g, const std::vector<Val>& args
 Val stack(Lower& L, const std::vector<Val>& items, int64_t axis) {
     if (items.empty()) L.error("cannot stack zero iterations");
     std::vector<std::string> parts;
-    std::string axes = L.b.add_const(HostTensor::from_i64(DType::INT64, {1}, {axis}), "axes");
+    // Unsqueeze's axes: an attribute before opset 13, an input from it (the row's counts check which).
+    const bool axes_input = L.opset >= 13;
+    std::string axes = axes_input ? L.b.add_const(HostTensor::from_i64(DType::INT64, {1}, {axis}), "axes") : "";
     Attribute ax;
     ax.name = "axes";
     ax.type = AttrType::INTS;
     ax.ints = {axis};
     for (size_t i = 0; i < items.size(); i++) {
         std::string in = bind(L, items[i], "item");
-        Val u = synth(L, "Unsqueeze", {in, axes}, {ax});
+        Val u = axes_input ? synth(L, "Unsqueeze", {in, axes}, {}) : synth(L, "Unsqueeze", {in}, {ax});
         parts.push_back(bind(L, u, "unsq"));
     }
     if (parts.size() == 1) return L.b.vals[parts[0]];
@@ -246,10 +248,11 @@ void lower_Scan(Lower& L) {
 
 const std::vector<OpDef>& control_flow_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "If", .since = 1, .host = lower_If, .host_inputs = {0}, .control = true},
-        {.op = "Loop", .since = 1, .host = lower_Loop, .host_inputs = {0, 1}, .control = true},
+        {.op = "If", .since = 1, .accepts = "in=1 out=1..", .host = lower_If, .host_inputs = {0}, .control = true},
+        {.op = "Loop", .since = 1, .accepts = "in=2.. out=1..",
+         .host = lower_Loop, .host_inputs = {0, 1}, .control = true},
         // No Scan-8 (batch axis, sequence_lens): such models are reported as unsupported.
-        {.op = "Scan", .since = 9, .host = lower_Scan, .control = true},
+        {.op = "Scan", .since = 9, .accepts = "in=1.. out=1..", .host = lower_Scan, .control = true},
     };
     return t;
 }

@@ -35,7 +35,6 @@ o2g::ConvParams conv_params(Lower& L, int sp) {
     p.dilations = L.node.get_ints("dilations");
     p.group = L.node.get_int("group", 1);
     if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, sp, {{"pads", 2}});
-    if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
     return p;
 }
 
@@ -87,7 +86,6 @@ void lower_ConvTranspose(Lower& L) {
     p.output_padding = L.node.get_ints("output_padding");
     p.output_shape = L.node.get_ints("output_shape");
     p.group = L.node.get_int("group", 1);
-    if (p.group < 1) L.error("group must be positive, not " + std::to_string(p.group));
     if (!p.output_shape.empty() && p.output_shape.size() < size_t(sp))
         L.error("output_shape has " + std::to_string(p.output_shape.size()) + " values for " + std::to_string(sp) +
                 " spatial axes");
@@ -154,13 +152,19 @@ double conv_flops(Lower& L) {
 
 const std::vector<OpDef>& conv_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "CausalConvWithState", .since = 27, .ggml = lower_CausalConvWithState, .math = true},
-        {.op = "DeformConv", .since = 19, .ggml = lower_DeformConv, .math = true},
-        {.op = "Conv", .since = 1, .ggml = lower_Conv, .math = true, .flops = conv_flops},
+        {.op = "CausalConvWithState", .since = 27, .accepts = "in=2..4 out=2",
+         .ggml = lower_CausalConvWithState, .math = true},
+        {.op = "DeformConv", .since = 19, .accepts = "in=3..5 out=1", .ggml = lower_DeformConv, .math = true},
+        {.op = "Conv", .since = 1,
+         .accepts = "in=2..3 out=1 r0=3..5 r1=3..5 @group:i>=1 @kernel_shape:is>=1 @strides:is>=1 @dilations:is>=1 @auto_pad:s",
+         .ggml = lower_Conv, .math = true, .flops = conv_flops},
         // produced by the fuse_conv_activation pass
         {.op = "onnx2ggml.ConvClamp", .since = 1, .ggml = lower_Conv, .math = true, .flops = conv_flops},
-        {.op = "NhwcConv", .domain = "com.microsoft", .since = 1, .ggml = lower_NhwcConv, .math = true, .flops = conv_flops},
-        {.op = "ConvTranspose", .since = 1, .ggml = lower_ConvTranspose, .host_inputs = {1}, .math = true, .flops = conv_flops},
+        {.op = "NhwcConv", .domain = "com.microsoft", .since = 1, .accepts = "in=2..3 out=1 r0=4 r1=4 @group:i>=1",
+         .ggml = lower_NhwcConv, .math = true, .flops = conv_flops},
+        {.op = "ConvTranspose", .since = 1,
+         .accepts = "in=2..3 out=1 r0=3..5 r1=3..5 @group:i>=1 @kernel_shape:is>=1 @strides:is>=1 @dilations:is>=1 @auto_pad:s",
+         .ggml = lower_ConvTranspose, .host_inputs = {1}, .math = true, .flops = conv_flops},
     };
     return t;
 }

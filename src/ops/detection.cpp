@@ -17,7 +17,6 @@ void host_NonMaxSuppression(Lower& L) {
 // ---- RoiAlign ----
 // RoiAlign-10 maps output_half_pixel; 16 added coordinate_transformation_mode, default half_pixel.
 static void roi_align(Lower& L, const char* default_ctm) {
-    if (L.rank(0) != 4) L.error("X must be 4-D (N, C, H, W)");
     const Shape &rs = L.shape(1), &bs = L.shape(2);
     if (rs.size() != 2 || rs[1] != 4) L.error("rois must have shape (num_rois, 4)");
     if (bs.size() != 1 || bs[0] != rs[0]) L.error("batch_indices must have shape (num_rois)");
@@ -26,8 +25,6 @@ static void roi_align(Lower& L, const char* default_ctm) {
     p.output_width = L.node.get_int("output_width", 1);
     p.sampling_ratio = L.node.get_int("sampling_ratio", 0);
     p.spatial_scale = L.node.get_float("spatial_scale", 1.0f);
-    if (p.output_height < 1 || p.output_width < 1) L.error("output_height and output_width must be positive");
-    if (p.sampling_ratio < 0) L.error("sampling_ratio must be >= 0");
     std::string ctm = L.node.get_string("coordinate_transformation_mode", default_ctm);
     if (ctm != "half_pixel" && ctm != "output_half_pixel") L.error("unknown coordinate_transformation_mode '" + ctm + "'");
     p.half_pixel = ctm == "half_pixel";
@@ -49,9 +46,14 @@ void lower_RoiAlign(Lower& L) { roi_align(L, "half_pixel"); }
 
 const std::vector<OpDef>& detection_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "NonMaxSuppression", .since = 10, .host = host_NonMaxSuppression, .host_inputs = {0,1,2,3,4}},
-        {.op = "RoiAlign", .since = 10, .ggml = lower_RoiAlign_10, .math = true},
-        {.op = "RoiAlign", .since = 16, .ggml = lower_RoiAlign, .math = true},
+        {.op = "NonMaxSuppression", .since = 10, .accepts = "in=2..5 out=1",
+         .host = host_NonMaxSuppression, .host_inputs = {0,1,2,3,4}},
+        {.op = "RoiAlign", .since = 10,
+         .accepts = "in=3 out=1 r0=4 r1=2 r2=1 @output_height:i=1..65536 @output_width:i=1..65536 @sampling_ratio:i>=0",
+         .ggml = lower_RoiAlign_10, .math = true},
+        {.op = "RoiAlign", .since = 16,
+         .accepts = "in=3 out=1 r0=4 r1=2 r2=1 @output_height:i=1..65536 @output_width:i=1..65536 @sampling_ratio:i>=0",
+         .ggml = lower_RoiAlign, .math = true},
     };
     return t;
 }

@@ -73,7 +73,6 @@ Shape gather_shape(const Shape& s, const Shape& is, int axis) {
 void lower_Gather(Lower& L) {
     const Shape& s = L.shape(0);
     int r = int(s.size());
-    if (r == 0) L.error("Gather data is a scalar (it must have rank >= 1)");  // found by tests/fuzz (UBSan)
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     const Shape& is = L.shape(1);
     Shape os = gather_shape(s, is, axis);
@@ -183,7 +182,6 @@ void lower_TensorScatter(Lower& L) {
 // ---- Trilu ----
 static Sym trilu_k(Lower& L) { return L.has(1) ? L.sym(1) : Sym{}; }
 void lower_Trilu(Lower& L) {
-    if (L.rank(0) < 2) L.error("Trilu needs rank >= 2");
     o2g::TriluParams p{L.node.get_int("upper", 1) != 0};
     const Sym k = trilu_k(L);
     L.out_shape(0, O2G_CALL(L, o2g::trilu, L.t(0), k, p), L.dtype(0), L.shape(0));
@@ -195,7 +193,6 @@ void host_Trilu(Lower& L) {
 // ---- CumSum, CumProd ----
 static o2g::CumParams cum_params(Lower& L, int& axis) {
     int r = L.rank(0);
-    if (r == 0) L.error("input must have rank >= 1");
     int d = L.param_axis(1, "axis", r);
     axis = r - 1 - d;
     return {d, L.node.get_int("exclusive", 0) != 0, L.node.get_int("reverse", 0) != 0};
@@ -251,18 +248,30 @@ void lower_Col2Im(Lower& L) {
 
 const std::vector<OpDef>& indexing_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "GatherND", .since = 11, .ggml = lower_GatherND, .host = host_GatherND, .host_inputs = {1}},
-        {.op = "ScatterND", .since = 11, .ggml = lower_ScatterND, .host = lower_ScatterND, .host_inputs = {1}},
-        {.op = "ScatterElements", .since = 11, .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},
-        {.op = "Scatter", .since = 9, .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},
-        {.op = "TensorScatter", .since = 24, .ggml = lower_TensorScatter, .host = lower_TensorScatter, .host_inputs = {2}},
-        {.op = "CumProd", .since = 26, .ggml = lower_CumProd, .host = host_CumProd, .host_inputs = {1}, .math = true},
-        {.op = "Gather", .since = 1, .ggml = lower_Gather, .host = host_Gather},
-        {.op = "GatherElements", .since = 11, .ggml = lower_GatherElements, .host = host_GatherElements, .host_inputs = {1}},
-        {.op = "Trilu", .since = 14, .ggml = lower_Trilu, .host = host_Trilu, .host_inputs = {1}},
-        {.op = "CumSum", .since = 11, .ggml = lower_CumSum, .host = host_CumSum, .host_inputs = {1}, .math = true},
-        {.op = "MaxUnpool", .since = 9, .ggml = lower_MaxUnpool, .host = lower_MaxUnpool, .host_inputs = {1, 2}},
-        {.op = "Col2Im", .since = 18, .ggml = lower_Col2Im, .host = lower_Col2Im, .host_inputs = {1, 2}, .math = true},
+        {.op = "GatherND", .since = 11, .accepts = "in=2 out=1 t1=int r0>=1 r1>=1 @batch_dims:i>=0 @batch_dims:i~r1",
+         .ggml = lower_GatherND, .host = host_GatherND, .host_inputs = {1}},
+        {.op = "ScatterND", .since = 11, .accepts = "in=3 out=1 t1=int r0>=1 r1>=1",
+         .ggml = lower_ScatterND, .host = lower_ScatterND, .host_inputs = {1}},
+        {.op = "ScatterElements", .since = 11, .accepts = "in=3 out=1 t1=int r0>=1 @axis:i~r0",
+         .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},
+        {.op = "Scatter", .since = 9, .accepts = "in=3 out=1 t1=int r0>=1 @axis:i~r0",
+         .ggml = lower_ScatterElements, .host = lower_ScatterElements, .host_inputs = {1}},
+        {.op = "TensorScatter", .since = 24, .accepts = "in=2..3 out=1",
+         .ggml = lower_TensorScatter, .host = lower_TensorScatter, .host_inputs = {2}},
+        {.op = "CumProd", .since = 26, .accepts = "in=2 out=1 t1=int r0>=1",
+         .ggml = lower_CumProd, .host = host_CumProd, .host_inputs = {1}, .math = true},
+        {.op = "Gather", .since = 1, .accepts = "in=2 out=1 t1=int r0>=1 @axis:i~r0",
+         .ggml = lower_Gather, .host = host_Gather},
+        {.op = "GatherElements", .since = 11, .accepts = "in=2 out=1 t1=int r0>=1 @axis:i~r0",
+         .ggml = lower_GatherElements, .host = host_GatherElements, .host_inputs = {1}},
+        {.op = "Trilu", .since = 14, .accepts = "in=1..2 out=1 r0>=2",
+         .ggml = lower_Trilu, .host = host_Trilu, .host_inputs = {1}},
+        {.op = "CumSum", .since = 11, .accepts = "in=2 out=1 t1=int r0>=1",
+         .ggml = lower_CumSum, .host = host_CumSum, .host_inputs = {1}, .math = true},
+        {.op = "MaxUnpool", .since = 9, .accepts = "in=2..3 out=1",
+         .ggml = lower_MaxUnpool, .host = lower_MaxUnpool, .host_inputs = {1, 2}},
+        {.op = "Col2Im", .since = 18, .accepts = "in=3 out=1",
+         .ggml = lower_Col2Im, .host = lower_Col2Im, .host_inputs = {1, 2}, .math = true},
     };
     return t;
 }

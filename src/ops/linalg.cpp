@@ -21,7 +21,7 @@ void lower_Det(Lower& L) {
 
 const std::vector<OpDef>& linalg_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "Det", .since = 11, .ggml = lower_Det, .math = true},
+        {.op = "Det", .since = 11, .accepts = "in=1 out=1", .ggml = lower_Det, .math = true},
     };
     return t;
 }

@@ -11,7 +11,6 @@ namespace {
 o2g::NegativeLogLikelihoodLossParams loss_params(Lower& L, bool nll, ggml_tensor*& x) {
     const Shape& xs = L.shape(0);
     int r = int(xs.size());
-    if (r < 2) L.error("input must have rank >= 2");
     int64_t N = xs[0], C = xs[1], D = dims_prod(xs, 2, xs.size());
     if (shape_numel(L.shape(1)) != N * D) L.error("target shape does not match the input");
     o2g::NegativeLogLikelihoodLossParams p;
@@ -65,8 +64,10 @@ void lower_SoftmaxCrossEntropyLoss(Lower& L) {
 
 const std::vector<OpDef>& loss_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "NegativeLogLikelihoodLoss", .since = 12, .ggml = lower_NegativeLogLikelihoodLoss, .host_inputs = {1,2}, .math = true},
-        {.op = "SoftmaxCrossEntropyLoss", .since = 12, .ggml = lower_SoftmaxCrossEntropyLoss, .host_inputs = {1,2}, .math = true},
+        {.op = "NegativeLogLikelihoodLoss", .since = 12, .accepts = "in=2..3 out=1 r0>=2",
+         .ggml = lower_NegativeLogLikelihoodLoss, .host_inputs = {1,2}, .math = true},
+        {.op = "SoftmaxCrossEntropyLoss", .since = 12, .accepts = "in=2..3 out=1..2 r0>=2",
+         .ggml = lower_SoftmaxCrossEntropyLoss, .host_inputs = {1,2}, .math = true},
     };
     return t;
 }

@@ -49,7 +49,6 @@ void lower_MatMul(Lower& L) {
 }
 
 void lower_Gemm(Lower& L) {
-    if (L.rank(0) != 2 || L.rank(1) != 2) L.error("A and B must be 2-D");
     o2g::GemmParams p;
     p.trans_a = L.node.get_int("transA", 0) != 0;
     p.trans_b = L.node.get_int("transB", 0) != 0;
@@ -150,10 +149,12 @@ double matmul_flops(Lower& L) {
 
 const std::vector<OpDef>& matmul_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "MatMul", .since = 1, .ggml = lower_MatMul, .math = true, .flops = matmul_flops},
+        {.op = "MatMul", .since = 1, .accepts = "in=2 out=1 r0>=1 r1>=1",
+         .ggml = lower_MatMul, .math = true, .flops = matmul_flops},
         {.op = "onnx2ggml.MatMulBias", .since = 1, .ggml = lower_MatMul, .math = true, .flops = matmul_flops},  // fuse_matmul_bias
-        {.op = "Gemm", .since = 1, .ggml = lower_Gemm, .math = true, .flops = matmul_flops},
-        {.op = "Einsum", .since = 12, .ggml = lower_Einsum, .math = true},
+        {.op = "Gemm", .since = 1, .accepts = "in=2..3 out=1 r0=2 r1=2",
+         .ggml = lower_Gemm, .math = true, .flops = matmul_flops},
+        {.op = "Einsum", .since = 12, .accepts = "in=1.. out=1", .ggml = lower_Einsum, .math = true},
     };
     return t;
 }

@@ -33,7 +33,6 @@ void host_Transpose(Lower& L) { O2G_HOST(L, 0, o2g::host_transpose, L.hv(0), tra
 // ---- Concat ----
 void lower_Concat(Lower& L) {
     int r = L.rank(0);
-    if (r == 0) L.error("Concat of scalars (inputs must have rank >= 1)");  // found by tests/fuzz (UBSan)
     int axis = norm_axis(L, L.node.get_int("axis", 0), r);
     o2g::ConcatParams p{gdim(r, axis)};
     ggml_tensor* acc = nullptr;
@@ -303,7 +302,6 @@ void lower_CenterCropPad(Lower& L) {
 
 void lower_ReverseSequence(Lower& L) {
     int r = L.rank(0);
-    if (r < 2) L.error("input must have rank >= 2");
     int ba = norm_axis(L, L.node.get_int("batch_axis", 1), r), ta = norm_axis(L, L.node.get_int("time_axis", 0), r);
     if (ba == ta || ba > 1 || ta > 1) L.error("batch_axis and time_axis must be 0 and 1 in some order");
     const Sym lens = L.sym(1);
@@ -316,9 +314,7 @@ void lower_ReverseSequence(Lower& L) {
 
 // ---- DepthToSpace / SpaceToDepth ----
 void lower_DepthToSpace(Lower& L) {
-    if (L.rank(0) != 4) L.error("expects rank 4");
     int64_t b = L.node.get_int("blocksize", 1);
-    if (b < 1) L.error("blocksize " + std::to_string(b) + " must be positive");
     ggml_tensor* y;
     if (L.node.op_type == "DepthToSpace")
         y = O2G_CALL(L, o2g::depth_to_space, L.t(0),
@@ -328,7 +324,6 @@ void lower_DepthToSpace(Lower& L) {
     L.out(0, y, L.dtype(0), 4);
 }
 void host_DepthToSpace(Lower& L) {
-    if (L.rank(0) != 4) L.error("expects rank 4");
     bool d2s = L.node.op_type == "DepthToSpace", crd = L.node.get_string("mode", "DCR") == "CRD";
     o2g::RowMap m = o2g::depth_to_space_map(L.shape(0), L.node.get_int("blocksize", 1), crd && d2s, d2s);
     L.out_host(0, host_gather_flat(L.h(0), m.os, m.rows));
@@ -338,23 +333,36 @@ void host_DepthToSpace(Lower& L) {
 
 const std::vector<OpDef>& movement_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "ReverseSequence", .since = 10, .ggml = lower_ReverseSequence, .host = lower_ReverseSequence, .host_inputs = {1}},
-        {.op = "CenterCropPad", .since = 18, .ggml = lower_CenterCropPad, .host = lower_CenterCropPad, .host_inputs = {1}},
-        {.op = "Transpose", .since = 1, .ggml = lower_Transpose, .host = host_Transpose},
-        {.op = "Concat", .since = 1, .ggml = lower_Concat, .host = host_Concat},
-        {.op = "Split", .since = 1, .ggml = lower_Split_1, .host = host_Split_1},
-        {.op = "Split", .since = 13, .ggml = lower_Split_13, .host = host_Split_13, .host_inputs = {1}},
-        {.op = "Split", .since = 18, .ggml = lower_Split, .host = host_Split, .host_inputs = {1}},
-        {.op = "Slice", .since = 1, .ggml = lower_Slice_1, .host = host_Slice_1},
-        {.op = "Slice", .since = 10, .ggml = lower_Slice, .host = host_Slice, .host_inputs = {1,2,3,4}},
-        {.op = "Expand", .since = 8, .ggml = lower_Expand, .host = host_Expand, .host_inputs = {1}},
-        {.op = "Tile", .since = 6, .ggml = lower_Tile, .host = host_Tile, .host_inputs = {1}},
-        {.op = "Pad", .since = 1, .ggml = lower_Pad_1, .host = host_Pad_1},
-        {.op = "Pad", .since = 2, .ggml = lower_Pad_2, .host = host_Pad_2},
-        {.op = "Pad", .since = 11, .ggml = lower_Pad_11, .host = host_Pad_11, .host_inputs = {1,2}},
-        {.op = "Pad", .since = 18, .ggml = lower_Pad, .host = host_Pad, .host_inputs = {1,2,3}},
-        {.op = "DepthToSpace", .since = 1, .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
-        {.op = "SpaceToDepth", .since = 1, .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
+        {.op = "ReverseSequence", .since = 10, .accepts = "in=2 out=1 r0>=2",
+         .ggml = lower_ReverseSequence, .host = lower_ReverseSequence, .host_inputs = {1}},
+        {.op = "CenterCropPad", .since = 18, .accepts = "in=2 out=1",
+         .ggml = lower_CenterCropPad, .host = lower_CenterCropPad, .host_inputs = {1}},
+        {.op = "Transpose", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Transpose, .host = host_Transpose},
+        {.op = "Concat", .since = 1, .accepts = "in=1.. out=1 r*>=1 @axis:i~r0",
+         .ggml = lower_Concat, .host = host_Concat},
+        {.op = "Split", .since = 1, .accepts = "in=1..2 out=1.. r0>=1 @axis:i~r0",
+         .ggml = lower_Split_1, .host = host_Split_1},
+        {.op = "Split", .since = 13, .accepts = "in=1..2 out=1.. r0>=1 @axis:i~r0",
+         .ggml = lower_Split_13, .host = host_Split_13, .host_inputs = {1}},
+        {.op = "Split", .since = 18, .accepts = "in=1..2 out=1.. r0>=1 @axis:i~r0",
+         .ggml = lower_Split, .host = host_Split, .host_inputs = {1}},
+        {.op = "Slice", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Slice_1, .host = host_Slice_1},
+        {.op = "Slice", .since = 10, .accepts = "in=3..5 out=1",
+         .ggml = lower_Slice, .host = host_Slice, .host_inputs = {1,2,3,4}},
+        {.op = "Expand", .since = 8, .accepts = "in=2 out=1 t1=int",
+         .ggml = lower_Expand, .host = host_Expand, .host_inputs = {1}},
+        {.op = "Tile", .since = 6, .accepts = "in=2 out=1 t1=int",
+         .ggml = lower_Tile, .host = host_Tile, .host_inputs = {1}},
+        {.op = "Pad", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Pad_1, .host = host_Pad_1},
+        {.op = "Pad", .since = 2, .accepts = "in=1 out=1", .ggml = lower_Pad_2, .host = host_Pad_2},
+        {.op = "Pad", .since = 11, .accepts = "in=2..3 out=1",
+         .ggml = lower_Pad_11, .host = host_Pad_11, .host_inputs = {1,2}},
+        {.op = "Pad", .since = 18, .accepts = "in=2..4 out=1",
+         .ggml = lower_Pad, .host = host_Pad, .host_inputs = {1,2,3}},
+        {.op = "DepthToSpace", .since = 1, .accepts = "in=1 out=1 r0=4 @blocksize:i=1..65536",
+         .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
+        {.op = "SpaceToDepth", .since = 1, .accepts = "in=1 out=1 r0=4 @blocksize:i=1..65536",
+         .ggml = lower_DepthToSpace, .host = host_DepthToSpace},
     };
     return t;
 }

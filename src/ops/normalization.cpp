@@ -222,13 +222,11 @@ void lower_MeanVarianceNormalization(Lower& L) {
 }
 
 void lower_LRN(Lower& L) {
-    if (L.rank(0) != 4) L.error("LRN supports 4-D input (N, C, H, W)");
     o2g::LrnParams p;
     p.alpha = L.node.get_float("alpha", 1e-4f);
     p.beta = L.node.get_float("beta", 0.75f);
     p.bias = L.node.get_float("bias", 1.0f);
     p.size = L.node.get_int("size", 0);
-    if (p.size < 1) L.error("size must be positive");
     L.out(0, O2G_CALL(L, o2g::lrn, L.t(0), p), L.dtype(0), 4);
 }
 
@@ -239,25 +237,37 @@ const std::vector<OpDef>& normalization_ops() {
         {.op = "onnx2ggml.GroupNorm", .since = 1, .ggml = lower_GroupNormFused, .math = true},  // fuse_group_norm
         {.op = "onnx2ggml.LayerNorm", .since = 1, .ggml = lower_LayerNormalization, .math = true},  // fuse_layer_norm
         {.op = "onnx2ggml.RMSNorm", .since = 1, .ggml = lower_RMSNormalization, .math = true},      // fuse_layer_norm
-        {.op = "RMSNormalization", .since = 23, .ggml = lower_RMSNormalization, .math = true},
-        {.op = "LpNormalization", .since = 1, .ggml = lower_LpNormalization, .math = true},
-        {.op = "MeanVarianceNormalization", .since = 9, .ggml = lower_MeanVarianceNormalization, .math = true},
-        {.op = "LRN", .since = 1, .ggml = lower_LRN, .math = true},
-        {.op = "BatchNormalization", .since = 1, .ggml = lower_BatchNormalization, .math = true},
-        {.op = "InstanceNormalization", .since = 1, .ggml = lower_InstanceNormalization, .math = true},
-        {.op = "GroupNormalization", .since = 18, .ggml = lower_GroupNormalization, .math = true},
-        {.op = "LayerNormalization", .since = 17, .ggml = lower_LayerNormalization, .math = true},
+        {.op = "RMSNormalization", .since = 23, .accepts = "in=2 out=1 r0>=1 @axis:i~r0 @epsilon:f>=0",
+         .ggml = lower_RMSNormalization, .math = true},
+        {.op = "LpNormalization", .since = 1, .accepts = "in=1 out=1 @axis:i~r0",
+         .ggml = lower_LpNormalization, .math = true},
+        {.op = "MeanVarianceNormalization", .since = 9, .accepts = "in=1 out=1 @axes:is~r0",
+         .ggml = lower_MeanVarianceNormalization, .math = true},
+        {.op = "LRN", .since = 1, .accepts = "in=1 out=1 r0=4 @size:i>=1", .ggml = lower_LRN, .math = true},
+        {.op = "BatchNormalization", .since = 1, .accepts = "in=5 out=1..5 @epsilon:f>=0",
+         .ggml = lower_BatchNormalization, .math = true},
+        {.op = "InstanceNormalization", .since = 1, .accepts = "in=3 out=1 r0>=3 @epsilon:f>=0",
+         .ggml = lower_InstanceNormalization, .math = true},
+        {.op = "GroupNormalization", .since = 18, .accepts = "in=3 out=1 r0>=2 @num_groups:i>=1 @epsilon:f>=0",
+         .ggml = lower_GroupNormalization, .math = true},
+        {.op = "LayerNormalization", .since = 17, .accepts = "in=2..3 out=1..3 r0>=1 @axis:i~r0 @epsilon:f>=0",
+         .ggml = lower_LayerNormalization, .math = true},
         // onnxruntime's contrib ops, some of them registered in the ONNX domain
-        {.op = "LayerNormalization", .since = 1, .ggml = lower_LayerNormalization, .math = true},
-        {.op = "SimplifiedLayerNormalization", .since = 1, .ggml = lower_SimplifiedLayerNormalization, .math = true},
-        {.op = "SimplifiedLayerNormalization", .domain = "com.microsoft", .since = 1,
+        {.op = "LayerNormalization", .since = 1, .accepts = "r0>=1 @axis:i~r0 @epsilon:f>=0",
+         .ggml = lower_LayerNormalization, .math = true},
+        {.op = "SimplifiedLayerNormalization", .since = 1, .accepts = "@epsilon:f>=0",
          .ggml = lower_SimplifiedLayerNormalization, .math = true},
-        {.op = "SkipLayerNormalization", .domain = "com.microsoft", .since = 1, .ggml = lower_SkipLayerNormalization,
+        {.op = "SimplifiedLayerNormalization", .domain = "com.microsoft", .since = 1, .accepts = "@epsilon:f>=0",
+         .ggml = lower_SimplifiedLayerNormalization, .math = true},
+        {.op = "SkipLayerNormalization", .domain = "com.microsoft", .since = 1, .accepts = "@epsilon:f>=0",
+         .ggml = lower_SkipLayerNormalization,
          .math = true},
-        {.op = "SkipSimplifiedLayerNormalization", .domain = "com.microsoft", .since = 1,
+        {.op = "SkipSimplifiedLayerNormalization", .domain = "com.microsoft", .since = 1, .accepts = "@epsilon:f>=0",
          .ggml = lower_SkipSimplifiedLayerNormalization, .math = true},
-        {.op = "GroupNorm", .domain = "com.microsoft", .since = 1, .ggml = lower_GroupNormContrib, .math = true},
-        {.op = "SkipGroupNorm", .domain = "com.microsoft", .since = 1, .ggml = lower_GroupNormContrib, .math = true},
+        {.op = "GroupNorm", .domain = "com.microsoft", .since = 1, .accepts = "@epsilon:f>=0",
+         .ggml = lower_GroupNormContrib, .math = true},
+        {.op = "SkipGroupNorm", .domain = "com.microsoft", .since = 1, .accepts = "@epsilon:f>=0",
+         .ggml = lower_GroupNormContrib, .math = true},
         {.op = "BiasAdd", .domain = "com.microsoft", .since = 1, .ggml = lower_BiasAdd, .math = true},
     };
     return t;

@@ -218,6 +218,7 @@ struct OpDef {
     const char* op = "";
     const char* domain = "";       // "" is ai.onnx; contrib ops name theirs ("com.microsoft")
     int since = 1;                 // first opset this row covers; the newest row not above the model's opset wins
+    const char* accepts = "";      // what a node must be: counts, ranks, dtypes, attributes (see ops/accepts.cpp)
     LowerFn ggml = nullptr;        // builds ggml tensors through the op library
     LowerFn host = nullptr;        // evaluates on the host (shape, integer and boolean work)
     std::vector<int> host_inputs;  // inputs that must be known on the host (shapes, axes, ...)
@@ -227,6 +228,8 @@ struct OpDef {
     double (*flops)(Lower&) = nullptr;  // dense multiply-adds x 2 per run (share-of-peak figures); null: not counted
 };
 
+// Throws a one-line error (node, input or attribute, rule) when the node breaks its row's `accepts` spec.
+void check_accepts(const Lower& L, const OpDef& d);
 // The newest implementation not above `opset`; null if none.
 const OpDef* find_op(const std::string& domain, const std::string& op_type, int64_t opset);
 // Every op type in the table (for docs and `info`), contrib ops as "domain:op".

@@ -80,12 +80,19 @@ void lower_LpPool(Lower& L) { lp_pool(L, float(L.node.get_int("p", 2))); }
 
 const std::vector<OpDef>& pool_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "LpPool", .since = 1, .ggml = lower_LpPool_1, .math = true},
-        {.op = "LpPool", .since = 2, .ggml = lower_LpPool, .math = true},
-        {.op = "MaxPool", .since = 1, .ggml = lower_MaxPool, .math = true},
-        {.op = "AveragePool", .since = 1, .ggml = lower_AveragePool, .math = true},
-        {.op = "GlobalAveragePool", .since = 1, .ggml = lower_GlobalAveragePool, .math = true},
-        {.op = "GlobalMaxPool", .since = 1, .ggml = lower_GlobalMaxPool, .math = true},
+        {.op = "LpPool", .since = 1, .accepts = "in=1 out=1 r0=3..5 @kernel_shape:is>=1 @strides:is>=1 @auto_pad:s",
+         .ggml = lower_LpPool_1, .math = true},
+        {.op = "LpPool", .since = 2,
+         .accepts = "in=1 out=1 r0=3..5 @kernel_shape:is>=1 @strides:is>=1 @dilations:is>=1 @auto_pad:s",
+         .ggml = lower_LpPool, .math = true},
+        {.op = "MaxPool", .since = 1,
+         .accepts = "in=1 out=1..2 r0=3..5 @kernel_shape:is>=1 @strides:is>=1 @dilations:is>=1 @auto_pad:s",
+         .ggml = lower_MaxPool, .math = true},
+        {.op = "AveragePool", .since = 1,
+         .accepts = "in=1 out=1 r0=3..5 @kernel_shape:is>=1 @strides:is>=1 @dilations:is>=1 @auto_pad:s",
+         .ggml = lower_AveragePool, .math = true},
+        {.op = "GlobalAveragePool", .since = 1, .accepts = "in=1 out=1", .ggml = lower_GlobalAveragePool, .math = true},
+        {.op = "GlobalMaxPool", .since = 1, .accepts = "in=1 out=1", .ggml = lower_GlobalMaxPool, .math = true},
     };
     return t;
 }

@@ -232,13 +232,15 @@ void lower_QLinearConv(Lower& L) {
 
 const std::vector<OpDef>& quantize_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "QuantizeLinear", .since = 10, .ggml = lower_QuantizeLinear, .math = true},
-        {.op = "DequantizeLinear", .since = 10, .ggml = lower_DequantizeLinear, .math = true},
-        {.op = "DynamicQuantizeLinear", .since = 11, .ggml = lower_DynamicQuantizeLinear, .math = true},
-        {.op = "MatMulInteger", .since = 10, .ggml = lower_MatMulInteger, .math = true},
-        {.op = "QLinearMatMul", .since = 10, .ggml = lower_QLinearMatMul, .math = true},
-        {.op = "ConvInteger", .since = 10, .ggml = lower_ConvInteger, .math = true},
-        {.op = "QLinearConv", .since = 10, .ggml = lower_QLinearConv, .math = true},
+        {.op = "QuantizeLinear", .since = 10, .accepts = "in=2..3 out=1", .ggml = lower_QuantizeLinear, .math = true},
+        {.op = "DequantizeLinear", .since = 10, .accepts = "in=2..3 out=1",
+         .ggml = lower_DequantizeLinear, .math = true},
+        {.op = "DynamicQuantizeLinear", .since = 11, .accepts = "in=1 out=3",
+         .ggml = lower_DynamicQuantizeLinear, .math = true},
+        {.op = "MatMulInteger", .since = 10, .accepts = "in=2..4 out=1", .ggml = lower_MatMulInteger, .math = true},
+        {.op = "QLinearMatMul", .since = 10, .accepts = "in=8 out=1", .ggml = lower_QLinearMatMul, .math = true},
+        {.op = "ConvInteger", .since = 10, .accepts = "in=2..4 out=1", .ggml = lower_ConvInteger, .math = true},
+        {.op = "QLinearConv", .since = 10, .accepts = "in=8..9 out=1", .ggml = lower_QLinearConv, .math = true},
     };
     return t;
 }

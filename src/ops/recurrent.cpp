@@ -120,9 +120,12 @@ void lower_LSTM(Lower& L) { lower_recurrent(L, Cell::LSTM); }
 
 const std::vector<OpDef>& recurrent_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "RNN", .since = 7, .ggml = lower_RNN, .math = true},
-        {.op = "GRU", .since = 7, .ggml = lower_GRU, .math = true},
-        {.op = "LSTM", .since = 7, .ggml = lower_LSTM, .math = true},
+        {.op = "RNN", .since = 7, .accepts = "in=3..6 out=0..2 r0=3 r1=3 r2=3 @hidden_size:i>=1",
+         .ggml = lower_RNN, .math = true},
+        {.op = "GRU", .since = 7, .accepts = "in=3..6 out=0..2 r0=3 r1=3 r2=3 @hidden_size:i>=1",
+         .ggml = lower_GRU, .math = true},
+        {.op = "LSTM", .since = 7, .accepts = "in=3..8 out=0..3 r0=3 r1=3 r2=3 @hidden_size:i>=1",
+         .ggml = lower_LSTM, .math = true},
     };
     return t;
 }

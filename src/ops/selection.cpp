@@ -89,12 +89,14 @@ void host_Unique(Lower& L) {
 
 const std::vector<OpDef>& selection_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "TopK", .since = 1, .ggml = lower_TopK_1, .host = host_TopK_1},
-        {.op = "TopK", .since = 10, .ggml = lower_TopK, .host = host_TopK, .host_inputs = {1}},
-        {.op = "OneHot", .since = 9, .host = host_OneHot, .host_inputs = {0,1,2}},
-        {.op = "NonZero", .since = 9, .host = host_NonZero, .host_inputs = {0}},
-        {.op = "Compress", .since = 9, .ggml = lower_Compress, .host = lower_Compress, .host_inputs = {1}},
-        {.op = "Unique", .since = 11, .host = host_Unique, .host_inputs = {0}},
+        {.op = "TopK", .since = 1, .accepts = "in=1 out=2 r0>=1 @axis:i~r0", .ggml = lower_TopK_1, .host = host_TopK_1},
+        {.op = "TopK", .since = 10, .accepts = "in=2 out=2 r0>=1 @axis:i~r0",
+         .ggml = lower_TopK, .host = host_TopK, .host_inputs = {1}},
+        {.op = "OneHot", .since = 9, .accepts = "in=3 out=1 @axis:i~r0+", .host = host_OneHot, .host_inputs = {0,1,2}},
+        {.op = "NonZero", .since = 9, .accepts = "in=1 out=1", .host = host_NonZero, .host_inputs = {0}},
+        {.op = "Compress", .since = 9, .accepts = "in=2 out=1 @axis:i~r0",
+         .ggml = lower_Compress, .host = lower_Compress, .host_inputs = {1}},
+        {.op = "Unique", .since = 11, .accepts = "in=1 out=1..4 @axis:i~r0", .host = host_Unique, .host_inputs = {0}},
     };
     return t;
 }

@@ -127,14 +127,20 @@ void lower_ConcatFromSequence(Lower& L) {
 
 const std::vector<OpDef>& sequence_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "SequenceConstruct", .since = 11, .host = lower_SequenceConstruct, .control = true},
-        {.op = "SequenceEmpty", .since = 11, .host = lower_SequenceEmpty, .control = true},
-        {.op = "SequenceLength", .since = 11, .host = lower_SequenceLength, .control = true},
-        {.op = "SequenceAt", .since = 11, .host = lower_SequenceAt, .host_inputs = {1}, .control = true},
-        {.op = "SequenceInsert", .since = 11, .host = lower_SequenceInsert, .host_inputs = {2}, .control = true},
-        {.op = "SequenceErase", .since = 11, .host = lower_SequenceErase, .host_inputs = {1}, .control = true},
-        {.op = "SplitToSequence", .since = 11, .host = lower_SplitToSequence, .host_inputs = {1}, .control = true},
-        {.op = "ConcatFromSequence", .since = 11, .host = lower_ConcatFromSequence, .control = true},
+        {.op = "SequenceConstruct", .since = 11, .accepts = "in=1.. out=1",
+         .host = lower_SequenceConstruct, .control = true},
+        {.op = "SequenceEmpty", .since = 11, .accepts = "in=0 out=1", .host = lower_SequenceEmpty, .control = true},
+        {.op = "SequenceLength", .since = 11, .accepts = "in=1 out=1", .host = lower_SequenceLength, .control = true},
+        {.op = "SequenceAt", .since = 11, .accepts = "in=2 out=1",
+         .host = lower_SequenceAt, .host_inputs = {1}, .control = true},
+        {.op = "SequenceInsert", .since = 11, .accepts = "in=2..3 out=1",
+         .host = lower_SequenceInsert, .host_inputs = {2}, .control = true},
+        {.op = "SequenceErase", .since = 11, .accepts = "in=1..2 out=1",
+         .host = lower_SequenceErase, .host_inputs = {1}, .control = true},
+        {.op = "SplitToSequence", .since = 11, .accepts = "in=1..2 out=1 r0>=1 @axis:i~r0",
+         .host = lower_SplitToSequence, .host_inputs = {1}, .control = true},
+        {.op = "ConcatFromSequence", .since = 11, .accepts = "in=1 out=1",
+         .host = lower_ConcatFromSequence, .control = true},
     };
     return t;
 }

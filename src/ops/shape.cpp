@@ -117,15 +117,19 @@ void lower_Unsqueeze(Lower& L) { unsqueeze_out(L, L.sym(1)); }
 
 const std::vector<OpDef>& shape_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "Shape", .since = 1, .host = host_Shape, .shape_only = true},
-        {.op = "Size", .since = 1, .host = host_Size, .shape_only = true},
-        {.op = "Reshape", .since = 1, .ggml = lower_Reshape_1, .host = lower_Reshape_1},
-        {.op = "Reshape", .since = 5, .ggml = lower_Reshape, .host = lower_Reshape, .host_inputs = {1}},
-        {.op = "Flatten", .since = 1, .ggml = lower_Flatten, .host = lower_Flatten},
-        {.op = "Squeeze", .since = 1, .ggml = lower_Squeeze_1, .host = lower_Squeeze_1},
-        {.op = "Squeeze", .since = 13, .ggml = lower_Squeeze, .host = lower_Squeeze, .host_inputs = {1}},
-        {.op = "Unsqueeze", .since = 1, .ggml = lower_Unsqueeze_1, .host = lower_Unsqueeze_1},
-        {.op = "Unsqueeze", .since = 13, .ggml = lower_Unsqueeze, .host = lower_Unsqueeze, .host_inputs = {1}},
+        {.op = "Shape", .since = 1, .accepts = "in=1 out=1", .host = host_Shape, .shape_only = true},
+        {.op = "Size", .since = 1, .accepts = "in=1 out=1", .host = host_Size, .shape_only = true},
+        {.op = "Reshape", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Reshape_1, .host = lower_Reshape_1},
+        {.op = "Reshape", .since = 5, .accepts = "in=2 out=1 t1=int",
+         .ggml = lower_Reshape, .host = lower_Reshape, .host_inputs = {1}},
+        {.op = "Flatten", .since = 1, .accepts = "in=1 out=1 @axis:i~r0+",
+         .ggml = lower_Flatten, .host = lower_Flatten},
+        {.op = "Squeeze", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Squeeze_1, .host = lower_Squeeze_1},
+        {.op = "Squeeze", .since = 13, .accepts = "in=1..2 out=1",
+         .ggml = lower_Squeeze, .host = lower_Squeeze, .host_inputs = {1}},
+        {.op = "Unsqueeze", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Unsqueeze_1, .host = lower_Unsqueeze_1},
+        {.op = "Unsqueeze", .since = 13, .accepts = "in=2 out=1",
+         .ggml = lower_Unsqueeze, .host = lower_Unsqueeze, .host_inputs = {1}},
     };
     return t;
 }

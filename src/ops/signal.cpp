@@ -87,13 +87,18 @@ void lower_MelWeightMatrix(Lower& L) {
 
 const std::vector<OpDef>& signal_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "HannWindow", .since = 17, .ggml = lower_HannWindow, .host_inputs = {0}, .math = true},
-        {.op = "HammingWindow", .since = 17, .ggml = lower_HammingWindow, .host_inputs = {0}, .math = true},
-        {.op = "BlackmanWindow", .since = 17, .ggml = lower_BlackmanWindow, .host_inputs = {0}, .math = true},
-        {.op = "MelWeightMatrix", .since = 17, .ggml = lower_MelWeightMatrix, .host_inputs = {0,1,2,3,4}, .math = true},
-        {.op = "DFT", .since = 17, .ggml = lower_DFT_17, .host_inputs = {1}, .math = true},
-        {.op = "DFT", .since = 20, .ggml = lower_DFT, .host_inputs = {1, 2}, .math = true},
-        {.op = "STFT", .since = 17, .ggml = lower_STFT, .host_inputs = {1, 3}, .math = true},
+        {.op = "HannWindow", .since = 17, .accepts = "in=1 out=1",
+         .ggml = lower_HannWindow, .host_inputs = {0}, .math = true},
+        {.op = "HammingWindow", .since = 17, .accepts = "in=1 out=1",
+         .ggml = lower_HammingWindow, .host_inputs = {0}, .math = true},
+        {.op = "BlackmanWindow", .since = 17, .accepts = "in=1 out=1",
+         .ggml = lower_BlackmanWindow, .host_inputs = {0}, .math = true},
+        {.op = "MelWeightMatrix", .since = 17, .accepts = "in=5 out=1",
+         .ggml = lower_MelWeightMatrix, .host_inputs = {0,1,2,3,4}, .math = true},
+        {.op = "DFT", .since = 17, .accepts = "in=1..2 out=1", .ggml = lower_DFT_17, .host_inputs = {1}, .math = true},
+        {.op = "DFT", .since = 20, .accepts = "in=1..3 out=1", .ggml = lower_DFT, .host_inputs = {1, 2}, .math = true},
+        {.op = "STFT", .since = 17, .accepts = "in=2..4 out=1",
+         .ggml = lower_STFT, .host_inputs = {1, 3}, .math = true},
     };
     return t;
 }

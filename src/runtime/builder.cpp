@@ -315,6 +315,7 @@ void Builder::run_node(const Node& n) {
     for (const auto& o : n.outputs)
         if (plan.need_host.count(o)) in_cone = true;
     L.outs.resize(n.outputs.size());
+    check_accepts(L, *def);  // before any lowering indexes a shape or attribute
 
     bool on_host;
     if (def->shape_only || def->control) on_host = true;
