@@ -50,6 +50,7 @@ run $PY tests/lora_tests.py --threads 2
 run $PY tests/checkpoint_import_test.py
 run $PY tests/fp16_weights_test.py
 run $PY tests/pass_tests.py
+run $PY scripts/op_schema.py --check  # the op table's input/output counts and rules against the ONNX schemas
 run $PY tests/shape_change_test.py
 run $PY tests/tokenizer_test.py
 run $PY tests/txt2img_test.py
