@@ -96,6 +96,9 @@ int ggml_axis(int64_t axis, int rank);
 ggml_tensor* repeat_to(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);  // numpy-style broadcast in ggml dims
 ggml_tensor* full_f32(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]);   // x as contiguous F32, broadcast to ne
 ggml_tensor* reshape_ne(Ctx& ctx, ggml_tensor* x, const int64_t ne[4]); // x itself when ne match, else reshaped
+// ggml_cont(ggml_permute(x, ax)); where x is itself such a copy of a contiguous tensor and the permutations
+// cancel, that tensor (no copy).
+ggml_tensor* permute_cont(Ctx& ctx, ggml_tensor* x, const int ax[4]);
 // [C, W, H, N] (ONNX NHWC) as a contiguous [W, H, C, N], and back: the NHWC contrib ops' layout changes. A copy,
 // except where x is the other function's copy of a contiguous tensor (NhwcConv into GroupNorm): that tensor.
 ggml_tensor* nhwc_to_nchw(Ctx& ctx, ggml_tensor* x);

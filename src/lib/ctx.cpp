@@ -74,28 +74,28 @@ void FieldWriter::operator()(const char* name, const std::vector<float>& v) {
 
 ggml_tensor* cont(Ctx& ctx, ggml_tensor* x) { return ggml_is_contiguous(x) ? x : ggml_cont(ctx, x); }
 
-namespace {
-
-// ggml_cont(ggml_permute(x, a0..a3)), or the contiguous tensor x was copied from when x = ggml_cont(ggml_permute(src,
-// inverse)): the copy back is not made (and the first copy is left out of the graph where nothing else reads it).
-ggml_tensor* permute_copy(Ctx& ctx, ggml_tensor* x, const int32_t axes[4], const int32_t inverse[4]) {
-    ggml_tensor* p = x->op == GGML_OP_CONT ? x->src[0] : nullptr;
-    if (p && p->op == GGML_OP_PERMUTE && p->src[0] && ggml_is_contiguous(p->src[0]) && p->src[0]->type == x->type &&
-        std::equal(inverse, inverse + 4, reinterpret_cast<const int32_t*>(p->op_params)))
-        return p->src[0];
-    return ggml_cont(ctx, ggml_permute(ctx, cont(ctx, x), axes[0], axes[1], axes[2], axes[3]));
+// ggml_cont(ggml_permute(x, ax)), or the contiguous tensor x was copied from when x = ggml_cont(ggml_permute(src,
+// a)) and the two permutations compose to the identity: the copy back is not made (and the first copy is left out
+// of the graph where nothing else reads it). Layout round trips (NhwcConv, Transpose, NHWC GroupNorm) cost nothing.
+ggml_tensor* permute_cont(Ctx& ctx, ggml_tensor* x, const int ax[4]) {
+    const ggml_tensor* p = x->op == GGML_OP_CONT ? x->src[0] : nullptr;
+    if (p && p->op == GGML_OP_PERMUTE && p->src[0] && ggml_is_contiguous(p->src[0]) && p->src[0]->type == x->type) {
+        const int32_t* first = reinterpret_cast<const int32_t*>(p->op_params);  // input dim i went to first[i]
+        bool identity = true;
+        for (int i = 0; i < 4; i++) identity &= first[i] >= 0 && first[i] < 4 && ax[first[i]] == i;
+        if (identity) return p->src[0];
+    }
+    return ggml_cont(ctx, ggml_permute(ctx, x, ax[0], ax[1], ax[2], ax[3]));
 }
 
-}  // namespace
-
 ggml_tensor* nhwc_to_nchw(Ctx& ctx, ggml_tensor* x) {
-    static const int32_t axes[4] = {2, 0, 1, 3}, inverse[4] = {1, 2, 0, 3};
-    return permute_copy(ctx, x, axes, inverse);
+    static const int axes[4] = {2, 0, 1, 3};
+    return permute_cont(ctx, cont(ctx, x), axes);
 }
 
 ggml_tensor* nchw_to_nhwc(Ctx& ctx, ggml_tensor* x) {
-    static const int32_t axes[4] = {1, 2, 0, 3}, inverse[4] = {2, 0, 1, 3};
-    return permute_copy(ctx, x, axes, inverse);
+    static const int axes[4] = {1, 2, 0, 3};
+    return permute_cont(ctx, cont(ctx, x), axes);
 }
 
 int ggml_axis(int64_t axis, int rank) {

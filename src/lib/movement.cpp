@@ -145,7 +145,7 @@ ggml_tensor* transpose(Ctx& ctx, ggml_tensor* x, const TransposeParams& p) {
         identity &= s == d;
     }
     if (identity) return cont(ctx, x);
-    return ggml_cont(ctx, ggml_permute(ctx, x, ax[0], ax[1], ax[2], ax[3]));
+    return permute_cont(ctx, x, ax);  // a Transpose that undoes the one before it is no copy
 }
 
 ggml_tensor* concat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const ConcatParams& p) {

@@ -169,11 +169,24 @@ void lower_GroupNormContrib(Lower& L) {
         if (sr != 2 && sr != 4) L.error("skip must have rank 4 or 2 ([N, C])");
         if (sr == 2 && L.shape(3) != Shape{xs[0], C}) L.error("a 2-D skip must be [N, C]");
         if (L.has(4) && shape_numel(L.shape(4)) != C) L.error("bias must have C values");
+        // NHWC in and out, computed in NCHW: an NHWC input that is a layout copy (NhwcConv's output, a Transpose)
+        // is then read in place, and so are these outputs by the next NhwcConv or Transpose (o2g::permute_cont).
+        ggml_tensor* skip = L.t(3);
+        if (p.channels_last) {
+            x = O2G_CALL(L, o2g::nhwc_to_nchw, x);
+            if (sr == 4) skip = O2G_CALL(L, o2g::nhwc_to_nchw, skip);
+        }
         o2g::SkipAddParams sp;
-        sp.channel_dim = p.channels_last ? 0 : 2;
+        sp.channel_dim = 2;
         sp.skip_nc = sr == 2;
-        x = O2G_CALL(L, o2g::skip_add, x, L.t(3), L.has(4) ? L.t(4) : nullptr, sp);
-        if (wanted(L, 1)) L.out(1, x, L.dtype(0), 4);
+        x = O2G_CALL(L, o2g::skip_add, x, skip, L.has(4) ? L.t(4) : nullptr, sp);
+        const bool last = p.channels_last;
+        auto nhwc = [&L, last](ggml_tensor* t) { return last ? O2G_CALL(L, o2g::nchw_to_nhwc, t) : t; };
+        if (wanted(L, 1)) L.out(1, nhwc(x), L.dtype(0), 4);
+        p.channels_last = false;
+        p.channel_dim = 2;
+        L.out(0, nhwc(O2G_CALL(L, o2g::group_norm, x, L.t(1), L.t(2), p)), L.dtype(0), 4);
+        return;
     }
     L.out(0, O2G_CALL(L, o2g::group_norm, x, L.t(1), L.t(2), p), L.dtype(0), 4);
 }
