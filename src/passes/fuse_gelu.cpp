@@ -81,6 +81,31 @@ int half_x_times(GraphIndex& g, const std::string& a, const std::string& x, std:
     return m2;
 }
 
+// The tail both forms share: f = Erf or Tanh of x's scaled value, then 0.5 x (1 + f) in any order. Rewrites the
+// last node as onnx2ggml.Gelu (internal, produced only by this pass; approximate "tanh" or none).
+void fuse_tail(GraphIndex& g, const Node& f, const std::string& x, std::vector<int>& nodes, const char* approximate,
+               std::set<int>& removed) {
+    int add = g.only_consumer(f.outputs[0], "Add");
+    if (add < 0 || !scalar_near(g, other(g.plan.node(g.m, add), f.outputs[0]), 1.0)) return;
+    nodes.push_back(add);
+    int last = half_x_times(g, g.plan.node(g.m, add).outputs[0], x, nodes);
+    if (last < 0) return;
+    Node fused;
+    fused.op_type = "onnx2ggml.Gelu";
+    fused.name = f.name;
+    fused.inputs = {x};
+    fused.outputs = g.plan.node(g.m, last).outputs;
+    if (*approximate) {
+        Attribute ap;
+        ap.name = "approximate";
+        ap.type = AttrType::STRING;
+        ap.s = approximate;
+        fused.attrs = {ap};
+    }
+    for (int n : nodes) removed.insert(n);
+    g.plan.rewritten[last] = fused;
+}
+
 // The tanh GELU whose Tanh is node idx: rewrites its last node, returns the others to remove.
 void fuse_tanh_form(GraphIndex& g, int idx, std::set<int>& removed) {
     const Node& t = g.plan.node(g.m, idx);
@@ -94,23 +119,7 @@ void fuse_tanh_form(GraphIndex& g, int idx, std::set<int>& removed) {
         if (scalar_near(g, sn.inputs[size_t(k)], std::sqrt(2.0 / M_PI))) x = cubic_of(g, sn.inputs[size_t(1 - k)], nodes);
     if (x.empty()) return;
     nodes.push_back(scale);
-    int add = g.only_consumer(t.outputs[0], "Add");
-    if (add < 0 || !scalar_near(g, other(g.plan.node(g.m, add), t.outputs[0]), 1.0)) return;
-    nodes.push_back(add);
-    int last = half_x_times(g, g.plan.node(g.m, add).outputs[0], x, nodes);
-    if (last < 0) return;
-    Node fused;
-    fused.op_type = "onnx2ggml.Gelu";
-    fused.name = t.name;
-    fused.inputs = {x};
-    fused.outputs = g.plan.node(g.m, last).outputs;
-    Attribute ap;
-    ap.name = "approximate";
-    ap.type = AttrType::STRING;
-    ap.s = "tanh";
-    fused.attrs = {ap};
-    for (int n : nodes) removed.insert(n);
-    g.plan.rewritten[last] = fused;
+    fuse_tail(g, t, x, nodes, "tanh", removed);
 }
 
 // The erf GELU whose Erf is node idx, 0.5 x (1 + Erf(x / sqrt 2)) with the product in any order.
@@ -125,18 +134,7 @@ void fuse_erf_form(GraphIndex& g, int idx, std::set<int>& removed) {
             x = g.plan.node(g.m, mul).inputs[size_t(1 - side)];
     if (x.empty()) return;
     std::vector<int> nodes = {idx, div >= 0 ? div : mul};
-    int add = g.only_consumer(e.outputs[0], "Add");
-    if (add < 0 || !scalar_near(g, other(g.plan.node(g.m, add), e.outputs[0]), 1.0)) return;
-    nodes.push_back(add);
-    int last = half_x_times(g, g.plan.node(g.m, add).outputs[0], x, nodes);
-    if (last < 0) return;
-    Node fused;
-    fused.op_type = "onnx2ggml.Gelu";  // internal op, produced only by this pass
-    fused.name = e.name;
-    fused.inputs = {x};
-    fused.outputs = g.plan.node(g.m, last).outputs;
-    for (int n : nodes) removed.insert(n);
-    g.plan.rewritten[last] = fused;
+    fuse_tail(g, e, x, nodes, "", removed);
 }
 
 }  // namespace
