@@ -84,7 +84,7 @@ for h in $HARNESSES; do
   seeds="seeds_$h[@]"
   fixed=()
   # Runs that take about 60 s here (loader about 15k exec/s, session about 25); the time limit is a backstop.
-  [ $CI_MODE = 1 ] && fixed=(-seed=1 "-runs=$(case $h in loader) echo 900000 ;; pickle) echo 400000 ;; *) echo 3000 ;; esac)")
+  [ $CI_MODE = 1 ] && fixed=(-seed=1 "-runs=$(case $h in loader) echo 900000 ;; pickle) echo 2000000 ;; *) echo 3000 ;; esac)")
   "$bin" "${fixed[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$WORK/findings/${h}-" "$corpus" "${!seeds}" >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
