@@ -46,7 +46,7 @@ void roi_samples(const RoiAlignKernelParams& p, const float* roi, int64_t H, int
                 for (int64_t ix = 0; ix < gw; ix++) {
                     float x = x0 + float(pw) * bw + float(ix + 0.5f) * bw / float(gw), y = yy;
                     Sample s{};
-                    if (y < -1.0f || y > float(H) || x < -1.0f || x > float(W)) {
+                    if (!(y >= -1.0f && y <= float(H) && x >= -1.0f && x <= float(W))) {  // NaN rois too
                         out.push_back(s);
                         continue;
                     }

@@ -337,14 +337,16 @@ HostTensor host_reduce(const HostTensor& x, const Ints& axes_in, const HostReduc
         size_t o = out_index(c);
         double v = x.f64(e);
         int64_t iv = x.i64(e);
+        // Integer sums and products wrap as fixed-width integers do (values from a file may overflow).
+        const uint64_t ui = uint64_t(iv), ua = uint64_t(iacc[o]);
         switch (k) {
             case HOST_REDUCE_MAX: acc[o] = std::max(acc[o], v); iacc[o] = std::max(iacc[o], iv); break;
             case HOST_REDUCE_MIN: acc[o] = std::min(acc[o], v); iacc[o] = std::min(iacc[o], iv); break;
-            case HOST_REDUCE_PROD: acc[o] *= v; iacc[o] *= iv; break;
-            case HOST_REDUCE_L1: acc[o] += std::fabs(v); iacc[o] += iv < 0 ? -iv : iv; break;
-            case HOST_REDUCE_L2: case HOST_REDUCE_SUM_SQUARE: acc[o] += v * v; iacc[o] += iv * iv; break;
+            case HOST_REDUCE_PROD: acc[o] *= v; iacc[o] = int64_t(ua * ui); break;
+            case HOST_REDUCE_L1: acc[o] += std::fabs(v); iacc[o] = int64_t(ua + (iv < 0 ? 0 - ui : ui)); break;
+            case HOST_REDUCE_L2: case HOST_REDUCE_SUM_SQUARE: acc[o] += v * v; iacc[o] = int64_t(ua + ui * ui); break;
             case HOST_REDUCE_LOG_SUM_EXP: mx[o] = std::max(mx[o], v); break;
-            default: acc[o] += v; iacc[o] += iv;
+            default: acc[o] += v; iacc[o] = int64_t(ua + ui);
         }
         cnt[o]++;
     }
