@@ -221,8 +221,10 @@ int64_t t5_bucket(int64_t rel, int64_t buckets, const RelativePositionBiasParams
     }
     const int64_t exact = buckets / 2;
     if (rel < exact) return base + rel;
-    const float scaled = std::log(float(rel) / float(exact)) / std::log(float(p.max_distance) / float(exact)) *
-                         float(buckets - exact);
+    float scaled = std::log(float(rel) / float(exact)) / std::log(float(p.max_distance) / float(exact)) *
+                   float(buckets - exact);
+    if (!(scaled > 0)) scaled = 0;  // NaN or negative: a max_distance not above the exact buckets (a malformed file)
+    scaled = std::min(scaled, float(buckets));
     return base + std::min<int64_t>(exact + int64_t(scaled), buckets - 1);
 }
 
