@@ -27,8 +27,8 @@ fi
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-# Our kernels at one fixed ISA level (x86-64-v3, AVX2), not -march=native: the instrumented code, and so the walk a
-# fixed seed takes, is then the same on every machine (native builds took CI elsewhere than a replay here).
+# Our kernels at one fixed ISA level (x86-64-v3, AVX2), not -march=native: the instrumented code is then the same on
+# every machine (native builds took CI's fixed seed elsewhere than a replay here; seed-folder order still varies).
 # FUZZ_KERNEL_ARCH=native fuzzes this machine's own paths (AVX-512 where it has them).
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_FUZZ=ON \
   -DONNX2GGML_TESTS=OFF -DONNX2GGML_KERNEL_ARCH="${FUZZ_KERNEL_ARCH:-x86-64-v3}" \
