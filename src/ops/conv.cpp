@@ -23,10 +23,11 @@ bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.n
 
 ggml_tensor* optional(Lower& L, int i) { return L.has(i) ? L.t(i) : nullptr; }
 
-// Conv's attributes (shared by NhwcConv), checked for `sp` spatial axes.
-o2g::ConvParams conv_params(Lower& L, int sp) {
+// The window attributes Conv, NhwcConv and ConvTranspose share, checked for `sp` spatial axes.
+template <typename P>
+P window_params(Lower& L, int sp) {
     check_lengths(L, sp, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}});
-    o2g::ConvParams p;
+    P p;
     p.dims = sp;
     p.auto_pad = auto_pad(L);
     p.kernel = L.node.get_ints("kernel_shape");
@@ -34,6 +35,11 @@ o2g::ConvParams conv_params(Lower& L, int sp) {
     p.strides = L.node.get_ints("strides");
     p.dilations = L.node.get_ints("dilations");
     p.group = L.node.get_int("group", 1);
+    return p;
+}
+
+o2g::ConvParams conv_params(Lower& L, int sp) {
+    o2g::ConvParams p = window_params<o2g::ConvParams>(L, sp);
     if (p.auto_pad == o2g::AUTO_PAD_NOTSET) check_lengths(L, sp, {{"pads", 2}});
     return p;
 }
@@ -75,17 +81,10 @@ void lower_ConvTranspose(Lower& L) {
     int sp = L.rank(0) - 2;
     if (sp < 1 || sp > 3) L.error("only 1-D to 3-D transposed convolutions are supported");
     if (L.rank(1) != L.rank(0)) L.error("the weight's rank must be the input's");
-    check_lengths(L, sp, {{"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"output_padding", 1}});
-    o2g::ConvTransposeParams p;
-    p.dims = sp;
-    p.auto_pad = auto_pad(L);
-    p.kernel = L.node.get_ints("kernel_shape");
-    p.pads = L.node.get_ints("pads");
-    p.strides = L.node.get_ints("strides");
-    p.dilations = L.node.get_ints("dilations");
+    check_lengths(L, sp, {{"output_padding", 1}});
+    o2g::ConvTransposeParams p = window_params<o2g::ConvTransposeParams>(L, sp);
     p.output_padding = L.node.get_ints("output_padding");
     p.output_shape = L.node.get_ints("output_shape");
-    p.group = L.node.get_int("group", 1);
     if (!p.output_shape.empty() && p.output_shape.size() < size_t(sp))
         L.error("output_shape has " + std::to_string(p.output_shape.size()) + " values for " + std::to_string(sp) +
                 " spatial axes");
