@@ -120,6 +120,9 @@ def resize_cases():
     case("Resize", x, None, None, I64(1, 2, 3, 8), mode="linear", opset=13)
     case("Resize", x, K([], "float32"), up2, mode="nearest", opset=11)  # opset 11: roi input present but empty
     case("Resize", x, None, up2, mode="cubic", opset=19)
+    # an empty axis stays empty (found by tests/fuzz: "on % in" divided by zero)
+    case("Resize", R(1, 2, 0, 5), None, up2, mode="nearest", opset=19)
+    case("Resize", R(1, 2, 4, 0), None, None, I64(1, 2, 8, 0), mode="linear", opset=19)
 
 
 def matmul_cases():

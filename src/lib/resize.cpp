@@ -170,7 +170,7 @@ ggml_tensor* resize(Ctx& ctx, ggml_tensor* x, const Ints& sizes, const ResizePar
         int64_t ns[4] = {cur[0], cur[1], cur[2], cur[3]};
         ns[d] = on;
         // Integer nearest upscaling (SD's 2x Upsample) is ggml's own nearest interpolation.
-        bool integer_nearest = T == 1 && !tp.any_extrap && on % in == 0;
+        bool integer_nearest = T == 1 && !tp.any_extrap && in > 0 && on % in == 0;
         for (int64_t o = 0; integer_nearest && o < on; o++) integer_nearest = tp.idx[size_t(o)] == o / (on / in);
         if (integer_nearest) {
             x = ggml_interpolate(ctx, cont(ctx, x), ns[0], ns[1], ns[2], ns[3], GGML_SCALE_MODE_NEAREST);
