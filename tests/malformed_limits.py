@@ -288,6 +288,11 @@ def table_rule_cases(h, expect_error) -> None:
                                                    name="conv_zero_stride")], [w],
          ["conv_zero_stride", "attribute 'strides' is 0", "must be >= 1"]),
     ]
+    # Type and data field disagree (epsilon typed INT, its value in f): onnxruntime refuses the file at load.
+    ln = helper.make_node("LayerNormalization", ["pixel_values", "w"], ["y"], name="ln_int_typed_eps")
+    eps = ln.attribute.add()
+    eps.name, eps.type, eps.f = "epsilon", onnx.AttributeProto.INT, -1e30
+    cases.append(("attribute type and data field", [ln], [w], ["ln_int_typed_eps", "'epsilon'", "typed INT", "FLOAT"]))
     for label, nodes, inits, words in cases:
         path = h.write(f"limits/table_{label.replace(' ', '_')}.onnx", _model(nodes, [x], [_vi("y", None)], inits))
         h.case(f"(o) table rule: {label}", lambda path=path, words=words: expect_error(h.run(path), *words))

@@ -10,6 +10,7 @@ Usage: tests/python_api_tests.py [--filter REGEX] [--threads N]   (needs `pip in
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -180,6 +181,58 @@ def truncated_while_mapped(work: str) -> None:
           f"weights truncated while mapped: exit {r.returncode}, '{last[:160]}'")
 
 
+HOSTILE_REPLAY = r"""
+import glob, sys
+import numpy as np
+import onnx2ggml
+TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+         "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8,
+         "tensor(bool)": np.bool_}
+refused = ran = 0
+for path in sys.argv[1:]:
+    try:
+        s = onnx2ggml.InferenceSession(path)
+        feeds = {}
+        for i in s.get_inputs():
+            shape = [d if isinstance(d, int) and 0 <= d <= 64 else 1 for d in (i.shape or [])]
+            feeds[i.name] = np.ones(shape, TYPES.get(i.type, np.float32))
+        s.run(None, feeds)
+        ran += 1
+        print("ran", path, flush=True)
+    except onnx2ggml.Error as e:
+        msg = str(e)
+        assert "\n" not in msg.strip(), (path, msg)
+        refused += 1
+        print("refused", path, msg[:160], flush=True)
+print(f"alive: {refused} refused, {ran} ran")
+"""
+
+
+def hostile_files_in_one_interpreter() -> None:
+    """Every committed fuzz finding, plus an attribute whose type and data field disagree, through the package in one
+    interpreter: each raises onnx2ggml.Error (one line) or runs, and the interpreter lives to the end."""
+    from onnx import AttributeProto
+    files = sorted(glob.glob(os.path.join(HERE, "fuzz", "regressions", "*", "*")))
+    ln = helper.make_node("LayerNormalization", ["x", "s"], ["y"])
+    eps = ln.attribute.add()
+    eps.name, eps.type, eps.f = "epsilon", AttributeProto.INT, -1e30
+    g = helper.make_graph([ln], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("s", TensorProto.FLOAT, [4], [1.0] * 4)])
+    with tempfile.TemporaryDirectory() as work:
+        bad_eps = os.path.join(work, "layer_norm_int_typed_epsilon.onnx")
+        with open(bad_eps, "wb") as f:
+            f.write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9).SerializeToString())
+        r = subprocess.run([sys.executable, "-c", HOSTILE_REPLAY, *files, bad_eps], capture_output=True, text=True,
+                           timeout=600, cwd=work)
+    lines = r.stdout.splitlines()
+    last = lines[-1] if lines else r.stderr.strip()[-300:]
+    check(r.returncode == 0 and last.startswith("alive"),
+          f"{len(files) + 1} hostile files in one interpreter: exit {r.returncode}, '{last[:200]}'")
+    check(any(ln.startswith("refused") and "epsilon" in ln and "typed INT" in ln for ln in lines),
+          "attribute typed INT holding a FLOAT value: refused at load, naming it")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--filter", default=None, help="regex on the fixture name")
@@ -242,6 +295,8 @@ def main(argv=None) -> int:
             check("max_memory" in str(e) and "\n" not in str(e), f"SessionOptions.max_memory = 16: '{str(e)[:150]}'")
         with tempfile.TemporaryDirectory() as work:
             truncated_while_mapped(work)
+    if not args.filter or re.search(args.filter, "hostile"):
+        hostile_files_in_one_interpreter()
     print()
     if failures:
         print(f"{len(failures)} checks FAILED")

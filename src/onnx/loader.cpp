@@ -80,6 +80,28 @@ std::string dir_of(const std::string& path) {
     return path.substr(0, pos);
 }
 
+// Attribute types by AttributeProto's value field number (0 where none), for the check below.
+const char* const kAttrFieldType[24] = {nullptr, nullptr, "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS",
+                                        "INTS", "STRINGS", "TENSORS", "GRAPHS", nullptr, nullptr, "TYPE_PROTO",
+                                        "TYPE_PROTOS", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                        "SPARSE_TENSOR", "SPARSE_TENSORS"};
+const int kAttrTypeField[15] = {0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 22, 23, 14, 15};  // by AttrType
+
+// An attribute whose type says one kind of value but which holds another is refused, as onnxruntime refuses it:
+// reading the typed field would take a default the file never meant (epsilon typed INT, its -1e30 stored in f).
+// A missing value reads as the field's default (proto3 writers leave zeros out).
+void check_attribute_fields(const Node& n, const Attribute& a, uint64_t fields) {
+    const int type = int(a.type);
+    if (!a.ref_attr_name.empty() || a.type == AttrType::UNDEFINED) return;
+    const std::string node = "node '" + (n.name.empty() && !n.outputs.empty() ? n.outputs[0] : n.name) + "' (" +
+                             n.op_type + "): attribute '" + a.name + "'";
+    O2G_CHECK(type > 0 && type < 15, node, " has unknown type ", type);
+    const int own = kAttrTypeField[type];
+    for (int f = 2; f < 24; f++)
+        if (f != own && kAttrFieldType[f] && (fields >> f & 1))
+            fail(node, " is typed ", kAttrFieldType[own], " but holds a ", kAttrFieldType[f], " value");
+}
+
 struct Parser {
     std::string path;      // model file, for messages
     std::string base_dir;  // external data root
@@ -304,10 +326,13 @@ struct Parser {
         return td;
     }
 
-    Attribute parse_attribute(Reader r, int depth) {
+    // `fields`: a bit per value field present (1 << field number), for check_attribute_fields.
+    Attribute parse_attribute(Reader r, int depth, uint64_t& fields) {
         Attribute a;
         uint32_t f, t;
+        fields = 0;
         while (r.next(f, t)) {
+            if (f < 64 && f != 1 && f != 20 && f != 21 && f != 13) fields |= uint64_t(1) << f;  // not name/type/ref/doc
             switch (f) {
                 case 1: O2G_CHECK(t == wire::LEN, "bad attribute name"); a.name = str(r.bytes()); break;
                 case 20: O2G_CHECK(t == wire::VARINT, "bad attribute type"); a.type = AttrType(int(r.varint())); break;
@@ -341,6 +366,7 @@ struct Parser {
 
     Node parse_node(Reader r, int depth) {
         Node n;
+        std::vector<uint64_t> attr_fields;
         uint32_t f, t;
         while (r.next(f, t)) {
             switch (f) {
@@ -349,7 +375,13 @@ struct Parser {
                 case 3: O2G_CHECK(t == wire::LEN, "bad node name"); n.name = str(r.bytes()); break;
                 case 4: O2G_CHECK(t == wire::LEN, "bad op_type"); n.op_type = str(r.bytes()); break;
                 case 7: O2G_CHECK(t == wire::LEN, "bad domain"); n.domain = str(r.bytes()); break;
-                case 5: O2G_CHECK(t == wire::LEN, "bad attribute"); n.attrs.push_back(parse_attribute(Reader(r.bytes()), depth)); break;
+                case 5: {
+                    O2G_CHECK(t == wire::LEN, "bad attribute");
+                    uint64_t fields = 0;
+                    n.attrs.push_back(parse_attribute(Reader(r.bytes()), depth, fields));
+                    attr_fields.push_back(fields);
+                    break;
+                }
                 case 9: {  // metadata_props: torch.export keeps the module scope, which names can lose
                     O2G_CHECK(t == wire::LEN, "bad node metadata");
                     Reader e(r.bytes());
@@ -367,6 +399,7 @@ struct Parser {
             }
         }
         if (n.domain == "ai.onnx") n.domain.clear();
+        for (size_t i = 0; i < n.attrs.size(); i++) check_attribute_fields(n, n.attrs[i], attr_fields[i]);
         return n;
     }
 
