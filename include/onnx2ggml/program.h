@@ -94,6 +94,10 @@ public:
 
 private:
     struct Graph;
+    std::string shape_key(const std::vector<const Tensor*>& inputs) const;
+    std::unique_ptr<Graph> build_graph(const std::vector<const Tensor*>& inputs, BuildFn build, const void* weights);
+    void allocate_graph(Graph& g, size_t max_nodes);
+    Tensor read_output(const Graph& g, size_t i) const;
     std::string name_;
     std::vector<IoInfo> inputs_, outputs_;
     std::unique_ptr<Backends> backends_;

@@ -169,6 +169,118 @@ std::string name_list(const std::vector<std::string>& names, size_t limit) {
 
 void warn(const std::string& msg) { fprintf(stderr, "onnx2ggml: warning: %s\n", msg.c_str()); }
 
+// What one LoRA file's modules matched, for its report.
+struct FileMatches {
+    std::map<size_t, std::string> claimed;                      // target -> component that set it
+    std::map<std::string, std::vector<std::string>> unmatched;  // component -> module names
+    std::map<std::string, std::vector<std::string>> misfits;    // component -> "name: why not merged"
+    std::map<std::string, int> matched_in;                      // component -> modules merged
+    std::vector<std::string> incomplete;
+    std::set<size_t> touched;
+    size_t matched() const {
+        size_t n = 0;
+        for (auto& [c, k] : matched_in) n += size_t(k);
+        return n;
+    }
+};
+
+// The weights a module's path may name: as written, without CLIP's "text_model_", or as an SGM UNet path.
+const std::vector<std::pair<size_t, std::string>>* candidates(const TargetIndex& index, const LoraModule& m,
+                                                               int unet_layers) {
+    auto* cands = index.find(m.path);
+    if (!cands && m.path.compare(0, 11, "text_model_") == 0) cands = index.find(m.path.substr(11));
+    if (!cands && (m.component == "unet" || m.component.empty())) {
+        std::string d = sgm_unet_path(m.path, unet_layers);
+        if (!d.empty()) cands = index.find(d);
+    }
+    return cands;
+}
+
+// Matches one module to its weights and adds its deltas to the plan, or records why it was not merged.
+void match_module(const onnx2ggml::LoraFile& lf, const SafetensorsFile& f, const LoraModule& m,
+                  const std::vector<LoraTarget>& targets, const std::vector<std::pair<size_t, std::string>>& cands,
+                  FileMatches& r, std::map<size_t, std::vector<Contribution>>& plan) {
+    std::vector<std::pair<size_t, Shape2>> fit;
+    std::set<std::string> full_paths;
+    std::string why;
+    for (auto& [ti, full] : cands) {
+        Shape2 s;
+        std::string w = misfit(m, targets[ti], s);
+        if (w.empty()) {
+            fit.emplace_back(ti, s);
+            full_paths.insert(full);
+        } else if (why.empty()) {
+            why = w;
+        }
+    }
+    if (fit.empty()) return r.misfits[m.component].push_back(m.name + ": " + why);
+    if (full_paths.size() > 1)
+        return r.misfits[m.component].push_back(m.name + ": matches several modules (" +
+                                                name_list({full_paths.begin(), full_paths.end()}, 4) + ")");
+    f.check_floats(*m.up);  // before anything is merged or reported
+    f.check_floats(*m.down);
+    float rank = float(fit[0].second.rank);
+    if (m.alpha && m.alpha->numel() != 1)
+        fail(f.path(), ": tensor '", printable(m.alpha->name), "' should hold one alpha value");
+    float alpha = m.alpha ? f.floats(*m.alpha)[0] : m.meta_alpha > 0 ? m.meta_alpha : rank;
+    float ratio = m.rslora ? alpha / std::sqrt(rank) : alpha / rank;
+    for (auto& [ti, s] : fit) {
+        auto c = r.claimed.find(ti);
+        if (c != r.claimed.end() && c->second != m.component)
+            return r.misfits[m.component].push_back(m.name + ": its weight was already set by " +
+                                                    component_words(c->second) + " keys of this file");
+    }
+    for (auto& [ti, s] : fit) {
+        r.claimed[ti] = m.component;
+        r.touched.insert(ti);
+        plan[ti].push_back({&f, &m, s, lf.scale * ratio / targets[ti].gain});
+    }
+    r.matched_in[m.component]++;
+}
+
+// A file that matched nothing is an error; modules left out are warnings, per part of the pipeline.
+void report_file(const onnx2ggml::LoraFile& lf, const SafetensorsFile& f, const LoraKeys& k, FileMatches& r,
+                 const std::string& model, bool quiet) {
+    if (r.matched() == 0) {
+        std::vector<std::string> first;
+        for (auto& [c, v] : r.misfits) first.insert(first.end(), v.begin(), v.end());
+        if (first.empty())
+            for (const LoraModule& m : k.modules) first.push_back(m.name);
+        for (const std::string& u : k.unsupported) first.push_back(u);
+        fail(f.path(), ": none of its ", k.modules.size(), " LoRA modules matches a weight of ", model,
+             first.empty() ? std::string(" (no LoRA keys found)") : " (" + name_list(first, 3) + ")");
+    }
+    std::set<std::string> parts;
+    for (auto& [c, v] : r.unmatched) parts.insert(c);
+    for (auto& [c, v] : r.misfits) parts.insert(c);
+    for (const std::string& c : parts) {
+        const std::vector<std::string>& u = r.unmatched[c];
+        const std::vector<std::string>& mf = r.misfits[c];
+        if (r.matched_in.count(c) == 0 && !c.empty()) {  // a part of the pipeline this model is not: counted
+            std::vector<std::string> all(u);
+            all.insert(all.end(), mf.begin(), mf.end());
+            warn(f.path() + ": " + std::to_string(all.size()) + " " + component_words(c) +
+                 " LoRA modules match no weight of " + model + " (another part of the pipeline): " + name_list(all, 3));
+            continue;
+        }
+        if (!u.empty())
+            warn(f.path() + ": " + std::to_string(u.size()) + " LoRA modules match no weight of " + model + ": " +
+                 name_list(u, u.size()));
+        if (!mf.empty())
+            warn(f.path() + ": " + std::to_string(mf.size()) + " LoRA modules not merged: " + name_list(mf, mf.size()));
+    }
+    if (!r.incomplete.empty())
+        warn(f.path() + ": " + std::to_string(r.incomplete.size()) + " incomplete LoRA modules: " +
+             name_list(r.incomplete, r.incomplete.size()));
+    if (!k.unsupported.empty())
+        warn(f.path() + ": " + std::to_string(k.unsupported.size()) +
+             " keys are not LoRA up/down/alpha weights this reader merges (LoHa, LoKr, DoRA, biases?): " +
+             name_list(k.unsupported, k.unsupported.size()));
+    if (!quiet)
+        fprintf(stderr, "onnx2ggml: lora %s (scale %g): %zu modules merged into %zu weights\n", f.path().c_str(),
+                double(lf.scale), r.matched(), r.touched.size());
+}
+
 }  // namespace
 
 size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vector<LoraTarget>& targets,
@@ -185,116 +297,18 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
         const SafetensorsFile& f = *open.back();
         keys.push_back(std::make_unique<LoraKeys>(parse_lora_keys(f)));
         const LoraKeys& k = *keys.back();
-        std::map<size_t, std::string> claimed;  // target -> component that set it (from this file)
-        std::map<std::string, std::vector<std::string>> unmatched;  // component -> module names
-        std::map<std::string, std::vector<std::string>> misfits;    // component -> "name: why not merged"
-        std::map<std::string, int> matched_in;                      // component -> modules merged
-        std::vector<std::string> incomplete;
-        std::set<size_t> touched;
+        FileMatches r;
         for (const LoraModule& m : k.modules) {
             if (!m.up || !m.down) {
                 const char* what = m.up ? " (no down weight)" : m.down ? " (no up weight)" : " (alpha only)";
-                incomplete.push_back(m.name + what);
-                continue;
+                r.incomplete.push_back(m.name + what);
+            } else if (auto* cands = candidates(index, m, unet_layers)) {
+                match_module(lf, f, m, targets, *cands, r, plan);
+            } else {
+                r.unmatched[m.component].push_back(m.name);
             }
-            auto* cands = index.find(m.path);
-            if (!cands && m.path.compare(0, 11, "text_model_") == 0) cands = index.find(m.path.substr(11));
-            if (!cands && (m.component == "unet" || m.component.empty())) {
-                std::string d = sgm_unet_path(m.path, unet_layers);
-                if (!d.empty()) cands = index.find(d);
-            }
-            if (!cands) {
-                unmatched[m.component].push_back(m.name);
-                continue;
-            }
-            std::vector<std::pair<size_t, Shape2>> fit;
-            std::set<std::string> full_paths;
-            std::string why;
-            for (auto& [ti, full] : *cands) {
-                Shape2 s;
-                std::string w = misfit(m, targets[ti], s);
-                if (w.empty()) {
-                    fit.emplace_back(ti, s);
-                    full_paths.insert(full);
-                } else if (why.empty()) {
-                    why = w;
-                }
-            }
-            if (fit.empty()) {
-                misfits[m.component].push_back(m.name + ": " + why);
-                continue;
-            }
-            if (full_paths.size() > 1) {
-                misfits[m.component].push_back(m.name + ": matches several modules (" +
-                                  name_list(std::vector<std::string>(full_paths.begin(), full_paths.end()), 4) + ")");
-                continue;
-            }
-            f.check_floats(*m.up);  // before anything is merged or reported
-            f.check_floats(*m.down);
-            float rank = float(fit[0].second.rank);
-            if (m.alpha && m.alpha->numel() != 1)
-                fail(f.path(), ": tensor '", printable(m.alpha->name), "' should hold one alpha value");
-            float alpha = m.alpha ? f.floats(*m.alpha)[0] : m.meta_alpha > 0 ? m.meta_alpha : rank;
-            float ratio = m.rslora ? alpha / std::sqrt(rank) : alpha / rank;
-            bool clash = false;
-            for (auto& [ti, s] : fit) {
-                auto c = claimed.find(ti);
-                if (c != claimed.end() && c->second != m.component) clash = true;
-            }
-            if (clash) {
-                misfits[m.component].push_back(m.name + ": its weight was already set by " +
-                                               component_words(claimed[fit[0].first]) + " keys of this file");
-                continue;
-            }
-            for (auto& [ti, s] : fit) {
-                claimed[ti] = m.component;
-                touched.insert(ti);
-                plan[ti].push_back({&f, &m, s, lf.scale * ratio / targets[ti].gain});
-            }
-            matched_in[m.component]++;
         }
-        size_t n_matched = 0;
-        for (auto& [c, n] : matched_in) n_matched += size_t(n);
-        if (n_matched == 0) {
-            std::vector<std::string> first;
-            for (auto& [c, v] : misfits) first.insert(first.end(), v.begin(), v.end());
-            if (first.empty())
-                for (const LoraModule& m : k.modules) first.push_back(m.name);
-            for (const std::string& u : k.unsupported) first.push_back(u);
-            fail(f.path(), ": none of its ", k.modules.size(), " LoRA modules matches a weight of ", model,
-                 first.empty() ? std::string(" (no LoRA keys found)") : " (" + name_list(first, 3) + ")");
-        }
-        std::set<std::string> parts;
-        for (auto& [c, v] : unmatched) parts.insert(c);
-        for (auto& [c, v] : misfits) parts.insert(c);
-        for (const std::string& c : parts) {
-            const std::vector<std::string>& u = unmatched[c];
-            const std::vector<std::string>& mf = misfits[c];
-            if (matched_in.count(c) == 0 && !c.empty()) {  // a part of the pipeline this model is not: counted
-                std::vector<std::string> all(u);
-                all.insert(all.end(), mf.begin(), mf.end());
-                warn(f.path() + ": " + std::to_string(all.size()) + " " + component_words(c) +
-                     " LoRA modules match no weight of " + model + " (another part of the pipeline): " +
-                     name_list(all, 3));
-                continue;
-            }
-            if (!u.empty())
-                warn(f.path() + ": " + std::to_string(u.size()) + " LoRA modules match no weight of " + model + ": " +
-                     name_list(u, u.size()));
-            if (!mf.empty())
-                warn(f.path() + ": " + std::to_string(mf.size()) + " LoRA modules not merged: " +
-                     name_list(mf, mf.size()));
-        }
-        if (!incomplete.empty())
-            warn(f.path() + ": " + std::to_string(incomplete.size()) + " incomplete LoRA modules: " +
-                 name_list(incomplete, incomplete.size()));
-        if (!k.unsupported.empty())
-            warn(f.path() + ": " + std::to_string(k.unsupported.size()) +
-                 " keys are not LoRA up/down/alpha weights this reader merges (LoHa, LoKr, DoRA, biases?): " +
-                 name_list(k.unsupported, k.unsupported.size()));
-        if (!quiet)
-            fprintf(stderr, "onnx2ggml: lora %s (scale %g): %zu modules merged into %zu weights\n", f.path().c_str(),
-                    double(lf.scale), n_matched, touched.size());
+        report_file(lf, f, k, r, model, quiet);
     }
     for (auto& entry : plan) {  // not a structured binding: clang 14 cannot capture one in the lambda
         const auto& list = entry.second;

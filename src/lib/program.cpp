@@ -234,8 +234,8 @@ std::vector<Tensor> Program::run(const std::map<std::string, Tensor>& inputs, Bu
     return run(ins, build, w);
 }
 
-std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn build, const void* w) {
-    std::lock_guard<std::mutex> lock(run_mu_);
+// The cache key of a run: each input's shape, and the data of inputs the graph's build reads (host inputs).
+std::string Program::shape_key(const std::vector<const Tensor*>& ins) const {
     if (ins.size() != inputs_.size()) fail(name_, ": ", ins.size(), " inputs given, the model has ", inputs_.size());
     std::string key;
     for (size_t i = 0; i < ins.size(); i++) {
@@ -252,6 +252,12 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
         key += onnx2ggml::shape_str(t.shape) + ";";
         if (io.host) key.append(reinterpret_cast<const char*>(t.data.data()), t.data.size());  // graph depends on it
     }
+    return key;
+}
+
+// Builds and allocates the graph for these inputs' shapes (the compiled program's `build` writes its nodes).
+std::unique_ptr<Program::Graph> Program::build_graph(const std::vector<const Tensor*>& ins, BuildFn build,
+                                                      const void* w) {
     std::vector<HostTensor> hin(ins.size());
     for (size_t i = 0; i < ins.size(); i++) {
         hin[i].dtype = ins[i]->dtype;
@@ -259,68 +265,77 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
         hin[i].data = ins[i]->data.data();
         hin[i].nbytes = ins[i]->data.size();
     }
+    auto g = std::make_unique<Graph>();
+    const size_t max_nodes = 65536;
+    ggml_init_params p = {ggml_tensor_overhead() * max_nodes + ggml_graph_overhead_custom(max_nodes, false), nullptr,
+                          true};
+    g->ctx = ggml_init(p);
+    if (!g->ctx) fail(name_, ": out of memory creating the graph context");
+    for (size_t i = 0; i < ins.size(); i++) {
+        int64_t ne[4];
+        ne_of(ins[i]->shape, ne);
+        ggml_type type = onnx2ggml::dtype_is_integer(ins[i]->dtype) ? GGML_TYPE_I32 : GGML_TYPE_F32;
+        ggml_tensor* t = ggml_new_tensor(g->ctx, type, 4, ne);
+        ggml_set_name(t, inputs_[i].name);
+        ggml_set_input(t);
+        g->inputs.push_back(t);
+    }
+    Ctx ctx;
+    ctx.ggml = g->ctx;
+    ctx.cpu = backends_->is_cpu() && !backends_->accel;
+    ctx.max_alloc = ggml_backend_buft_get_max_size(ggml_backend_get_default_buffer_type(backends_->main));
+    ctx.weights = weights_.get();
+    g->outputs.assign(outputs_.size(), nullptr);
+    g->host_outputs.assign(outputs_.size(), HostTensor{});
+    try {
+        build(ctx, w, g->inputs.data(), hin.data(), g->outputs.data(), g->host_outputs.data());
+    } catch (const OpError& e) {
+        fail(name_, ": ", e.what());
+    }
+    for (auto& h : g->host_outputs) {  // an owned copy: a result may borrow this run's input data
+        if (h.dtype == DType::UNDEFINED) continue;
+        HostTensor c = HostTensor::alloc(h.dtype, h.shape);
+        if (h.nbytes) std::memcpy(c.mut(), h.data, h.nbytes);
+        h = c;
+    }
+    g->uploads = std::move(ctx.uploads);
+    allocate_graph(*g, max_nodes);
+    return g;
+}
+
+// Marks the outputs and places and allocates the graph on the backends.
+void Program::allocate_graph(Graph& g, size_t max_nodes) {
+    g.graph = ggml_new_graph_custom(g.ctx, max_nodes, false);
+    for (size_t i = 0; i < g.outputs.size(); i++) {
+        ggml_tensor*& t = g.outputs[i];
+        if (!t) {
+            if (g.host_outputs[i].dtype == DType::UNDEFINED) fail(name_, ": internal: an output was not built");
+            continue;
+        }
+        if (ggml_nelements(t) == 0) continue;  // empty outputs never reach ggml
+        if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t) || (t->flags & GGML_TENSOR_FLAG_INPUT))
+            t = ggml_cont(g.ctx, t);
+        ggml_set_output(t);
+        ggml_build_forward_expand(g.graph, t);
+    }
+    if (ggml_graph_n_nodes(g.graph) == 0) return;  // every output came from the host
+    auto bk = backends_->in_priority_order();
+    g.sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(g.graph)), false,
+                                     true);
+    place_inputs_on_main(g.sched, g.graph, *backends_);
+    if (!ggml_backend_sched_alloc_graph(g.sched, g.graph)) fail(name_, ": could not allocate the graph's device memory");
+    int splits = 0;
+    warn_fallback(placement(g.sched, g.graph, *backends_, splits), g.sched, g.graph, *backends_);
+}
+
+std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn build, const void* w) {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    const std::string key = shape_key(ins);
     auto t0 = std::chrono::steady_clock::now();
     auto& slot = cache_[key];
     build_ms_ = 0;
     if (!slot) {
-        auto g = std::make_unique<Graph>();
-        const size_t max_nodes = 65536;
-        ggml_init_params p = {ggml_tensor_overhead() * max_nodes + ggml_graph_overhead_custom(max_nodes, false), nullptr,
-                              true};
-        g->ctx = ggml_init(p);
-        if (!g->ctx) fail(name_, ": out of memory creating the graph context");
-        for (size_t i = 0; i < ins.size(); i++) {
-            int64_t ne[4];
-            ne_of(ins[i]->shape, ne);
-            ggml_type type = onnx2ggml::dtype_is_integer(ins[i]->dtype) ? GGML_TYPE_I32 : GGML_TYPE_F32;
-            ggml_tensor* t = ggml_new_tensor(g->ctx, type, 4, ne);
-            ggml_set_name(t, inputs_[i].name);
-            ggml_set_input(t);
-            g->inputs.push_back(t);
-        }
-        Ctx ctx;
-        ctx.ggml = g->ctx;
-        ctx.cpu = backends_->is_cpu() && !backends_->accel;
-        ctx.max_alloc = ggml_backend_buft_get_max_size(ggml_backend_get_default_buffer_type(backends_->main));
-        ctx.weights = weights_.get();
-        g->outputs.assign(outputs_.size(), nullptr);
-        g->host_outputs.assign(outputs_.size(), HostTensor{});
-        try {
-            build(ctx, w, g->inputs.data(), hin.data(), g->outputs.data(), g->host_outputs.data());
-        } catch (const OpError& e) {
-            fail(name_, ": ", e.what());
-        }
-        for (auto& h : g->host_outputs) {  // an owned copy: a result may borrow this run's input data
-            if (h.dtype == DType::UNDEFINED) continue;
-            HostTensor c = HostTensor::alloc(h.dtype, h.shape);
-            if (h.nbytes) std::memcpy(c.mut(), h.data, h.nbytes);
-            h = c;
-        }
-        g->uploads = std::move(ctx.uploads);
-        g->graph = ggml_new_graph_custom(g->ctx, max_nodes, false);
-        for (size_t i = 0; i < g->outputs.size(); i++) {
-            ggml_tensor*& t = g->outputs[i];
-            if (!t) {
-                if (g->host_outputs[i].dtype == DType::UNDEFINED) fail(name_, ": internal: an output was not built");
-                continue;
-            }
-            if (ggml_nelements(t) == 0) continue;  // empty outputs never reach ggml
-            if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t) || (t->flags & GGML_TENSOR_FLAG_INPUT))
-                t = ggml_cont(g->ctx, t);
-            ggml_set_output(t);
-            ggml_build_forward_expand(g->graph, t);
-        }
-        if (ggml_graph_n_nodes(g->graph) > 0) {  // none when every output came from the host
-            auto bk = backends_->in_priority_order();
-            g->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(g->graph)),
-                                              false, true);
-            place_inputs_on_main(g->sched, g->graph, *backends_);
-            if (!ggml_backend_sched_alloc_graph(g->sched, g->graph))
-                fail(name_, ": could not allocate the graph's device memory");
-            int splits = 0;
-            warn_fallback(placement(g->sched, g->graph, *backends_, splits), g->sched, g->graph, *backends_);
-        }
-        slot = std::move(g);
+        slot = build_graph(ins, build, w);
         build_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     Graph& g = *slot;
@@ -344,42 +359,43 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
         if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
     if (g.sched && ggml_backend_sched_graph_compute(g.sched, g.graph) != GGML_STATUS_SUCCESS)
         fail(name_, ": graph compute failed");
-
     std::vector<Tensor> outs;
-    for (size_t i = 0; i < outputs_.size(); i++) {
-        ggml_tensor* t = g.outputs[i];
-        const IoInfo& io = outputs_[i];
-        Tensor out;
-        out.dtype = io.dtype;
-        if (!t) {  // computed on the host
-            const HostTensor& h = g.host_outputs[i];
-            HostTensor c = h.cast(io.dtype == DType::UNDEFINED ? h.dtype : io.dtype);
-            out.dtype = c.dtype;
-            out.shape = c.shape;
-            out.data.assign(c.data, c.data + c.nbytes);
-            outs.push_back(std::move(out));
-            continue;
-        }
-        if (io.rank > 4) {  // folded dims: the build gave the ONNX shape
-            out.shape = g.host_outputs[i].shape;
-            int64_t n = 1;
-            for (int64_t d : out.shape) n *= d;
-            if (int(out.shape.size()) != io.rank || n != ggml_nelements(t))
-                fail(name_, ": internal: output '", io.name, "' has no shape of rank ", io.rank);
-        } else
-            for (int a = 0; a < io.rank; a++) out.shape.push_back(t->ne[io.rank - 1 - a]);
-        std::vector<uint8_t> dev(ggml_nbytes(t));
-        if (!dev.empty() && t->buffer) ggml_backend_tensor_get(t, dev.data(), 0, dev.size());
-        HostTensor src;
-        src.dtype = t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
-        src.shape = out.shape;
-        src.data = dev.data();
-        src.nbytes = dev.size();
-        HostTensor c = src.cast(io.dtype);
-        out.data.assign(c.data, c.data + c.nbytes);
-        outs.push_back(std::move(out));
-    }
+    for (size_t i = 0; i < outputs_.size(); i++) outs.push_back(read_output(g, i));
     return outs;
+}
+
+// Output i of the last run, from the device or from what the build computed on the host.
+Tensor Program::read_output(const Graph& g, size_t i) const {
+    ggml_tensor* t = g.outputs[i];
+    const IoInfo& io = outputs_[i];
+    Tensor out;
+    out.dtype = io.dtype;
+    if (!t) {  // computed on the host
+        const HostTensor& h = g.host_outputs[i];
+        HostTensor c = h.cast(io.dtype == DType::UNDEFINED ? h.dtype : io.dtype);
+        out.dtype = c.dtype;
+        out.shape = c.shape;
+        out.data.assign(c.data, c.data + c.nbytes);
+        return out;
+    }
+    if (io.rank > 4) {  // folded dims: the build gave the ONNX shape
+        out.shape = g.host_outputs[i].shape;
+        int64_t n = 1;
+        for (int64_t d : out.shape) n *= d;
+        if (int(out.shape.size()) != io.rank || n != ggml_nelements(t))
+            fail(name_, ": internal: output '", io.name, "' has no shape of rank ", io.rank);
+    } else
+        for (int a = 0; a < io.rank; a++) out.shape.push_back(t->ne[io.rank - 1 - a]);
+    std::vector<uint8_t> dev(ggml_nbytes(t));
+    if (!dev.empty() && t->buffer) ggml_backend_tensor_get(t, dev.data(), 0, dev.size());
+    HostTensor src;
+    src.dtype = t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
+    src.shape = out.shape;
+    src.data = dev.data();
+    src.nbytes = dev.size();
+    HostTensor c = src.cast(io.dtype);
+    out.data.assign(c.data, c.data + c.nbytes);
+    return out;
 }
 
 }  // namespace o2g
