@@ -91,6 +91,7 @@ void pv(const float* sc, int64_t Sp, const float* vp, int64_t Dvp, int64_t S, in
 // the score loop 1.3x faster), then per R queries the scores (broadcast-FMA, so a 40-wide head runs at full
 // speed where ggml's dot-product sgemm does not), the softmax and P V stay in cache; the T x S score matrix is
 // never written out.
+// Long: one thread's pass keeps its panels, running max and sums in locals the inner loops share.
 void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
     const float scale = static_cast<const AttnParams*>(ud)->scale;
     const ggml_tensor *qt = dst->src[0], *kt = dst->src[1], *vt = dst->src[2], *mt = dst->src[3];

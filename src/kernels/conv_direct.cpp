@@ -133,6 +133,7 @@ void dw3_plane(const Rows& r, const int64_t* col, const float* k, float b, float
     for (; oy < r.OH; oy++) dw3_rows<1, SH>(r, oy, col, k, b, y);
 }
 
+// Long: the thread's channel split, the 3x3 fast path and the general window share their locals.
 void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const DwcParams& p = *static_cast<const DwcParams*>(ud);
     const ggml_tensor *xt = dst->src[0], *kt = dst->src[1], *bt = dst->src[2];

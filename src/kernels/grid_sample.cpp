@@ -46,6 +46,7 @@ void cubic_coeffs(double t, double c[4]) {
     c[3] = ((A * t3 - 5 * A) * t3 + 8 * A) * t3 - 4 * A;
 }
 
+// Long: the three sampling modes share one loop over output points and its padding rules.
 void grid_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
     const GridP& p = *static_cast<const GridP*>(ud);
     const float* X = fp(dst->src[0]);

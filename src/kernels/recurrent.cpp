@@ -28,6 +28,7 @@ float act(const ActFn& f, float x) {
 
 }  // namespace
 
+// Long: one time step of RNN, GRU and LSTM cells over shared gate buffers, in order.
 void recurrent_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const RecurrentKernelParams& p = *static_cast<const RecurrentKernelParams*>(ud);
     const int64_t S = p.S, B = p.B, H = p.H, D = p.D, GH = p.G * H;

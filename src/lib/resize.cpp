@@ -108,6 +108,48 @@ ggml_tensor* row_constant(Ctx& ctx, const std::vector<double>& v) {
     return ctx.constant_f32(ne, std::vector<float>(v.begin(), v.end()));
 }
 
+// Resizes ggml dim d of x (sizes cur) to `on` by gathering each tap along d and blending: sum_t w_t * x[idx_t],
+// with the extrapolation value where a tap falls outside (tf_crop_and_resize).
+ggml_tensor* blend_taps(Ctx& ctx, ggml_tensor* x, const int64_t cur[4], int d, int64_t on, const Taps& tp,
+                        float extrapolation) {
+    const int64_t in = cur[d];
+    const int T = tp.T;
+    // Gather each tap along dim d and blend: sum_t w_t * x[idx_t]
+    int64_t inner = 1, outer = 1;
+    for (int i = 0; i < d; i++) inner *= cur[i];
+    for (int i = d + 1; i < 4; i++) outer *= cur[i];
+    ggml_tensor* acc = nullptr;
+    for (int t = 0; t < T; t++) {
+        std::vector<int32_t> ti(size_t(outer * on));
+        std::vector<double> tw(static_cast<size_t>(on));
+        bool unit = true;
+        for (int64_t o = 0; o < on; o++) {
+            tw[size_t(o)] = tp.wts[size_t(o * T + t)];
+            unit &= tw[size_t(o)] == 1.0;
+        }
+        for (int64_t oo = 0; oo < outer; oo++)
+            for (int64_t o = 0; o < on; o++)
+                ti[size_t(oo * on + o)] = int32_t(std::max<int64_t>(0, tp.idx[size_t(o * T + t)]));
+        ggml_tensor* xr = ggml_reshape_3d(ctx, cont(ctx, x), inner, in, outer);
+        const int64_t ine[4] = {on, outer, 1, 1};
+        ggml_tensor* idx = ctx.constant(GGML_TYPE_I32, ine, ti.data(), ti.size() * sizeof(int32_t));
+        ggml_tensor* g = ggml_get_rows(ctx, xr, idx);  // [inner, on, outer]
+        if (!unit) g = ggml_mul(ctx, g, row_constant(ctx, tw));
+        acc = acc ? ggml_add(ctx, acc, g) : g;
+    }
+    if (tp.any_extrap) {
+        std::vector<double> mask(static_cast<size_t>(on)), fill(static_cast<size_t>(on));
+        for (int64_t o = 0; o < on; o++) {
+            const bool ex = tp.idx[size_t(o * T)] < 0;
+            mask[size_t(o)] = ex ? 0.0 : 1.0;
+            fill[size_t(o)] = ex ? double(extrapolation) : 0.0;
+        }
+        acc = ggml_mul(ctx, acc, row_constant(ctx, mask));
+        acc = ggml_add(ctx, acc, row_constant(ctx, fill));
+    }
+    return acc;
+}
+
 }  // namespace
 
 ggml_tensor* resize(Ctx& ctx, ggml_tensor* x, const Ints& sizes, const ResizeParams& p) {
@@ -177,40 +219,7 @@ ggml_tensor* resize(Ctx& ctx, ggml_tensor* x, const Ints& sizes, const ResizePar
             for (int i = 0; i < 4; i++) cur[i] = ns[i];
             continue;
         }
-        // Gather each tap along dim d and blend: sum_t w_t * x[idx_t]
-        int64_t inner = 1, outer = 1;
-        for (int i = 0; i < d; i++) inner *= cur[i];
-        for (int i = d + 1; i < 4; i++) outer *= cur[i];
-        ggml_tensor* acc = nullptr;
-        for (int t = 0; t < T; t++) {
-            std::vector<int32_t> ti(size_t(outer * on));
-            std::vector<double> tw(static_cast<size_t>(on));
-            bool unit = true;
-            for (int64_t o = 0; o < on; o++) {
-                tw[size_t(o)] = tp.wts[size_t(o * T + t)];
-                unit &= tw[size_t(o)] == 1.0;
-            }
-            for (int64_t oo = 0; oo < outer; oo++)
-                for (int64_t o = 0; o < on; o++)
-                    ti[size_t(oo * on + o)] = int32_t(std::max<int64_t>(0, tp.idx[size_t(o * T + t)]));
-            ggml_tensor* xr = ggml_reshape_3d(ctx, cont(ctx, x), inner, in, outer);
-            const int64_t ine[4] = {on, outer, 1, 1};
-            ggml_tensor* idx = ctx.constant(GGML_TYPE_I32, ine, ti.data(), ti.size() * sizeof(int32_t));
-            ggml_tensor* g = ggml_get_rows(ctx, xr, idx);  // [inner, on, outer]
-            if (!unit) g = ggml_mul(ctx, g, row_constant(ctx, tw));
-            acc = acc ? ggml_add(ctx, acc, g) : g;
-        }
-        if (tp.any_extrap) {
-            std::vector<double> mask(static_cast<size_t>(on)), fill(static_cast<size_t>(on));
-            for (int64_t o = 0; o < on; o++) {
-                const bool ex = tp.idx[size_t(o * T)] < 0;
-                mask[size_t(o)] = ex ? 0.0 : 1.0;
-                fill[size_t(o)] = ex ? double(p.extrapolation) : 0.0;
-            }
-            acc = ggml_mul(ctx, acc, row_constant(ctx, mask));
-            acc = ggml_add(ctx, acc, row_constant(ctx, fill));
-        }
-        x = reshape_ne(ctx, acc, ns);
+        x = reshape_ne(ctx, blend_taps(ctx, x, cur, d, on, tp, p.extrapolation), ns);
         for (int i = 0; i < 4; i++) cur[i] = ns[i];
     }
     return x;

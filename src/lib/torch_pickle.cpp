@@ -196,6 +196,7 @@ Val* Unpickler::persistent(Val* pid) {
 }
 
 // One opcode; false at STOP.
+// Long: one switch over the pickle opcodes this reader accepts.
 bool Unpickler::step() {
     const uint8_t op = *take(1);
     switch (op) {

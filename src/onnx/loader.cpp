@@ -202,6 +202,7 @@ struct Parser {
         return static_cast<const uint8_t*>(m->addr) + offset;
     }
 
+    // Long: one switch over TensorProto's fields, then the checks that tie its data to its shape.
     std::shared_ptr<TensorData> parse_tensor(Reader r) {
         auto td = std::make_shared<TensorData>();
         std::string_view raw;

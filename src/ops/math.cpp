@@ -268,6 +268,7 @@ void host_Where(Lower& L) { O2G_HOST(L, 0, o2g::host_where, L.hv(0), L.hv(1), L.
 
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 
+// Long: the table, one row per op.
 const std::vector<OpDef>& math_ops() {
     static const std::vector<OpDef> t = {
         {.op = "Add", .since = 1, .accepts = "in=2 out=1 @axis:i~r0 @broadcast:i",

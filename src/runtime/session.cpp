@@ -123,6 +123,9 @@ private:
     void init_device(const SessionOptions& opts);
     std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key);
     std::unique_ptr<CachedGraph> build(const std::vector<const Tensor*>& ins);
+    void allocate(CachedGraph& c, Builder& b);
+    void set_inputs(Builder& b, const std::vector<const Tensor*>& ins);
+    std::vector<Tensor> read_outputs(CachedGraph& c);
     void prepare_weights();
 
     std::shared_ptr<Model> model_;
@@ -327,6 +330,86 @@ std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>
     return c;
 }
 
+// Places the graph on the backends, checks it against the memory limits and allocates it, once per graph.
+void SessionImpl::allocate(CachedGraph& c, Builder& b) {
+    std::vector<ggml_backend_t> bk;  // in priority order
+    if (accel_) bk.push_back(accel_);
+    bk.push_back(backend_);
+    if (cpu_) bk.push_back(cpu_);
+    c.sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c.graph)), false, true);
+    o2g::place_inputs_on_main(c.sched, c.graph, *backends_);
+    check_graph_memory(c.sched, c.graph, int(bk.size()), b, max_memory_, user_limit_);
+    o2g::place_inputs_on_main(c.sched, c.graph, *backends_);  // the measurement reset the scheduler
+    O2G_CHECK(ggml_backend_sched_alloc_graph(c.sched, c.graph), model_->path,
+              ": could not allocate the graph's device memory");
+    c.shares = o2g::placement(c.sched, c.graph, *backends_, c.splits);
+    c.allocated = true;
+    std::set<ggml_backend_buffer_t> bufs;
+    for (int i = 0; i < ggml_graph_n_nodes(c.graph); i++) bufs.insert(ggml_graph_node(c.graph, i)->buffer);
+    for (ggml_backend_buffer_t buf : bufs) advise_huge_pages(buf);
+    // ggml-alloc reuses memory of dead intermediates and computes in place where it can: report both.
+    for (ggml_backend_t be : bk) c.compute_mb += double(ggml_backend_sched_get_buffer_size(c.sched, be)) / 1048576.0;
+    for (int i = 0; i < ggml_graph_n_nodes(c.graph); i++) {
+        ggml_tensor* t = ggml_graph_node(c.graph, i);
+        if (!t->view_src) c.unshared_mb += double(ggml_nbytes(t)) / 1048576.0;
+    }
+    if (!quiet_) o2g::warn_fallback(c.shares, c.sched, c.graph, *backends_);
+}
+
+// This run's input data, converted to what the graph's input tensors hold.
+void SessionImpl::set_inputs(Builder& b, const std::vector<const Tensor*>& ins) {
+    for (auto& [t, idx] : b.input_tensors) {
+        if (!t->buffer) continue;  // input not used by the device graph
+        const Tensor& in = *ins[size_t(idx)];
+        if (in.dtype == DType::FLOAT) {
+            if (!in.data.empty()) ggml_backend_tensor_set(t, in.data.data(), 0, in.data.size());
+        } else {
+            HostTensor h;
+            h.dtype = in.dtype;
+            h.shape = in.shape;
+            h.data = in.data.data();
+            h.nbytes = in.data.size();
+            auto f = h.to_f32();
+            if (!f.empty()) ggml_backend_tensor_set(t, f.data(), 0, f.size() * 4);
+        }
+    }
+}
+
+// The outputs of the last run, cast to the types the model declares.
+std::vector<Tensor> SessionImpl::read_outputs(CachedGraph& c) {
+    Builder& b = *c.builder;
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < c.output_names.size(); i++) {
+        Val& v = b.vals[c.output_names[i]];
+        const ValueInfo& vi = model_->graph.outputs[i];
+        Tensor out;
+        out.dtype = v.dtype;
+        out.shape = v.shape;
+        HostTensor src;
+        std::vector<uint8_t> dev;
+        if (v.host) {
+            src = *v.host;
+        } else {
+            dev.resize(size_t(shape_numel(v.shape)) * 4);
+            if (!dev.empty()) ggml_backend_tensor_get(v.t, dev.data(), 0, dev.size());
+            src.dtype = v.t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
+            src.shape = v.shape;
+            src.data = dev.data();
+            src.nbytes = dev.size();
+        }
+        DType want = vi.dtype != DType::UNDEFINED ? vi.dtype : v.dtype;
+        out.dtype = want;
+        if (src.dtype == want) {
+            out.data.assign(src.data, src.data + src.nbytes);
+        } else {
+            HostTensor cv = src.cast(want);
+            out.data.assign(cv.data, cv.data + cv.nbytes);
+        }
+        outs.push_back(std::move(out));
+    }
+    return outs;
+}
+
 std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs) {
     std::lock_guard<std::mutex> lock(run_mu_);
     std::string key;
@@ -357,45 +440,8 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
 
     double t1 = now_ms();
     if (ggml_graph_n_nodes(c->graph) > 0) {
-        if (!c->allocated) {
-            std::vector<ggml_backend_t> bk;  // in priority order
-            if (accel_) bk.push_back(accel_);
-            bk.push_back(backend_);
-            if (cpu_) bk.push_back(cpu_);
-            c->sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c->graph)), false, true);
-            o2g::place_inputs_on_main(c->sched, c->graph, *backends_);
-            check_graph_memory(c->sched, c->graph, int(bk.size()), b, max_memory_, user_limit_);
-            o2g::place_inputs_on_main(c->sched, c->graph, *backends_);  // the measurement reset the scheduler
-            O2G_CHECK(ggml_backend_sched_alloc_graph(c->sched, c->graph), model_->path,
-                      ": could not allocate the graph's device memory");
-            c->shares = o2g::placement(c->sched, c->graph, *backends_, c->splits);
-            c->allocated = true;
-            std::set<ggml_backend_buffer_t> bufs;
-            for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) bufs.insert(ggml_graph_node(c->graph, i)->buffer);
-            for (ggml_backend_buffer_t buf : bufs) advise_huge_pages(buf);
-            // ggml-alloc reuses memory of dead intermediates and computes in place where it can: report both.
-            for (ggml_backend_t be : bk) c->compute_mb += double(ggml_backend_sched_get_buffer_size(c->sched, be)) / 1048576.0;
-            for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++) {
-                ggml_tensor* t = ggml_graph_node(c->graph, i);
-                if (!t->view_src) c->unshared_mb += double(ggml_nbytes(t)) / 1048576.0;
-            }
-            if (!quiet_) o2g::warn_fallback(c->shares, c->sched, c->graph, *backends_);
-        }
-        for (auto& [t, idx] : b.input_tensors) {
-            if (!t->buffer) continue;  // input not used by the device graph
-            const Tensor& in = *ins[size_t(idx)];
-            if (in.dtype == DType::FLOAT) {
-                if (!in.data.empty()) ggml_backend_tensor_set(t, in.data.data(), 0, in.data.size());
-            } else {
-                HostTensor h;
-                h.dtype = in.dtype;
-                h.shape = in.shape;
-                h.data = in.data.data();
-                h.nbytes = in.data.size();
-                auto f = h.to_f32();
-                if (!f.empty()) ggml_backend_tensor_set(t, f.data(), 0, f.size() * 4);
-            }
-        }
+        if (!c->allocated) allocate(*c, b);
+        set_inputs(b, ins);
         for (auto& [t, bytes] : b.uploads)
             if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         profile_.clear();
@@ -412,36 +458,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     stats_.splits = c->splits;
     stats_.backends = c->shares;
 
-    std::vector<Tensor> outs;
-    for (size_t i = 0; i < c->output_names.size(); i++) {
-        Val& v = b.vals[c->output_names[i]];
-        const ValueInfo& vi = model_->graph.outputs[i];
-        Tensor out;
-        out.dtype = v.dtype;
-        out.shape = v.shape;
-        HostTensor src;
-        std::vector<uint8_t> dev;
-        if (v.host) {
-            src = *v.host;
-        } else {
-            dev.resize(size_t(shape_numel(v.shape)) * 4);
-            if (!dev.empty()) ggml_backend_tensor_get(v.t, dev.data(), 0, dev.size());
-            src.dtype = v.t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
-            src.shape = v.shape;
-            src.data = dev.data();
-            src.nbytes = dev.size();
-        }
-        DType want = vi.dtype != DType::UNDEFINED ? vi.dtype : v.dtype;
-        out.dtype = want;
-        if (src.dtype == want) {
-            out.data.assign(src.data, src.data + src.nbytes);
-        } else {
-            HostTensor cv = src.cast(want);
-            out.data.assign(cv.data, cv.data + cv.nbytes);
-        }
-        outs.push_back(std::move(out));
-    }
-    return outs;
+    return read_outputs(*c);
 }
 
 }  // namespace
