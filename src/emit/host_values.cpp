@@ -49,6 +49,42 @@ std::string equal_text(const std::string& a, const std::string& b) {
     return "(" + a + " == " + b + ")";
 }
 
+// Slice of a 1-D symbolic vector, with ONNX's clamping of start and end (step != 0).
+std::vector<std::string> slice_elems(const std::vector<std::string>& d, int64_t start, int64_t end, int64_t step) {
+    const int64_t n = int64_t(d.size());
+    auto clampi = [](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
+    if (start < 0) start += n;
+    if (end < 0) end += n;
+    std::vector<std::string> r;
+    if (step > 0) {
+        start = clampi(start, 0, n);
+        end = clampi(end, 0, n);
+        for (int64_t k = start; k < end; k += step) r.push_back(d[size_t(k)]);
+    } else {
+        start = clampi(start, -1, n - 1);
+        end = clampi(end, -1, n - 1);
+        for (int64_t k = start; k > end; k += step) r.push_back(d[size_t(k)]);
+    }
+    return r;
+}
+
+// Where over symbolic elements (each operand one element or n); a literal condition picks its side.
+std::vector<std::string> where_elems(const std::vector<std::string>& c, const std::vector<std::string>& a,
+                                     const std::vector<std::string>& b, size_t n, bool& ok) {
+    std::vector<std::string> r;
+    for (size_t k = 0; k < n && ok; k++) {
+        auto pick = [&](const std::vector<std::string>& v) -> std::string {
+            if (v.size() == 1) return v[0];
+            if (v.size() == n) return v[k];
+            ok = false;
+            return "";
+        };
+        std::string cc = pick(c), aa = pick(a), bb = pick(b);
+        if (ok) r.push_back(cc == "1" ? aa : cc == "0" ? bb : "(" + cc + " ? " + aa + " : " + bb + ")");
+    }
+    return r;
+}
+
 }  // namespace
 
 std::vector<std::string> ProgramRecorder::host_elems(Lower& L, int i, bool& ok) {
@@ -122,21 +158,9 @@ HostExpr ProgramRecorder::eval_sym(Lower& L, const std::vector<const HostExpr*>&
         for (int i = 1; i < L.n_in(); i++)
             if (L.has(i) && in[size_t(i)]->kind != HostExpr::Const) ok = false;
         auto d = elems(0);
-        int64_t n = int64_t(d.size());
-        int64_t start = L.ints(1)[0], end = L.ints(2)[0], step = L.has(4) ? L.ints(4)[0] : 1;
+        const int64_t step = L.has(4) ? L.ints(4)[0] : 1;
         if (step == 0) ok = false;
-        auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
-        if (start < 0) start += n;
-        if (end < 0) end += n;
-        if (step > 0) {
-            start = clampi(start, 0, n);
-            end = clampi(end, 0, n);
-            for (int64_t k = start; k < end && ok; k += step) r.e.push_back(d[size_t(k)]);
-        } else if (step < 0) {
-            start = clampi(start, -1, n - 1);
-            end = clampi(end, -1, n - 1);
-            for (int64_t k = start; k > end && ok; k += step) r.e.push_back(d[size_t(k)]);
-        }
+        else r.e = slice_elems(d, L.ints(1)[0], L.ints(2)[0], step);
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Equal" ||
                op == "Max" || op == "Min") {
         auto a = elems(0), b = elems(1);
@@ -156,24 +180,65 @@ HostExpr ProgramRecorder::eval_sym(Lower& L, const std::vector<const HostExpr*>&
         std::string f = op == "Floor" ? "std::floor" : op == "Ceil" ? "std::ceil" : "std::sqrt";
         for (auto& e : r.e) e = f + "(double(" + e + "))";
     } else if (op == "Where") {
-        auto c = elems(0), a = elems(1), b = elems(2);
-        size_t n = size_t(n_out);
-        for (size_t k = 0; k < n && ok; k++) {
-            auto pick = [&](const std::vector<std::string>& v) -> std::string {
-                if (v.size() == 1) return v[0];
-                if (v.size() == n) return v[k];
-                ok = false;
-                return "";
-            };
-            std::string cc = pick(c), aa = pick(a), bb = pick(b);
-            if (ok) r.e.push_back(cc == "1" ? aa : cc == "0" ? bb : "(" + cc + " ? " + aa + " : " + bb + ")");
-        }
+        r.e = where_elems(elems(0), elems(1), elems(2), size_t(n_out), ok);
     } else {
         ok = false;
     }
     if (!ok || int64_t(r.e.size()) != n_out) {
         why = "it is computed on the host by " + op + " from shape-dependent values, which compile cannot write down yet";
         return HostExpr{HostExpr::Bad, {}, why};
+    }
+    return r;
+}
+
+// Shape or Size of input 0: its dims as literals where fixed, else as expressions over the program's tensors.
+HostExpr ProgramRecorder::shape_expr(Lower& L) {
+    HostExpr r;
+    Val& x = L.in(0);
+    int rank = x.rank();
+    std::vector<std::string> dims;
+    auto xin = input_index_.find(x.name);
+    auto xh = host_.find(x.name);
+    // Constants have fixed shapes, and so do symbolic vectors (their length is fixed when they are written).
+    bool static_shape = x.is_weight || (xh != host_.end() && (xh->second.kind == HostExpr::Const ||
+                                                              xh->second.kind == HostExpr::Sym));
+    for (int a = 0; a < rank; a++) {
+        if (static_shape) dims.push_back(std::to_string(x.shape[size_t(a)]));
+        else if (xin != input_index_.end()) {
+            const ValueInfo& vi = m_.graph.inputs[size_t(xin->second)];
+            bool fixed = vi.has_shape && size_t(a) < vi.dims.size() && vi.dims[size_t(a)].known();
+            dims.push_back(fixed ? std::to_string(vi.dims[size_t(a)].value)
+                                 : val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
+        } else if (xh != host_.end() && xh->second.kind == HostExpr::Var)
+            dims.push_back(var_text(xh->second) + ".shape[" + std::to_string(a) + "]");
+        else if (val_var.count(x.name) && rank <= 4)
+            dims.push_back(val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
+        else if (x.t && shape_var_.count(x.t))  // rank > 4: its recorded shape statement
+            dims.push_back(shape_var_.at(x.t) + "[" + std::to_string(a) + "]");
+        else {
+            r = HostExpr{HostExpr::Bad, {}, "the shape of '" + x.name + "' has no C++ form"};
+            break;
+        }
+    }
+    if (r.kind != HostExpr::Bad) {
+        if (L.node.op_type == "Size") {
+            std::string p = "1";
+            for (auto& d : dims) p = arith('*', p, d, false);
+            r.kind = HostExpr::Sym;
+            r.e = {p};
+        } else {
+            int64_t s = L.node.get_int("start", 0), e = L.node.get_int("end", rank);
+            if (s < 0) s += rank;
+            if (e < 0) e += rank;
+            s = std::max<int64_t>(0, std::min<int64_t>(s, rank));
+            e = std::max<int64_t>(s, std::min<int64_t>(e, rank));
+            r.kind = HostExpr::Sym;
+            r.e.assign(dims.begin() + s, dims.begin() + e);
+        }
+        bool all_lit = true;
+        int64_t dummy;
+        for (auto& d : r.e) all_lit &= is_int_literal(d, dummy);
+        if (all_lit) r = HostExpr{HostExpr::Const, {}, ""};
     }
     return r;
 }
@@ -209,52 +274,7 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
         const std::string& name = L.node.outputs[o];
         HostExpr r;
         if (def && def->shape_only) {
-            Val& x = L.in(0);
-            int rank = x.rank();
-            std::vector<std::string> dims;
-            auto xin = input_index_.find(x.name);
-            auto xh = host_.find(x.name);
-            // Constants have fixed shapes, and so do symbolic vectors (their length is fixed when they are written).
-            bool static_shape = x.is_weight || (xh != host_.end() && (xh->second.kind == HostExpr::Const ||
-                                                                      xh->second.kind == HostExpr::Sym));
-            for (int a = 0; a < rank; a++) {
-                if (static_shape) dims.push_back(std::to_string(x.shape[size_t(a)]));
-                else if (xin != input_index_.end()) {
-                    const ValueInfo& vi = m_.graph.inputs[size_t(xin->second)];
-                    bool fixed = vi.has_shape && size_t(a) < vi.dims.size() && vi.dims[size_t(a)].known();
-                    dims.push_back(fixed ? std::to_string(vi.dims[size_t(a)].value)
-                                         : val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
-                } else if (xh != host_.end() && xh->second.kind == HostExpr::Var)
-                    dims.push_back(var_text(xh->second) + ".shape[" + std::to_string(a) + "]");
-                else if (val_var.count(x.name) && rank <= 4)
-                    dims.push_back(val_var[x.name] + "->ne[" + std::to_string(rank - 1 - a) + "]");
-                else if (x.t && shape_var_.count(x.t))  // rank > 4: its recorded shape statement
-                    dims.push_back(shape_var_.at(x.t) + "[" + std::to_string(a) + "]");
-                else {
-                    r = HostExpr{HostExpr::Bad, {}, "the shape of '" + x.name + "' has no C++ form"};
-                    break;
-                }
-            }
-            if (r.kind != HostExpr::Bad) {
-                if (L.node.op_type == "Size") {
-                    std::string p = "1";
-                    for (auto& d : dims) p = arith('*', p, d, false);
-                    r.kind = HostExpr::Sym;
-                    r.e = {p};
-                } else {
-                    int64_t s = L.node.get_int("start", 0), e = L.node.get_int("end", rank);
-                    if (s < 0) s += rank;
-                    if (e < 0) e += rank;
-                    s = std::max<int64_t>(0, std::min<int64_t>(s, rank));
-                    e = std::max<int64_t>(s, std::min<int64_t>(e, rank));
-                    r.kind = HostExpr::Sym;
-                    r.e.assign(dims.begin() + s, dims.begin() + e);
-                }
-                bool all_lit = true;
-                int64_t dummy;
-                for (auto& d : r.e) all_lit &= is_int_literal(d, dummy);
-                if (all_lit) r = HostExpr{HostExpr::Const, {}, ""};
-            }
+            r = shape_expr(L);
         } else if (!out.name.empty() && host_.count(out.name)) {  // a subgraph's output, or an input passed on
             r = host_[out.name];
         } else if (all_const) {

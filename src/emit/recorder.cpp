@@ -410,11 +410,9 @@ void ProgramRecorder::node_begin(const Node& n, bool on_host) {
     field_vals_.clear();
 }
 
-void ProgramRecorder::node_end(Lower& L, bool on_host) {
-    const Node& n = L.node;
-    classify_host_outputs(L);
-    bool device = !calls_.empty();
-    for (auto& o : L.outs) device |= o.t != nullptr;
+// A host value that depends on input shapes or data must reach the op library as an argument; read directly, the
+// generated code would hold for the probe's value only.
+void ProgramRecorder::check_direct_reads(const Node& n, bool device) {
     // Control flow on input data or shapes that did not become a C++ if or for (a Scan, a loop that ran no
     // iteration at the probe): its unrolled code would hold for one value only. That is the reason to give.
     if (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")
@@ -431,6 +429,35 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
                       "the op library as an argument)");
             break;
         }
+}
+
+// Ends a node inside a control-flow node's body: its code joins the body and the enclosing node's state returns.
+void ProgramRecorder::restore_enclosing(const std::string& code) {
+    std::shared_ptr<Saved> sv = saved_.back();
+    saved_.pop_back();
+    node_ = sv->node;
+    node_on_host_ = sv->on_host;
+    calls_ = std::move(sv->calls);
+    local_ = std::move(sv->local);
+    pre_ = std::move(sv->pre);
+    direct_reads_ = std::move(sv->direct_reads);
+    host_stmts_ = std::move(sv->host_stmts);
+    passed_ = std::move(sv->passed);
+    node_fail_ = std::move(sv->fail);
+    host_calls_ = std::move(sv->host_calls);
+    branch_cond_ = std::move(sv->branch_cond);
+    branch_[0] = std::move(sv->branch[0]);
+    branch_[1] = std::move(sv->branch[1]);
+    loop_ = std::move(sv->loop);
+    nested_code_ = std::move(sv->nested) + code;
+}
+
+void ProgramRecorder::node_end(Lower& L, bool on_host) {
+    const Node& n = L.node;
+    classify_host_outputs(L);
+    bool device = !calls_.empty();
+    for (auto& o : L.outs) device |= o.t != nullptr;
+    check_direct_reads(n, device);
     // Names: each output takes its value's name; other results are "<first output>_<k>".
     std::vector<std::string> names(calls_.size());
     for (size_t o = 0; o < L.outs.size() && o < n.outputs.size(); o++) {
@@ -487,26 +514,7 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
             val_var[n.outputs[o]] = out_vars[o];
             if (L.outs[o].t) tensor_var_[L.outs[o].t] = out_vars[o];
         }
-    if (!saved_.empty()) {  // back to the enclosing control-flow node
-        std::shared_ptr<Saved> sv = saved_.back();
-        saved_.pop_back();
-        node_ = sv->node;
-        node_on_host_ = sv->on_host;
-        calls_ = std::move(sv->calls);
-        local_ = std::move(sv->local);
-        pre_ = std::move(sv->pre);
-        direct_reads_ = std::move(sv->direct_reads);
-        host_stmts_ = std::move(sv->host_stmts);
-        passed_ = std::move(sv->passed);
-        node_fail_ = std::move(sv->fail);
-        host_calls_ = std::move(sv->host_calls);
-        branch_cond_ = std::move(sv->branch_cond);
-        branch_[0] = std::move(sv->branch[0]);
-        branch_[1] = std::move(sv->branch[1]);
-        loop_ = std::move(sv->loop);
-        nested_code_ = std::move(sv->nested) + code;
-        return;
-    }
+    if (!saved_.empty()) return restore_enclosing(code);  // back to the enclosing control-flow node
     node_code.push_back(code);
     std::vector<int64_t> shape;
     if (!L.outs.empty() && L.outs[0].t && L.outs[0].rank() <= 4) {

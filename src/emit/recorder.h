@@ -73,6 +73,9 @@ private:
     std::string host_literal(const HostTensor& h);  // "" when too large
     std::string var_text(const HostExpr& h);          // a Var's variable, noting graph inputs it reads
     void classify_host_outputs(Lower& L);
+    HostExpr shape_expr(Lower& L);
+    void check_direct_reads(const Node& n, bool device);
+    void restore_enclosing(const std::string& code);
     HostExpr eval_sym(Lower& L, const std::vector<const HostExpr*>& in, std::string& why);
     std::vector<std::string> host_elems(Lower& L, int i, bool& ok);
     void fail_node(const std::string& why);

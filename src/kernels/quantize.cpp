@@ -114,8 +114,9 @@ void matmul_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int64_t kk = 0; kk < p.K; kk++)
                 acc += (at(A, aoff + i * p.K + kk) - az) * (at(B, boff + kk * p.N + j) - bz);
             int64_t o = e * p.N + j;
-            if (!p.qlinear) {
-                ip(dst)[o] = int32_t(acc);
+            if (!p.qlinear) {  // an int32 sum wraps, as onnxruntime's does (found by tests/fuzz: UB as a cast)
+                const double c = std::clamp(acc, -9.0e18, 9.0e18);
+                ip(dst)[o] = int32_t(uint32_t(uint64_t(int64_t(c))));
                 continue;
             }
             float as = fp(AS)[p.asc == 2 ? i : 0], bs = fp(BS)[p.bsc == 2 ? j : 0], ys = fp(YS)[0];

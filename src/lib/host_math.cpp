@@ -292,17 +292,27 @@ HostTensor host_constant_of_shape(const Ints& shape, const HostTensor& value) {
     return out;
 }
 
-HostTensor host_reduce(const HostTensor& x, const Ints& axes_in, const HostReduceParams& p) {
-    const Shape& in = x.shape;
-    int r = int(in.size());
-    if (axes_in.empty() && p.noop_with_empty_axes) return x;
-    std::vector<bool> red(in.size(), axes_in.empty());
-    for (int64_t a : axes_in) {
+namespace {
+
+// Which of a rank-r tensor's axes a reduction over `axes` (all when empty) reduces.
+std::vector<bool> reduced_axes(int r, const Ints& axes) {
+    std::vector<bool> red(size_t(r), axes.empty());
+    for (int64_t a : axes) {
         if (r == 0) continue;  // a scalar's axis 0 names nothing to reduce
         int64_t ax = a < 0 ? a + r : a;
         if (ax < 0 || ax >= r) throw OpError("reduce axis " + std::to_string(a) + " out of range for rank " + std::to_string(r));
         red[size_t(ax)] = true;
     }
+    return red;
+}
+
+}  // namespace
+
+HostTensor host_reduce(const HostTensor& x, const Ints& axes_in, const HostReduceParams& p) {
+    const Shape& in = x.shape;
+    int r = int(in.size());
+    if (axes_in.empty() && p.noop_with_empty_axes) return x;
+    const std::vector<bool> red = reduced_axes(r, axes_in);
     int k = p.kind;
     Shape ks, os;  // keepdims shape for index math, and the output shape
     for (size_t i = 0; i < in.size(); i++) {

@@ -128,7 +128,11 @@ RowMap center_crop_pad_rows(const Ints& xs, const Ints& shape, const Ints& axes)
     if (last < 0) return m;
     int64_t nrows = 1;
     for (int i = last + 1; i < r; i++) m.inner *= xs[size_t(i)];
-    for (int i = 0; i <= last; i++) nrows *= m.os[size_t(i)];
+    for (int i = 0; i <= last; i++) {  // bounded before the product overflows (found by tests/fuzz)
+        if (m.os[size_t(i)] != 0 && nrows > (int64_t(1) << 31) / m.os[size_t(i)])
+            throw OpError("CenterCropPad: target shape " + ints_literal(shape) + " has too many rows");
+        nrows *= m.os[size_t(i)];
+    }
     m.rows.resize(size_t(nrows));
     for (int64_t k = 0; k < nrows; k++) {
         int64_t rem = k, src = 0, mul = 1;

@@ -12,6 +12,50 @@ namespace o2g {
 
 namespace {
 
+// Window sizes in ggml order (W, H, D); axes past the pooled dims are size 1 with a unit window. pend: padding
+// at the end that the last window reaches (negative: a crop).
+struct Win3 {
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+    int64_t pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, pend[3] = {0, 0, 0};
+};
+
+// 0 inside the input, -inf in its padding, over the padded extent P.
+ggml_tensor* max_pad_mask(Ctx& ctx, const Win3& w, const int64_t P[3]) {
+    std::vector<float> m(size_t(P[0] * P[1] * P[2]));
+    for (int64_t z = 0; z < P[2]; z++)
+        for (int64_t y = 0; y < P[1]; y++)
+            for (int64_t xx = 0; xx < P[0]; xx++) {
+                const int64_t iz = z - w.pb[2], iy = y - w.pb[1], ix = xx - w.pb[0];
+                const bool inside = iz >= 0 && iz < w.in[2] && iy >= 0 && iy < w.in[1] && ix >= 0 && ix < w.in[0];
+                m[size_t((z * P[1] + y) * P[0] + xx)] = inside ? 0.0f : -INFINITY;
+            }
+    const int64_t ne[4] = {P[0], P[1], P[2], 1};
+    return ctx.constant_f32(ne, m);
+}
+
+// The pool divided by the full window; this rescales each output by the ONNX divisor (taps in the counted range).
+ggml_tensor* avg_rescale(Ctx& ctx, const Win3& w, bool count_include_pad) {
+    auto count = [&](int64_t o, int i) {
+        const int64_t lo = count_include_pad ? -w.pb[i] : 0, hi = count_include_pad ? w.in[i] + w.pe[i] : w.in[i];
+        int64_t c = 0;
+        for (int64_t t = 0; t < w.k[i]; t++) {
+            const int64_t pos = o * w.s[i] - w.pb[i] + t * w.d[i];
+            c += pos >= lo && pos < hi;
+        }
+        return c;
+    };
+    const int64_t KK = w.k[0] * w.k[1] * w.k[2];
+    std::vector<float> m(size_t(w.out[0] * w.out[1] * w.out[2]));
+    for (int64_t z = 0; z < w.out[2]; z++)
+        for (int64_t yy = 0; yy < w.out[1]; yy++)
+            for (int64_t xx = 0; xx < w.out[0]; xx++) {
+                const int64_t c = count(z, 2) * count(yy, 1) * count(xx, 0);
+                m[size_t((z * w.out[1] + yy) * w.out[0] + xx)] = float(double(KK) / double(std::max<int64_t>(c, 1)));
+            }
+    const int64_t ne[4] = {w.out[0], w.out[1], w.out[2], 1};
+    return ctx.constant_f32(ne, m);
+}
+
 // 3-D or dilated pooling, which ggml's pools cannot do: the (padded) input as [W, H, D, B] (1-D and 2-D inputs with
 // size-1 dims added, N*C in B); undilated windows pooled one plane then one axis at a time, dilated ones gathered by
 // an F32 ggml_im2col_3d and each reduced by a ggml pool over its row.
@@ -21,15 +65,14 @@ ggml_tensor* pool_im2col(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_
     const int64_t ne_in[4] = {x->ne[0], x->ne[1], x->ne[2], x->ne[3]};
     int64_t B = 1;
     for (int i = p.dims; i < 4; i++) B *= x->ne[i];
-    // ggml order (W, H, D); axes past dims are size 1 with a unit window
-    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
-    int64_t pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, pend[3] = {0, 0, 0};
+    Win3 w;
     for (int i = 0; i < p.dims; i++) {
         const size_t a = size_t(p.dims - 1 - i);
-        in[i] = g.in[a], out[i] = g.out[a], k[i] = g.kernel[a], s[i] = g.strides[a], d[i] = g.dilations[a];
-        pb[i] = g.pad_begin[a], pe[i] = g.pad_end[a];
-        pend[i] = (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in[i] - pb[i];  // negative: a crop
+        w.in[i] = g.in[a], w.out[i] = g.out[a], w.k[i] = g.kernel[a], w.s[i] = g.strides[a], w.d[i] = g.dilations[a];
+        w.pb[i] = g.pad_begin[a], w.pe[i] = g.pad_end[a];
+        w.pend[i] = (w.out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - w.in[i] - w.pb[i];  // negative: a crop
     }
+    const int64_t *in = w.in, *out = w.out, *k = w.k, *s = w.s, *d = w.d, *pb = w.pb, *pend = w.pend;
     x = ggml_reshape_4d(ctx, f32_cont(ctx, x), in[0], in[1], in[2], B);
     int64_t P[3];
     bool padded = false;
@@ -47,18 +90,7 @@ ggml_tensor* pool_im2col(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_
             x = ggml_cont(ctx, ggml_view_4d(ctx, x, P[0], P[1], P[2], B, x->nb[1], x->nb[2], x->nb[3], 0));
         }
     }
-    if (is_max && padded) {  // padding must never win a max
-        std::vector<float> m(size_t(P[0] * P[1] * P[2]));
-        for (int64_t z = 0; z < P[2]; z++)
-            for (int64_t y = 0; y < P[1]; y++)
-                for (int64_t xx = 0; xx < P[0]; xx++) {
-                    const int64_t iz = z - pb[2], iy = y - pb[1], ix = xx - pb[0];
-                    const bool inside = iz >= 0 && iz < in[2] && iy >= 0 && iy < in[1] && ix >= 0 && ix < in[0];
-                    m[size_t((z * P[1] + y) * P[0] + xx)] = inside ? 0.0f : -INFINITY;
-                }
-        const int64_t ne[4] = {P[0], P[1], P[2], 1};
-        x = ggml_add(ctx, x, ctx.constant_f32(ne, m));
-    }
+    if (is_max && padded) x = ggml_add(ctx, x, max_pad_mask(ctx, w, P));  // padding must never win a max
     const ggml_op_pool op = is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG;
     const int64_t KK = k[0] * k[1] * k[2];
     ggml_tensor* y;
@@ -82,27 +114,7 @@ ggml_tensor* pool_im2col(Ctx& ctx, ggml_tensor* x, const PoolParams& p, bool is_
                          0, 0);  // [1, OW*OH*OD*B]
     }
     y = ggml_reshape_4d(ctx, y, out[0], out[1], out[2], B);
-    if (!is_max && padded) {
-        // the pool divided by the full window; rescale by the ONNX divisor (taps inside the counted range)
-        auto count = [&](int64_t o, int i) {
-            const int64_t lo = p.count_include_pad ? -pb[i] : 0, hi = p.count_include_pad ? in[i] + pe[i] : in[i];
-            int64_t c = 0;
-            for (int64_t t = 0; t < k[i]; t++) {
-                const int64_t pos = o * s[i] - pb[i] + t * d[i];
-                c += pos >= lo && pos < hi;
-            }
-            return c;
-        };
-        std::vector<float> m(size_t(out[0] * out[1] * out[2]));
-        for (int64_t z = 0; z < out[2]; z++)
-            for (int64_t yy = 0; yy < out[1]; yy++)
-                for (int64_t xx = 0; xx < out[0]; xx++) {
-                    const int64_t c = count(z, 2) * count(yy, 1) * count(xx, 0);
-                    m[size_t((z * out[1] + yy) * out[0] + xx)] = float(double(KK) / double(std::max<int64_t>(c, 1)));
-                }
-        const int64_t ne[4] = {out[0], out[1], out[2], 1};
-        y = ggml_mul(ctx, y, ctx.constant_f32(ne, m));
-    }
+    if (!is_max && padded) y = ggml_mul(ctx, y, avg_rescale(ctx, w, p.count_include_pad));
     // back to the input's layout: the pooled dims, then the kept ones
     int64_t ne[4] = {ne_in[0], ne_in[1], ne_in[2], ne_in[3]};
     for (int i = 0; i < p.dims; i++) ne[i] = out[i];

@@ -53,6 +53,46 @@ std::string printable(const std::string& name) {
     return r;
 }
 
+namespace {
+
+// One tensor's header entry, checked against the data section (data_size bytes at data).
+SafeTensor header_entry(const std::string& path, const std::string& name, const Json& v, const uint8_t* data,
+                        size_t data_size) {
+    const Json* dt = v.get("dtype");
+    const Json* shape = v.get("shape");
+    const Json* offs = v.get("data_offsets");
+    if (!dt || dt->kind != Json::String || !shape || shape->kind != Json::Array || !offs ||
+        offs->kind != Json::Array)
+        fail(path, ": tensor '", printable(name), "': needs dtype, shape and data_offsets");
+    const std::string shown = printable(name);
+    SafeTensor t;
+    t.name = name;
+    t.dtype = dt->str;
+    int64_t numel = 1;
+    for (const Json& d : shape->arr) {
+        if (!d.is_int || d.i < 0) fail(path, ": tensor '", shown, "': a dim is not a non-negative integer");
+        if (d.i > 0 && numel > (int64_t(1) << 48) / d.i) fail(path, ": tensor '", shown, "': too large");
+        numel *= d.i;
+        t.shape.push_back(d.i);
+    }
+    if (offs->arr.size() != 2 || !offs->arr[0].is_int || !offs->arr[1].is_int || offs->arr[0].i < 0 ||
+        offs->arr[1].i < offs->arr[0].i)
+        fail(path, ": tensor '", shown, "': data_offsets must be two integers [begin, end] with begin <= end");
+    uint64_t b = uint64_t(offs->arr[0].i), e = uint64_t(offs->arr[1].i);
+    if (e > data_size)
+        fail(path, ": tensor '", shown, "': data_offsets [", b, ", ", e, "] lie past the end of the data (",
+             data_size, " bytes; the file is truncated or corrupt)");
+    size_t es = dtype_size(t.dtype);
+    if (es && e - b != uint64_t(numel) * es)
+        fail(path, ": tensor '", shown, "': ", e - b, " bytes of data, its dtype ", printable(t.dtype),
+             " and shape need ", uint64_t(numel) * es);
+    t.data = data + b;
+    t.nbytes = size_t(e - b);
+    return t;
+}
+
+}  // namespace
+
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     int fd = open(path.c_str(), O_RDONLY);
     if (fd < 0) fail(path, ": cannot open (", std::strerror(errno), ")");
@@ -103,36 +143,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                     if (s.kind == Json::String) metadata_[k] = s.str;
                 continue;
             }
-            const Json* dt = v.get("dtype");
-            const Json* shape = v.get("shape");
-            const Json* offs = v.get("data_offsets");
-            if (!dt || dt->kind != Json::String || !shape || shape->kind != Json::Array || !offs ||
-                offs->kind != Json::Array)
-                fail(path, ": tensor '", printable(name), "': needs dtype, shape and data_offsets");
+            SafeTensor t = header_entry(path, name, v, data, data_size);
             const std::string shown = printable(name);
-            SafeTensor t;
-            t.name = name;
-            t.dtype = dt->str;
-            int64_t numel = 1;
-            for (const Json& d : shape->arr) {
-                if (!d.is_int || d.i < 0) fail(path, ": tensor '", shown, "': a dim is not a non-negative integer");
-                if (d.i > 0 && numel > (int64_t(1) << 48) / d.i) fail(path, ": tensor '", shown, "': too large");
-                numel *= d.i;
-                t.shape.push_back(d.i);
-            }
-            if (offs->arr.size() != 2 || !offs->arr[0].is_int || !offs->arr[1].is_int || offs->arr[0].i < 0 ||
-                offs->arr[1].i < offs->arr[0].i)
-                fail(path, ": tensor '", shown, "': data_offsets must be two integers [begin, end] with begin <= end");
-            uint64_t b = uint64_t(offs->arr[0].i), e = uint64_t(offs->arr[1].i);
-            if (e > data_size)
-                fail(path, ": tensor '", shown, "': data_offsets [", b, ", ", e, "] lie past the end of the data (",
-                     data_size, " bytes; the file is truncated or corrupt)");
-            size_t es = dtype_size(t.dtype);
-            if (es && e - b != uint64_t(numel) * es)
-                fail(path, ": tensor '", shown, "': ", e - b, " bytes of data, its dtype ", printable(t.dtype),
-                     " and shape need ", uint64_t(numel) * es);
-            t.data = data + b;
-            t.nbytes = size_t(e - b);
             if (index_.count(name)) fail(path, ": tensor '", shown, "' appears twice");
             index_[name] = tensors_.size();
             tensors_.push_back(std::move(t));

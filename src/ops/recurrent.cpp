@@ -27,30 +27,8 @@ int parse_act(Lower& L, const std::string& s) {
     L.error("unsupported activation '" + s + "'");
 }
 
-void lower_recurrent(Lower& L, Cell cell) {
-    o2g::RecurrentParams p;
-    int64_t G = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 3 : 4;
-    int n_act = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 2 : 3;
-    std::string dir = L.node.get_string("direction", "forward");
-    if (dir != "forward" && dir != "reverse" && dir != "bidirectional") L.error("unknown direction '" + dir + "'");
-    p.direction = dir == "forward" ? 0 : dir == "reverse" ? 1 : 2;
-    int64_t D = p.direction == 2 ? 2 : 1;
-    p.layout = L.node.get_int("layout", 0) != 0;
-    p.linear_before_reset = cell == Cell::GRU && L.node.get_int("linear_before_reset", 0) != 0;
-    p.input_forget = cell == Cell::LSTM && L.node.get_int("input_forget", 0) != 0;
-    p.clip = L.node.has("clip") ? L.node.get_float("clip", 0.f) : 0.f;
-    if (L.node.has("clip") && p.clip <= 0) L.error("clip must be positive");
-    const Shape &xs = L.shape(0), &ws = L.shape(1), &rs = L.shape(2);
-    if (xs.size() != 3) L.error("X must be 3-D");
-    int64_t S = p.layout ? xs[1] : xs[0], B = p.layout ? xs[0] : xs[1], I = xs[2];
-    const int64_t H = L.node.get_int("hidden_size", rs.size() == 3 ? rs[2] : 0);
-    // Bounded before G * H is formed (found by tests/fuzz: hidden_size INT64_MIN overflowed it).
-    if (H < 0 || H > (int64_t(1) << 30)) L.error("hidden_size " + std::to_string(H) + " is out of range");
-    const int64_t GH = G * H;
-    if (ws != Shape{D, GH, I}) L.error("W must have shape (num_directions, " + std::to_string(G) + " * hidden_size, input_size)");
-    if (rs != Shape{D, GH, H}) L.error("R must have shape (num_directions, " + std::to_string(G) + " * hidden_size, hidden_size)");
-    if (S == 0 || B == 0 || H == 0) L.error("empty sequence, batch or hidden size");
-    // activations, with alpha/beta consumed in order by the functions that take them
+// The activations, with alpha/beta consumed in order by the functions that take them.
+void read_activations(Lower& L, Cell cell, int64_t D, int n_act, o2g::RecurrentParams& p) {
     std::vector<std::string> names;
     if (const Attribute* a = L.node.attr("activations")) names = a->strings;
     auto alphas = L.node.get_floats("activation_alpha"), betas = L.node.get_floats("activation_beta");
@@ -80,6 +58,32 @@ void lower_recurrent(Lower& L, Cell cell) {
             p.activation_alpha.push_back(da);
             p.activation_beta.push_back(db);
         }
+}
+
+void lower_recurrent(Lower& L, Cell cell) {
+    o2g::RecurrentParams p;
+    int64_t G = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 3 : 4;
+    int n_act = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 2 : 3;
+    std::string dir = L.node.get_string("direction", "forward");
+    if (dir != "forward" && dir != "reverse" && dir != "bidirectional") L.error("unknown direction '" + dir + "'");
+    p.direction = dir == "forward" ? 0 : dir == "reverse" ? 1 : 2;
+    int64_t D = p.direction == 2 ? 2 : 1;
+    p.layout = L.node.get_int("layout", 0) != 0;
+    p.linear_before_reset = cell == Cell::GRU && L.node.get_int("linear_before_reset", 0) != 0;
+    p.input_forget = cell == Cell::LSTM && L.node.get_int("input_forget", 0) != 0;
+    p.clip = L.node.has("clip") ? L.node.get_float("clip", 0.f) : 0.f;
+    if (L.node.has("clip") && p.clip <= 0) L.error("clip must be positive");
+    const Shape &xs = L.shape(0), &ws = L.shape(1), &rs = L.shape(2);
+    if (xs.size() != 3) L.error("X must be 3-D");
+    int64_t S = p.layout ? xs[1] : xs[0], B = p.layout ? xs[0] : xs[1], I = xs[2];
+    const int64_t H = L.node.get_int("hidden_size", rs.size() == 3 ? rs[2] : 0);
+    // Bounded before G * H is formed (found by tests/fuzz: hidden_size INT64_MIN overflowed it).
+    if (H < 0 || H > (int64_t(1) << 30)) L.error("hidden_size " + std::to_string(H) + " is out of range");
+    const int64_t GH = G * H;
+    if (ws != Shape{D, GH, I}) L.error("W must have shape (num_directions, " + std::to_string(G) + " * hidden_size, input_size)");
+    if (rs != Shape{D, GH, H}) L.error("R must have shape (num_directions, " + std::to_string(G) + " * hidden_size, hidden_size)");
+    if (S == 0 || B == 0 || H == 0) L.error("empty sequence, batch or hidden size");
+    read_activations(L, cell, D, n_act, p);
     Shape state = p.layout ? Shape{B, D, H} : Shape{D, B, H};
     auto opt = [&](int i, const Shape& want, const char* what) -> ggml_tensor* {
         if (!L.has(i)) return nullptr;

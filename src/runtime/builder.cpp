@@ -292,6 +292,17 @@ void Builder::build() {
     octx.labels.clear();
 }
 
+// Intermediates get "<first output>.k" so profiles and dumps map back to ONNX values.
+void Builder::name_intermediates(const Node& n) {
+    int k = 0;
+    for (ggml_tensor* t = last_tensor_ ? ggml_get_next_tensor(ctx, last_tensor_) : ggml_get_first_tensor(ctx); t;
+         t = ggml_get_next_tensor(ctx, t)) {
+        if (ggml_get_name(t)[0] == 0) ggml_format_name(t, "%s.%d", n.outputs.empty() ? "" : n.outputs[0].c_str(), k++);
+        if (!n.outputs.empty()) origin[t] = n.outputs[0];
+        last_tensor_ = t;
+    }
+}
+
 void Builder::run_node(const Node& n) {
     int64_t opset = model.opset(n.domain);
     const OpDef* def = find_op(n.domain, n.op_type, opset);
@@ -363,14 +374,7 @@ void Builder::run_node(const Node& n) {
         if (o.t && ggml_get_name(o.t)[0] == 0) ggml_set_name(o.t, o.name.c_str());
         vals[o.name] = std::move(o);
     }
-    // Intermediates get "<first output>.k" so profiles and dumps map back to ONNX values.
-    int k = 0;
-    for (ggml_tensor* t = last_tensor_ ? ggml_get_next_tensor(ctx, last_tensor_) : ggml_get_first_tensor(ctx); t;
-         t = ggml_get_next_tensor(ctx, t)) {
-        if (ggml_get_name(t)[0] == 0) ggml_format_name(t, "%s.%d", n.outputs.empty() ? "" : n.outputs[0].c_str(), k++);
-        if (!n.outputs.empty()) origin[t] = n.outputs[0];
-        last_tensor_ = t;
-    }
+    name_intermediates(n);
 
     stats.nodes++;
     if (on_host) {

@@ -132,6 +132,7 @@ public:
 
     // Lowers one node (also used for subgraph bodies and nodes synthesized by control flow).
     void run_node(const Node& n);
+    void name_intermediates(const Node& n);
     // A value name no model uses (for nodes synthesized by control flow).
     std::string fresh_name(const std::string& hint) { return hint + "#" + std::to_string(fresh_++); }
     // Binds a host constant under a fresh name and returns the name.

@@ -157,14 +157,10 @@ std::vector<float> values(const o2g::SafetensorsFile& f, const Match& mt) {
     return t;
 }
 
-}  // namespace
-
-void import_checkpoint(Model& m, const std::string& checkpoint, const ImportOptions& o) {
-    o2g::SafetensorsFile f(checkpoint);
-    o2g::CheckpointParts cp = o2g::read_checkpoint_keys(f);
-    auto cands = candidates(m);
-
-    // The part: the one asked for, or the one whose tensors fill the most initializers.
+// The part to import: the one asked for, or the one whose tensors fill the most initializers.
+std::string choose_part(const Model& m, const o2g::SafetensorsFile& f, const o2g::CheckpointParts& cp,
+                        const std::map<std::string, std::vector<Candidate>>& cands, const ImportOptions& o,
+                        const std::string& checkpoint) {
     std::string part_name = o.part == "diffusers" ? "" : o.part;
     if (o.part == "auto") {
         size_t best = 0;
@@ -191,6 +187,49 @@ void import_checkpoint(Model& m, const std::string& checkpoint, const ImportOpti
     } else if (o.part != "unet" && o.part != "vae" && o.part != "text_encoder" && o.part != "diffusers") {
         fail("--part must be auto, unet, vae, text_encoder or diffusers, not '", o.part, "'");
     }
+    return part_name;
+}
+
+// The warnings and the summary line of an import.
+void report_import(const Model& m, const std::string& checkpoint, const ImportOptions& o, const o2g::CheckpointParts& cp,
+                   const Part& part, const std::string& part_name, const std::set<std::string>& used,
+                   const std::vector<std::string>& unfilled, size_t filled, size_t weights) {
+    auto warn = [&](const std::string& s) {
+        if (!o.quiet) fprintf(stderr, "onnx2ggml: warning: %s: %s\n", checkpoint.c_str(), s.c_str());
+    };
+    if (!unfilled.empty())
+        warn(std::to_string(unfilled.size()) + " weights of " + m.path + " keep their own data (first: " +
+             name_list(unfilled, 3) + ")");
+    std::vector<std::string> unused;
+    for (auto& [n, e] : part)
+        if (!used.count(e.tensor->name)) unused.push_back(o2g::printable(e.tensor->name));
+    if (!unused.empty())
+        warn(std::to_string(unused.size()) + " " + o2g::part_words(part_name) + " tensors match no weight of " +
+             m.path + " (first: " + name_list(unused, 3) + ")");
+    std::string others;
+    for (auto& [p, other] : cp.parts)
+        if (p != part_name) others += (others.empty() ? "" : ", ") + o2g::part_words(p) + " " + std::to_string(other.size());
+    if (!cp.unsupported.empty())
+        warn(std::to_string(cp.unsupported.size()) + " OpenCLIP text-encoder tensors are not read (that format is not "
+             "supported; first: " + name_list(cp.unsupported, 1) + ")");
+    if (!o.quiet) {
+        fprintf(stderr, "onnx2ggml: import %s -> %s: %s, %zu of %zu weights filled from %zu tensors%s%s\n",
+                checkpoint.c_str(), m.path.c_str(), o2g::part_words(part_name).c_str(), filled, weights, used.size(),
+                others.empty() ? "" : "; other parts not used: ", others.c_str());
+        if (!cp.unknown.empty())
+            fprintf(stderr, "onnx2ggml: %zu tensors of no known part skipped (first: %s)\n", cp.unknown.size(),
+                    name_list(cp.unknown, 3).c_str());
+    }
+}
+
+}  // namespace
+
+void import_checkpoint(Model& m, const std::string& checkpoint, const ImportOptions& o) {
+    o2g::SafetensorsFile f(checkpoint);
+    o2g::CheckpointParts cp = o2g::read_checkpoint_keys(f);
+    auto cands = candidates(m);
+
+    const std::string part_name = choose_part(m, f, cp, cands, o, checkpoint);
     const Part empty;
     auto pit = cp.parts.find(part_name);
     const Part& part = pit == cp.parts.end() ? empty : pit->second;
@@ -245,32 +284,7 @@ void import_checkpoint(Model& m, const std::string& checkpoint, const ImportOpti
              "); --allow-partial keeps the model's own data for them");
     for (auto& [init, v] : data) set_initializer(m, init, v);
 
-    auto warn = [&](const std::string& s) {
-        if (!o.quiet) fprintf(stderr, "onnx2ggml: warning: %s: %s\n", checkpoint.c_str(), s.c_str());
-    };
-    if (!unfilled.empty())
-        warn(std::to_string(unfilled.size()) + " weights of " + m.path + " keep their own data (first: " +
-             name_list(unfilled, 3) + ")");
-    std::vector<std::string> unused;
-    for (auto& [n, e] : part)
-        if (!used.count(e.tensor->name)) unused.push_back(o2g::printable(e.tensor->name));
-    if (!unused.empty())
-        warn(std::to_string(unused.size()) + " " + o2g::part_words(part_name) + " tensors match no weight of " +
-             m.path + " (first: " + name_list(unused, 3) + ")");
-    std::string others;
-    for (auto& [p, other] : cp.parts)
-        if (p != part_name) others += (others.empty() ? "" : ", ") + o2g::part_words(p) + " " + std::to_string(other.size());
-    if (!cp.unsupported.empty())
-        warn(std::to_string(cp.unsupported.size()) + " OpenCLIP text-encoder tensors are not read (that format is not "
-             "supported; first: " + name_list(cp.unsupported, 1) + ")");
-    if (!o.quiet) {
-        fprintf(stderr, "onnx2ggml: import %s -> %s: %s, %zu of %zu weights filled from %zu tensors%s%s\n",
-                checkpoint.c_str(), m.path.c_str(), o2g::part_words(part_name).c_str(), filled, weights, used.size(),
-                others.empty() ? "" : "; other parts not used: ", others.c_str());
-        if (!cp.unknown.empty())
-            fprintf(stderr, "onnx2ggml: %zu tensors of no known part skipped (first: %s)\n", cp.unknown.size(),
-                    name_list(cp.unknown, 3).c_str());
-    }
+    report_import(m, checkpoint, o, cp, part, part_name, used, unfilled, filled, weights);
 }
 
 void apply_weights_file(Model& m, const std::string& path, bool quiet) {
