@@ -338,6 +338,10 @@ ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tenso
     check_bias(bias, w->ne[d1] * p.group, "transposed convolution");
     WindowGeometry g = conv_transpose_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides,
                                                p.dilations, p.output_padding, p.output_shape);
+    // An empty spatial input would leave only the bias over the output, a form no exporter writes; the strided
+    // paths below cannot place it (found by tests/fuzz: a negative view size).
+    for (int64_t n : g.in)
+        if (n == 0) throw OpError("transposed convolution of an empty spatial input " + ints_literal(g.in));
     const int64_t Cin = x->ne[d1], Cog = w->ne[d1], kW = w->ne[0], kH = d1 == 2 ? w->ne[1] : 1;
     const int64_t group = p.group;
     const bool subpixel = d1 == 2 && group == 1 && p.output_shape.empty() && p.auto_pad == AUTO_PAD_NOTSET &&
