@@ -146,6 +146,9 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
     run["error"] = None if rc == 0 else f"exit {rc}: " + " | ".join(log.strip().splitlines()[-3:])[-400:]
     if rc == 0 and args.device:  # every float op on the device: no CPU fallback
         run["error"] = off_device(run.get("stats", {}), args.device)
+    if rc == 0 and run.get("stats", {}).get("unread_weight_bytes") and not run["error"]:  # one conv plan
+        run["error"] = f"{run['stats']['unread_weight_bytes']} bytes of weight forms no kernel reads"
+
     result["runs"]["onnx2ggml"] = run
 
     # onnxruntime, unless the manifest says why it cannot run this part

@@ -75,6 +75,9 @@ struct RunStats {
     // Weight bytes transformed or copied to the device while building this run's graph (0 on a cache hit, and
     // for a new shape once the session has prepared its weights: they are kept per session).
     size_t transformed_weight_bytes = 0;
+    // Bytes of transformed weight forms (packed panels, pointwise forms) held by the session that this run's graph
+    // does not read: forms made for a kernel the graph did not choose (0 when the conv plan is one decision).
+    size_t unread_weight_bytes = 0;
 };
 
 // Threads: Session::open may be called from several threads at once, and distinct sessions run on distinct

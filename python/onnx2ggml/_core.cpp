@@ -125,6 +125,7 @@ public:
         d["gflop"] = s.gflop;
         d["splits"] = s.splits;
         d["transformed_weight_bytes"] = s.transformed_weight_bytes;
+        d["unread_weight_bytes"] = s.unread_weight_bytes;
         nb::dict ops;
         for (auto& [op, n] : s.ggml_ops) ops[op.c_str()] = n;
         d["ggml_ops"] = ops;

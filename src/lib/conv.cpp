@@ -8,6 +8,7 @@
 #include "kernels/gemm.h"
 #include "kernels/window.h"
 #include "kernels/winograd.h"
+#include "lib/conv_plan.h"
 #include "lib/window.h"
 
 namespace o2g {
@@ -172,6 +173,25 @@ ggml_tensor* apply_clamp(Ctx& ctx, ggml_tensor* y, const ConvParams& p) {
 
 }  // namespace
 
+ConvAlgo conv_algorithm(const ConvCase& c) {
+    const bool dense2d = c.dims == 2 && c.group == 1, unit_dil = c.dH == 1 && c.dW == 1;
+    if (!c.cpu) return ConvAlgo::Im2col;
+    // 1x1 stride-1 unpadded with a constant weight: our NCHW kernel, bias and activation in its epilogue.
+    if (dense2d && c.kH == 1 && c.kW == 1 && c.sH == 1 && c.sW == 1 && c.unpadded && c.constant_w && c.f32_input &&
+        c.f32_product)
+        return ConvAlgo::Pointwise;
+    const bool depthwise = c.dims == 2 && c.group == c.C && c.M == c.group && unit_dil;
+    // A dense conv with few input channels (a stem: 3 -> 32 channels, 3x3/2; ResNet's 3 -> 64, 7x7/2, 147 taps:
+    // 3.4 -> 1.6 ms against im2col; the VAE encoder's 3 -> 128, 3x3/1): the direct kernel, no im2col, and no
+    // Winograd either (its products would have a shared dim of 3: the VAE encoder's conv_in took 44.8 ms that way).
+    const bool small_dense = dense2d && c.C <= 4 && c.C * c.kH * c.kW <= 160 && unit_dil && c.f32_input && c.f32_product;
+    if ((depthwise && c.f32_input) || small_dense) return ConvAlgo::Direct;
+    if (depthwise) return ConvAlgo::Depthwise;
+    // 3x3 stride-1 convolutions with a constant weight: Winograd (fewer multiply-adds).
+    if (dense2d && c.kH == 3 && c.kW == 3 && c.sH == 1 && c.sW == 1 && unit_dil && c.constant_w) return ConvAlgo::Winograd;
+    return ConvAlgo::Im2col;
+}
+
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p) {
     if (p.dims == 3) return apply_clamp(ctx, conv3d(ctx, x, w, bias, p), p);
     const int d1 = p.dims;
@@ -193,24 +213,22 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         pw = int(wb);
         ph = int(hb);
     } else x = pad_crop_2d(ctx, x, wb, we, hb, he);
-    const bool unit_dil = dil[0] == 1 && dil[1] == 1;
-    // 3x3 stride-1 convolutions with a constant weight take the Winograd path on the CPU (fewer multiply-adds).
-    const bool constant_w = ctx.weights && ctx.weights->is_weight(w);
-    int wino = d1 == 2 && p.group == 1 && k->ne[0] == 3 && k->ne[1] == 3 && s[0] == 1 && s[1] == 1 && unit_dil &&
-                       constant_w && ctx.cpu
-                   ? winograd_tile((x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2))
-                   : 0;
+    ConvCase cc;
+    cc.dims = d1;
+    cc.group = p.group;
+    cc.C = x->ne[2];
+    cc.M = k->ne[3];
+    cc.kH = k->ne[1], cc.kW = k->ne[0], cc.sH = s[0], cc.sW = s[1], cc.dH = dil[0], cc.dW = dil[1];
+    cc.unpadded = wb == 0 && we == 0 && hb == 0 && he == 0;
+    cc.constant_w = ctx.weights && ctx.weights->is_weight(w);
+    cc.cpu = ctx.cpu && ggml_nelements(x) > 0;
+    cc.f32_input = x->type == GGML_TYPE_F32;
+    cc.f32_product = product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32;
+    const ConvAlgo algo = conv_algorithm(cc);
+    int wino = algo == ConvAlgo::Winograd ? winograd_tile((x->ne[0] + 2 * pw - 2) * (x->ne[1] + 2 * ph - 2)) : 0;
     // A reduced-precision weight also rounds the transformed input; F(4,3)'s transforms magnify that error about
     // 20x (f16: 8e-3 of the range against 5e-4 for F(2,3) on random data), so those products use F(2,3).
     if (wino == 4 && product_weight_type(ctx, w, k->ne[2]) != GGML_TYPE_F32) wino = 2;
-    const bool depthwise = d1 == 2 && p.group == x->ne[2] && k->ne[3] == p.group && k->ne[2] == 1 && unit_dil &&
-                           ctx.cpu && ggml_nelements(x) > 0;
-    // A dense conv with few input channels (a stem: 3 -> 32 channels, 3x3/2; ResNet's 3 -> 64, 7x7/2, 147 taps:
-    // 3.4 -> 1.6 ms against im2col; the VAE encoder's 3 -> 128, 3x3/1): the direct kernel, no im2col, and no
-    // Winograd either (its products would have a shared dim of 3: the VAE encoder's conv_in took 44.8 ms that way).
-    const bool small_dense = d1 == 2 && p.group == 1 && x->ne[2] <= 4 && k->ne[2] * k->ne[1] * k->ne[0] <= 160 &&
-                             unit_dil && ctx.cpu && x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0 &&
-                             product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32;
     // Our CPU kernels add the bias and apply the activation (ReLU, ReLU6) while writing the output.
     const ConvClamp act = p.clamp ? ConvClamp{p.clamp_min, p.clamp_max} : ConvClamp{};
     auto f32_bias = [&]() -> ggml_tensor* {
@@ -218,20 +236,13 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
         ggml_tensor* b = bias->type != GGML_TYPE_F32 ? ggml_cast(ctx, bias, GGML_TYPE_F32) : bias;
         return cont(ctx, b);
     };
-    // 1x1 stride-1 unpadded convolutions with a constant weight: our NCHW kernel, bias and activation in its epilogue.
-    const bool pointwise = d1 == 2 && p.group == 1 && k->ne[0] == 1 && k->ne[1] == 1 && s[0] == 1 && s[1] == 1 &&
-                           wb == 0 && we == 0 && hb == 0 && he == 0 && constant_w && ctx.cpu &&
-                           x->type == GGML_TYPE_F32 && ggml_nelements(x) > 0 &&
-                           product_weight_type(ctx, w, x->ne[2]) == GGML_TYPE_F32;
     ggml_tensor* y;
-    if (pointwise) {
-        return conv2d_pointwise(ctx, x, k, f32_bias(), act);
-    }
-    if ((depthwise && x->type == GGML_TYPE_F32) || small_dense) {
+    if (algo == ConvAlgo::Pointwise) return conv2d_pointwise(ctx, x, k, f32_bias(), act);
+    if (algo == ConvAlgo::Direct) {
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
         return conv2d_direct_clamp(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph, act);
     }
-    if (depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
+    if (algo == ConvAlgo::Depthwise) {  // ggml_conv_2d_dw_direct is the slowest part of MobileNet-style models
         if (k->type != GGML_TYPE_F32) k = ggml_cast(ctx, k, GGML_TYPE_F32);
         y = conv2d_depthwise(ctx, x, k, f32_bias(), int(s[1]), int(s[0]), pw, ph);
     } else if (wino) {  // d1 == 2: the bias and the activation applied in the output transform

@@ -59,6 +59,7 @@ struct WeightCache : o2g::WeightStore {
                          const std::function<void(const float*, float*)>& make) override;
     void commit();  // allocate and upload pending tensors
     void commit(ggml_cgraph* g);  // the same, and the lazy weights g reads
+    size_t unread_bytes(ggml_cgraph* g) const;  // derived forms g does not read
     double megabytes() const;  // device weights, including those used in place from the file mapping
     ~WeightCache();
 };

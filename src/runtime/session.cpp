@@ -20,6 +20,7 @@
 #include "runtime/builder.h"
 #include "runtime/checkpoint_import.h"
 #include "runtime/load_progress.h"
+#include "lib/conv_plan.h"
 #include "lib/host_util.h"
 #include "runtime/lora.h"
 #include "runtime/memory_limit.h"
@@ -167,6 +168,23 @@ void SessionImpl::init_device(const SessionOptions& opts) {
     device_ = backends_->description;
 }
 
+// The conv's algorithm inputs from its attributes and weight d = [M, C/g, kH, kW] (an f32 image assumed: the
+// graph's activations are).
+o2g::ConvCase conv_case(const Node& n, const std::vector<int64_t>& d, bool cpu) {
+    auto at = [&](const char* attr, size_t i) {
+        const auto v = n.get_ints(attr);
+        return i < v.size() ? v[i] : 1;
+    };
+    o2g::ConvCase c;
+    c.group = n.get_int("group", 1);
+    c.M = d[0], c.C = d[1] * c.group, c.kH = d[2], c.kW = d[3];
+    c.sH = at("strides", 0), c.sW = at("strides", 1), c.dH = at("dilations", 0), c.dW = at("dilations", 1);
+    for (int64_t e : n.get_ints("pads")) c.unpadded &= e == 0;
+    c.constant_w = true;
+    c.cpu = cpu;
+    return c;
+}
+
 // Constant MatMul and Gemm weights take the same form (transposed, or at SessionOptions::weights precision) for
 // every input shape, and so do f32 convolution weights on the CPU (the panels that im2col and both Winograd tiles
 // multiply by): made here, once, through the op library's own calls, so that graph builds find them made and the
@@ -194,20 +212,14 @@ void SessionImpl::prepare_weights() {
             plan_.need_host.count(n.outputs[0]))
             continue;
         bool pointwise = false;
-        if (conv) {
-            // 2-D and dense; not 4 or fewer input channels (the direct kernel reads the weight as it is); 1x1,
-            // stride 1, unpadded: the pointwise kernel's own form (see o2g::conv).
+        if (conv) {  // only the form the algorithm o2g::conv will choose reads (lib/conv_plan.h)
             const auto& f = td->dims;  // NhwcConv's weight is [M, kH, kW, C/g]
             const std::vector<int64_t> d = nhwc && f.size() == 4 ? std::vector<int64_t>{f[0], f[3], f[1], f[2]} : f;
-            if (!conv_panels || d.size() != 4 || n.get_int("group", 1) != 1 || d[0] < 1 ||
-                (d[1] <= 4 && d[1] * d[2] * d[3] <= 36))
-                continue;
-            auto all = [&](const char* attr, int64_t v) {
-                for (int64_t e : n.get_ints(attr))
-                    if (e != v) return false;
-                return true;
-            };
-            pointwise = d[2] == 1 && d[3] == 1 && all("strides", 1) && all("pads", 0);
+            if (!conv_panels || d.size() != 4) continue;
+            const o2g::ConvCase cc = conv_case(n, d, weights_.native_cpu);
+            const o2g::ConvAlgo algo = o2g::conv_algorithm(cc);
+            pointwise = algo == o2g::ConvAlgo::Pointwise;
+            if (!pointwise && !o2g::conv_reads_panels(cc, algo)) continue;
         }
         ggml_tensor* w = weights_.get(n.inputs[1], initializer_host(*td), device_type(td->dtype));  // as bound
         ggml_init_params p = {ggml_tensor_overhead() * 64, nullptr, true};
@@ -454,6 +466,7 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     stats_.compute_buffer_mb = c->compute_mb;
     stats_.unshared_mb = c->unshared_mb;
     if (c->weights_mb < 0) c->weights_mb = graph_weight_mb(c->graph);
+    stats_.unread_weight_bytes = weights_.unread_bytes(c->graph);
     stats_.weights_mb = c->weights_mb;
     stats_.splits = c->splits;
     stats_.backends = c->shares;

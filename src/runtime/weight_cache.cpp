@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <cstdlib>
 #include <cstring>
 
@@ -185,6 +186,19 @@ void advise_huge_pages(ggml_backend_buffer_t buf) {
 ggml_type WeightCache::source_type(const ggml_tensor* w) {
     auto it = sources.find(w);
     return keep_f16 && it != sources.end() && it->second.second.dtype == DType::FLOAT16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+}
+
+size_t WeightCache::unread_bytes(ggml_cgraph* g) const {
+    std::set<const ggml_tensor*> read;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
+        for (ggml_tensor* s : ggml_graph_node(g, i)->src) {
+            while (s && s->view_src) s = s->view_src;
+            if (s) read.insert(s);
+        }
+    size_t n = 0;
+    for (const ggml_tensor* t : made)
+        if (!read.count(t)) n += ggml_nbytes(t);
+    return n;
 }
 
 void WeightCache::commit(ggml_cgraph* g) {

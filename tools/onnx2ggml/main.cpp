@@ -487,7 +487,8 @@ int cmd_run(const std::vector<std::string>& args) {
               << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms
               << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
               << ", \"cache_hit\": " << (s.cache_hit ? "true" : "false")
-              << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes << ", \"ggml_ops\": {";
+              << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes
+              << ", \"unread_weight_bytes\": " << s.unread_weight_bytes << ", \"ggml_ops\": {";
             const char* sep = "";
             for (auto& [op, n] : s.ggml_ops) {
                 f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers
