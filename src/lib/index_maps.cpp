@@ -108,6 +108,10 @@ RowMap compress_rows(const Ints& xs, const Ints& cond, int axis) {
     return m;
 }
 
+// A row map is built on the host, a row at a time: 2^25 rows (a 4096x4096x2 crop along its last axis) take about
+// a second; a hostile target shape must not keep the loop running for minutes (found by tests/fuzz).
+constexpr int64_t kMaxRows = int64_t(1) << 25;
+
 RowMap center_crop_pad_rows(const Ints& xs, const Ints& shape, const Ints& axes) {
     int r = int(xs.size());
     if (shape.size() != axes.size()) throw OpError("CenterCropPad: shape must have one entry per axis");
@@ -129,7 +133,7 @@ RowMap center_crop_pad_rows(const Ints& xs, const Ints& shape, const Ints& axes)
     int64_t nrows = 1;
     for (int i = last + 1; i < r; i++) m.inner *= xs[size_t(i)];
     for (int i = 0; i <= last; i++) {  // bounded before the product overflows (found by tests/fuzz)
-        if (m.os[size_t(i)] != 0 && nrows > (int64_t(1) << 31) / m.os[size_t(i)])
+        if (m.os[size_t(i)] != 0 && nrows > kMaxRows / m.os[size_t(i)])
             throw OpError("CenterCropPad: target shape " + ints_literal(shape) + " has too many rows");
         nrows *= m.os[size_t(i)];
     }
