@@ -85,8 +85,11 @@ struct Match {
             } else if (n->op_type == "Where" && sc.mask.empty() && pending.empty() && n->inputs.size() == 3) {
                 // Where(c, S, fill): the additive mask Where(c, 0, fill) gives the same probabilities when the fill
                 // is -inf or the float minimum (for a finite fill S + fill is not fill)
+                // (-65504 in an fp16 file: f16's minimum, as far below any score as -inf)
+                DType t;
                 for (int k = 1; k <= 2 && !sc.where; k++)
-                    if (scalar_constant(u, n->inputs[size_t(k)], c) && c <= -1e30f)
+                    if (scalar_constant(u, n->inputs[size_t(k)], c, &t) &&
+                        c <= (t == DType::FLOAT16 ? -65504.f : -1e30f))
                         sc.where = n, sc.where_side = 3 - k, sc.mask = n->inputs[0];
                 if (!sc.where) return false;
                 s_in = n->inputs[size_t(sc.where_side)];
@@ -205,11 +208,15 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         if (o.op_type != "MatMul" || !o.domain.empty() || o.inputs.size() != 2 || removed.count(idx)) continue;
         Match mt{u, f, removed, {}, 1.f};
         std::string p_in = o.inputs[0];
-        bool to_float = false, ok = true;
+        // Casts of the probabilities between float types (the fp16 converter writes Cast(to f16) twice there):
+        // the kernel keeps them in f32, nearer the computation than the f16 rounding onnxruntime does.
+        bool to_float = false, first = true, ok = true;
         for (int c; (c = u.sole(p_in, "Cast")) >= 0 && !removed.count(c); p_in = plan.node(m, c).inputs[0]) {
-            ok = plan.node(m, c).get_int("to", 0) == int64_t(DType::FLOAT);
+            const int64_t to = plan.node(m, c).get_int("to", 0);
+            ok = float_dtype(DType(int32_t(to)));
             if (!ok) break;
-            to_float = true;
+            if (first) to_float = to == int64_t(DType::FLOAT);  // the cast nearest the product sets its type
+            first = false;
             mt.dead.push_back(c);
         }
         int sm_i;

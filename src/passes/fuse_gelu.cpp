@@ -11,14 +11,16 @@ namespace onnx2ggml {
 
 namespace {
 
-bool near(float a, double b) { return std::fabs(double(a) - b) <= 1e-6 * std::fabs(b); }
 
 // The other operand of binary node n, v being one of its inputs.
 const std::string& other(const Node& n, const std::string& v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
 
+// A scalar constant standing for `want`: within its type's rounding (an fp16 file's sqrt 2 is 1.4140625, and the
+// fused op's exact constant is nearer the computation the exporter wrote than that rounding).
 bool scalar_near(GraphIndex& g, const std::string& v, double want) {
     float c;
-    return scalar_constant(g, v, c) && near(c, want);
+    DType t;
+    return scalar_constant(g, v, c, &t) && std::fabs(double(c) - want) <= rounding_of(t) * std::fabs(want);
 }
 
 // The nodes computing v = x^3 as Pow(x, 3) or Mul(x, Mul(x, x)); empty if v is not that.

@@ -15,18 +15,15 @@ namespace onnx2ggml {
 namespace {
 
 bool all_equal(const TensorData* t, int64_t n, float v) {
-    if (!t || t->dtype != DType::FLOAT || t->numel() != n) return false;
-    for (int64_t i = 0; i < n; i++) {
-        float f;
-        std::memcpy(&f, t->data + i * int64_t(sizeof f), sizeof f);  // raw_data may be unaligned
-        if (f != v) return false;
-    }
+    if (!t || !float_dtype(t->dtype) || t->numel() != n) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (float_at(*t, i) != v) return false;
     return true;
 }
 
 // A per-channel parameter of a rank-4 [N, C, H, W] tensor: shape [C, 1, 1] or [1, C, 1, 1].
 int64_t channel_param(const TensorData* t) {
-    if (!t || t->dtype != DType::FLOAT) return -1;
+    if (!t || !float_dtype(t->dtype)) return -1;
     const auto& d = t->dims;
     if (d.size() != 3 && d.size() != 4) return -1;
     if (d.size() == 4 && d[0] != 1) return -1;

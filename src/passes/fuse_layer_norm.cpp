@@ -47,7 +47,7 @@ int square_of(GraphIndex& g, const std::string& sq, std::string& v) {
 // A per-feature constant over the last k axes: rank <= k, or leading ones.
 bool feature_param(GraphIndex& g, const std::string& v, int k) {
     const TensorData* t = g.constant(v);
-    if (!t || t->dtype != DType::FLOAT) return false;
+    if (!t || !float_dtype(t->dtype)) return false;
     for (size_t i = 0; i + size_t(k) < t->dims.size(); i++)
         if (t->dims[i] != 1) return false;
     return true;

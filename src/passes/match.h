@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "ggml.h"
 #include "passes/pipeline.h"
 
 namespace onnx2ggml {
@@ -99,11 +100,43 @@ inline Attribute float_attr(const std::string& name, float v) {
     return a;
 }
 
-// A constant float scalar (any shape with one element); false if `v` is not one.
-inline bool scalar_constant(GraphIndex& g, const std::string& v, float& out) {
+// Float element types a pattern's constants may have: fp16 converters write eps, scales, gamma and beta as
+// FLOAT16 (BFLOAT16 likewise), and the fused op computes in f32 on their exact widened values.
+inline bool float_dtype(DType t) { return t == DType::FLOAT || t == DType::FLOAT16 || t == DType::BFLOAT16; }
+
+// Element i of a float constant (float_dtype) as f32; raw_data inside the protobuf need not be aligned.
+inline float float_at(const TensorData& t, int64_t i) {
+    if (t.dtype == DType::FLOAT) {
+        float f;
+        std::memcpy(&f, t.data + i * 4, sizeof f);
+        return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, t.data + i * 2, sizeof h);
+    if (t.dtype == DType::BFLOAT16) {
+        const uint32_t b = uint32_t(h) << 16;
+        float f;
+        std::memcpy(&f, &b, sizeof f);
+        return f;
+    }
+    ggml_fp16_t x;
+    std::memcpy(&x, &h, sizeof x);
+    return ggml_fp16_to_fp32(x);
+}
+
+// The relative distance at which a constant of type t stands for a wanted real value (sqrt 2, 0.044715): f32
+// as before, or half a step of the narrower type (its rounding of that value).
+inline double rounding_of(DType t) {
+    return t == DType::FLOAT16 ? 0.5 / 1024 : t == DType::BFLOAT16 ? 0.5 / 128 : 1e-6;
+}
+
+// A constant float scalar (any shape with one element, f32, f16 or bf16); false if `v` is not one. `type`, if
+// given, receives its element type.
+inline bool scalar_constant(GraphIndex& g, const std::string& v, float& out, DType* type = nullptr) {
     const TensorData* t = g.constant(v);
-    if (!t || t->dtype != DType::FLOAT || t->numel() != 1) return false;
-    std::memcpy(&out, t->data, sizeof out);  // raw_data inside the protobuf need not be 4-byte aligned
+    if (!t || !float_dtype(t->dtype) || t->numel() != 1) return false;
+    out = float_at(*t, 0);
+    if (type) *type = t->dtype;
     return true;
 }
 
