@@ -222,6 +222,8 @@ FP16_PICKS = ("fuse_group_norm: own GroupNorm, targets from Shape/Gather/Concat,
               "fuse_silu: quick GELU x*Sigmoid(1.702x) becomes silu(1.702x)/1.702",
               "fuse_attention: CLIP form (scale Mul after the MatMul, causal mask Add, Casts) becomes one kernel",
               "fuse_attention: CLIP form, one mask value per key [2, 1, 1, 77]",
+              "fuse_attention: boolean mask through Where(keep, S, -inf): one kernel, mask Where(keep, 0, -inf)",
+              "fuse_attention: Where with a finite fill (-1e4, not an additive mask's equal): no fusion",
               "fuse_gelu: scale 0.25 is not GELU: no fusion",
               "fuse_gelu: (0.25 x)(1 + erf), not GELU's half: no fusion")
 

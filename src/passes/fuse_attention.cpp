@@ -145,7 +145,9 @@ struct Match {
 std::string mask_nodes(Match& mt, const Scores& sc, const std::string& out, std::vector<Node>& added) {
     std::string mask = sc.mask;
     if (sc.where) {
-        static const float kZero = 0.f;
+        static const float kZero = 0.f;  // all-zero bits: 0 in f32, f16 and bf16 alike
+        const TensorData* fill = mt.u.constant(sc.where->inputs[size_t(3 - sc.where_side)]);
+        const DType type = fill ? fill->dtype : DType::FLOAT;  // Where's branches share the fill's type
         Node zero;
         zero.op_type = "Constant";
         zero.name = sc.where->name + "/zero";
@@ -155,9 +157,9 @@ std::string mask_nodes(Match& mt, const Scores& sc, const std::string& out, std:
         v.type = AttrType::TENSOR;
         v.t = std::make_shared<TensorData>();
         v.t->name = zero.outputs[0];
-        v.t->dtype = DType::FLOAT;
+        v.t->dtype = type;
         v.t->data = reinterpret_cast<const uint8_t*>(&kZero);
-        v.t->nbytes = sizeof kZero;
+        v.t->nbytes = type == DType::FLOAT ? sizeof kZero : 2;
         zero.attrs = {v};
         Node w = *sc.where;
         w.name += "/mask";
