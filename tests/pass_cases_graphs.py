@@ -3,6 +3,7 @@ convolutions (paddle2onnx's BatchNorm and learnable-affine blocks), nodes out of
 converter's Casts). Each case is (label, (model, feeds), ONNX nodes that must run, {ggml op: count}, env)."""
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 X = {"x": np.random.RandomState(1).randn(2, 3, 10, 12).astype(np.float32)}
@@ -209,8 +210,9 @@ def gelu_erf_cases():
 
 
 # Cases whose graphs also run as onnxruntime's fp16 converter writes them (FLOAT16 weights and constants, f16
-# inputs): the same nodes must run, the same kernels fire (or not, for the near misses). onnxruntime computes those files in f16 and the
-# fused kernels in f32, hence the wider bar (about 4 f16 roundings of the largest value).
+# inputs), plain and with some ops kept in f32 between Casts: the same nodes must run, the same kernels fire (or
+# not, for the near misses). onnxruntime computes those files in f16 and the fused kernels in f32, hence the wider
+# bar (about 4 f16 roundings of the largest value).
 FP16_PICKS = ("fuse_group_norm: own GroupNorm, targets from Shape/Gather/Concat, + SiLU",
               "fuse_group_norm: own GroupNorm, weights as Constant nodes",
               "fuse_layer_norm: decomposed LayerNorm (Pow, Div) becomes one ggml_norm",
@@ -228,13 +230,24 @@ FP16_PICKS = ("fuse_group_norm: own GroupNorm, targets from Shape/Gather/Concat,
               "fuse_gelu: (0.25 x)(1 + erf), not GELU's half: no fusion")
 
 
+FP16_KEPT_F32 = ["InstanceNormalization", "Softmax", "Erf", "Tanh", "ReduceMean", "Pow", "Sqrt", "Sigmoid"]
+
+
 def fp16_cases(cases):
     from onnxruntime.transformers.float16 import convert_float_to_float16
     out = []
     for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
         if label not in FP16_PICKS:
             continue
-        m16 = convert_float_to_float16(model, keep_io_types=False)
         f16 = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in feeds.items()}
-        out.append(("fp16 file: " + label, (m16, f16), want_nodes, want_ops, env, {"tol": 4e-3}))
+        named = onnx.ModelProto()
+        named.CopyFrom(model)
+        for i, n in enumerate(named.graph.node):  # the converter names its Casts after the nodes
+            n.name = n.name or f"n{i}"
+        for tag, block in (("", None), (", ops in f32", FP16_KEPT_F32)):  # the second: Casts around those ops
+            m16 = convert_float_to_float16(named, keep_io_types=False, op_block_list=block)
+            casts = [sum(n.op_type == "Cast" for n in g.graph.node) for g in (m16, model)]
+            added = casts[0] - casts[1]
+            want = want_nodes + added if "no fusion" in label else want_nodes  # unfused, the Casts run too
+            out.append((f"fp16 file{tag}: " + label, (m16, f16), want, want_ops, env, {"tol": 4e-3}))
     return out

@@ -93,8 +93,10 @@ struct Match {
                         sc.where = n, sc.where_side = 3 - k, sc.mask = n->inputs[0];
                 if (!sc.where) return false;
                 s_in = n->inputs[size_t(sc.where_side)];
-            } else {
+            } else if (!u.float_cast(i)) {  // an fp16 file's Cast to f32 before a Softmax kept in f32: read past
                 return false;
+            } else {
+                s_in = n->inputs[0];
             }
             dead.push_back(i);
         }

@@ -3,11 +3,16 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ggml.h"
 #include "passes/pipeline.h"
 
 namespace onnx2ggml {
+
+// Float element types a pattern's constants may have: fp16 converters write eps, scales, gamma and beta as
+// FLOAT16 (BFLOAT16 likewise), and the fused op computes in f32 on their exact widened values.
+inline bool float_dtype(DType t) { return t == DType::FLOAT || t == DType::FLOAT16 || t == DType::BFLOAT16; }
 
 struct GraphIndex {
     const Model& m;
@@ -72,11 +77,54 @@ struct GraphIndex {
         auto it = m.graph.initializers.find(through_identity(name));
         return it != m.graph.initializers.end() ? it->second.get() : nullptr;
     }
+    // Whether node idx is a Cast to a float type: an fp16 file keeps some ops in f32 between Casts (op_block_list).
+    // Where a pattern reads past one, the ops around it take float constants, so its input is float too, and the
+    // fused op computing in f32 on the f16 values loses nothing but the rounding onnxruntime would add.
+    bool float_cast(int idx) {
+        const Node& n = plan.node(m, idx);
+        return n.op_type == "Cast" && n.domain.empty() && float_dtype(DType(int32_t(n.get_int("to", 0))));
+    }
+    // v's source through single-use float Casts, which go to `casts`.
+    std::string before_casts(std::string v, std::vector<int>& casts) {
+        for (int hops = 0; hops < 4; hops++) {
+            int c = sole(v, "Cast");
+            if (c < 0 || !float_cast(c)) break;
+            casts.push_back(c);
+            v = plan.node(m, c).inputs[0];
+        }
+        return v;
+    }
+    // The single consumer of v with op type `op`, past single-use float Casts (added to `casts`); -1 if none. v
+    // becomes the value that consumer reads.
+    int consumer_past_casts(std::string& v, const char* op, std::vector<int>& casts) {
+        std::vector<int> seen;
+        const std::string from = v;
+        for (int hops = 0; hops < 4; hops++) {
+            int n = single_consumer(v);
+            if (n < 0) break;
+            const Node& c = plan.node(m, n);
+            if (c.op_type == op && c.domain.empty()) {
+                casts.insert(casts.end(), seen.begin(), seen.end());
+                return n;
+            }
+            if (!float_cast(n)) break;
+            seen.push_back(n);
+            v = c.outputs[0];
+        }
+        v = from;
+        return -1;
+    }
     // Constant data: an initializer or the output of a Constant node, through Identity nodes.
     const TensorData* constant(std::string v) {
         v = through_identity(v);
         auto it = m.graph.initializers.find(v);
         if (it != m.graph.initializers.end()) return it->second->data || it->second->nbytes == 0 ? it->second.get() : nullptr;
+        const Node* cast = producer_of(v, "Cast");
+        if (cast && cast->get_int("to", 0) == int64_t(DType::FLOAT) && !cast->inputs.empty()) {
+            // an fp16 file's constant widened for an op kept in f32 (exact): its f16 (or bf16) data
+            const TensorData* t = constant(cast->inputs[0]);
+            return t && float_dtype(t->dtype) ? t : nullptr;
+        }
         const Node* c = producer_of(v, "Constant");
         if (!c) return nullptr;
         const Attribute* a = c->attr("value");
@@ -99,10 +147,6 @@ inline Attribute float_attr(const std::string& name, float v) {
     a.f = v;
     return a;
 }
-
-// Float element types a pattern's constants may have: fp16 converters write eps, scales, gamma and beta as
-// FLOAT16 (BFLOAT16 likewise), and the fused op computes in f32 on their exact widened values.
-inline bool float_dtype(DType t) { return t == DType::FLOAT || t == DType::FLOAT16 || t == DType::BFLOAT16; }
 
 // Element i of a float constant (float_dtype) as f32; raw_data inside the protobuf need not be aligned.
 inline float float_at(const TensorData& t, int64_t i) {
