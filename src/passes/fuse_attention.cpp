@@ -102,6 +102,20 @@ struct Match {
         }
         return false;
     }
+    // Casts of the probabilities p between float types (the fp16 converter writes Cast(to f16) twice there): the
+    // kernel keeps them in f32, nearer the computation than the f16 rounding onnxruntime does. p becomes the
+    // Softmax output; to_float: the cast nearest the product (which sets its type) is to f32. False at another Cast.
+    bool prob_casts(std::string& p, bool& to_float) {
+        bool first = true;
+        for (int c; (c = u.sole(p, "Cast")) >= 0 && !removed.count(c); p = u.plan.node(u.m, c).inputs[0]) {
+            const int64_t to = u.plan.node(u.m, c).get_int("to", 0);
+            if (!float_dtype(DType(int32_t(to)))) return false;
+            if (first) to_float = to == int64_t(DType::FLOAT);
+            first = false;
+            dead.push_back(c);
+        }
+        return true;
+    }
     // Walks from v back through Transposes and scalar scales. wanted = transpose(v, r) is what the kernel reads;
     // on return v is the source and r the perm from it. A non-constant Mul operand (rank <= 1) goes to `side`.
     // Nodes with other readers stay (as does every node before them), and the kernel reads past them.
@@ -212,17 +226,7 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         if (o.op_type != "MatMul" || !o.domain.empty() || o.inputs.size() != 2 || removed.count(idx)) continue;
         Match mt{u, f, removed, {}, 1.f};
         std::string p_in = o.inputs[0];
-        // Casts of the probabilities between float types (the fp16 converter writes Cast(to f16) twice there):
-        // the kernel keeps them in f32, nearer the computation than the f16 rounding onnxruntime does.
-        bool to_float = false, first = true, ok = true;
-        for (int c; (c = u.sole(p_in, "Cast")) >= 0 && !removed.count(c); p_in = plan.node(m, c).inputs[0]) {
-            const int64_t to = plan.node(m, c).get_int("to", 0);
-            ok = float_dtype(DType(int32_t(to)));
-            if (!ok) break;
-            if (first) to_float = to == int64_t(DType::FLOAT);  // the cast nearest the product sets its type
-            first = false;
-            mt.dead.push_back(c);
-        }
+        bool to_float = false, ok = mt.prob_casts(p_in, to_float);
         int sm_i;
         const Node* sm = ok ? mt.single(p_in, sm_i) : nullptr;
         if (!sm || sm->op_type != "Softmax") continue;
