@@ -10,6 +10,8 @@ this script; a few CPU seconds per optimized part, the UNet most):
   nchw         the defaults with channels-first GroupNorm (channels_last=0), plain Conv and MultiHeadAttention
                with separate Q, K and V inputs (no packing);
   fp16         no fusion: onnxruntime.transformers.float16.convert_float_to_float16 only;
+  fp16-f32ops  the same with op_block_list (normalizations, Softmax, Erf, ReduceMean, Pow, Sqrt kept in f32 between
+               Cast nodes, as mixed-precision fp16 files are made: fusions must read through those Casts);
   dynamo-opsetN  torch 2.9's dynamo exporter at opsets 18, 21 and 23, and
   optimum-opset18  the text encoder through optimum's exporter (its SD pipeline's "clip-text" config): committed
                files (tests/models/sd15_exports, made by scripts/export_sd15.py --dynamo / --optimum; see
@@ -64,7 +66,11 @@ FLAVOURS = [("olive-fp32", {}, False, True), ("olive-fp16-io32", {}, True, True)
             ("amuse-fp32", AMUSE_OPTIONS, False, True), ("amuse-fp16-io32", AMUSE_OPTIONS, True, True),
             ("amuse-fp16-io16", AMUSE_OPTIONS, True, False),
             ("nchw-fp32", NCHW_OPTIONS, False, True),
-            ("fp16-io32", None, True, True), ("fp16-io16", None, True, False)]
+            ("fp16-io32", None, True, True), ("fp16-io16", None, True, False),
+            ("fp16-f32ops-io32", None, True, True)]
+# op_block_list of the fp16 flavours that keep ops in f32 (the converter wraps them in Casts)
+FP16_BLOCK = {"fp16-f32ops-io32": ["InstanceNormalization", "LayerNormalization", "Softmax", "Erf", "ReduceMean",
+                                   "Pow", "Sqrt"]}
 # (flavour, file suffix, parts) of the committed exports made by other exporters than ours
 EXPORTS_FLAVOURS = [(f"dynamo-opset{o}", f".opset{o}.dynamo", DEFAULT_PARTS) for o in (18, 21, 23)] + \
     [("optimum-opset18", ".opset18.optimum", ("text_encoder",))]
@@ -115,13 +121,13 @@ def quiet():
         logging.disable(logging.NOTSET)
 
 
-def make_one(src, dst, model_type, options, fp16, keep_io):
+def make_one(src, dst, model_type, options, fp16, keep_io, block=None):
     from onnxruntime.transformers.float16 import convert_float_to_float16
     from onnxruntime.transformers.optimizer import optimize_model
     patch_num_heads()
     with quiet():
         if options is None:
-            model = convert_float_to_float16(onnx.load(src), keep_io_types=keep_io)
+            model = convert_float_to_float16(onnx.load(src), keep_io_types=keep_io, op_block_list=block)
         else:
             opt = optimize_model(src, model_type=model_type, opt_level=0,
                                  optimization_options=fusion_options(model_type, options))
@@ -174,7 +180,7 @@ def main(argv=None):
             src = os.path.join(args.src, manifest[part]["file"])
             dst = os.path.join(args.out, name, part + ".onnx")
             t0 = time.perf_counter()
-            model = make_one(src, dst, MODEL_TYPES[part], options, fp16, keep_io)
+            model = make_one(src, dst, MODEL_TYPES[part], options, fp16, keep_io, FP16_BLOCK.get(name))
             record(name, part, os.path.basename(os.path.normpath(args.src)), dst, model, t0, fp16, keep_io,
                    options is not None)
     small = os.path.abspath(args.src) == os.path.abspath(SMALL)  # the committed exports are of the small parts

@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
 """The small SD 1.5 parts as people download them: onnx2ggml on the files onnxruntime's own tools write.
 
-scripts/make_flavours.py makes every flavour (Olive's and Amuse's optimizer options, NCHW GroupNorm, plain fp16;
-fp32 and fp16, keep_io_types both ways) into a temp dir. Each file runs through `onnx2ggml run` on the first shape
-case of its part (tests/sd15_data.py inputs; float inputs cast to float16 for -io16 files) and is compared with
-onnxruntime on the ORIGINAL fp32 part: rel = max abs err / max |ref|, outputs read as float32.
+scripts/make_flavours.py makes every flavour (Olive's and Amuse's optimizer options, NCHW GroupNorm, plain fp16,
+fp16 with some ops kept in f32 between Casts; fp32 and fp16, keep_io_types both ways) into a temp dir. Each file
+runs through `onnx2ggml run` on the first shape case of its part (tests/sd15_data.py inputs; float inputs cast to
+float16 for -io16 files) and is compared with onnxruntime on the ORIGINAL fp32 part: rel = max abs err / max |ref|,
+outputs read as float32.
   * fp32 flavours pass at rel <= 1e-4.
   * fp16 flavours pass at rel <= 3x onnxruntime's own error on the same file. Where onnxruntime's CPU provider
     cannot run that file (NhwcConv, GroupNorm, BiasSplitGelu, ... have no CPU kernel), the bar is 3x onnxruntime's
     error on the plain fp16 file of the same part and io types: the same weights, rounded by the same converter,
     so the same rounding error scale (column ort_on says which file gave it).
-The committed exports of other exporters (flavours dynamo-opset18/21/23 and optimum-opset18, tests/models/sd15_exports)
-must also show in `info` the
-same fused counts (GroupNorm, GroupNorm+SiLU, attention, GELU, LayerNorm; fused by a pass or written as the op) as
-the plain export. The mmdit and t5 flavours are the families_small SD3 and Flux transformers and T5 encoder through
-onnxruntime's optimizer (fp32, bar 1e-4); onnxruntime cannot run the original Flux file (Cos on double), so its
-reference is the committed PyTorch output.
+The committed exports of other exporters (flavours dynamo-opset18/21/23 and optimum-opset18,
+tests/models/sd15_exports) and the plain fp16 flavours must also show in `info` the same fused counts (GroupNorm,
+GroupNorm+SiLU, attention, GELU, LayerNorm, MatMul+bias, SiLU; fused by a pass or written as the op) as the plain
+export, and each optimized fp16 flavour the same as its fp32 twin (when that flavour is made too): the fp16
+converter's Casts and FLOAT16 constants must not stop a fusion.
+The mmdit and t5 flavours are the families_small SD3 and Flux transformers and T5 encoder through onnxruntime's
+optimizer (fp32, bar 1e-4); onnxruntime cannot run the original Flux file (Cos on double), so its reference is the
+committed PyTorch output.
 Then every file is `onnx2ggml compile`d (clean exit, header and weights written), and one program is built and
 run (--build, default the Amuse fp16 UNet: the most contrib ops), bit-identical to `onnx2ggml run`.
 
@@ -130,7 +133,7 @@ def check_flavour(args, fl, path, ref, base_feeds, plain_err, work):
             base = plain_err.get((fl["part"], fl["io16"]))
         else:
             base = row["ort"]
-            if not fl["optimized"]:
+            if not fl["optimized"] and fl["flavour"] not in make_flavours.FP16_BLOCK:  # the plain converter's
                 plain_err[(fl["part"], fl["io16"])] = base
         row["bar"] = None if base is None else ORT_FACTOR * base
     if ours is not None:
@@ -157,7 +160,7 @@ def check_flavour(args, fl, path, ref, base_feeds, plain_err, work):
 # The fused kinds a dynamo export must show as often as our plain export: the same computation on the same
 # kernels, whether a pass fused it or the exporter wrote the op (GroupNormalization-21, Gelu-20, Attention-23).
 CANONICAL = {"GroupNormalization": "GroupNorm", "LayerNormalization": "LayerNorm", "RMSNormalization": "RMSNorm"}
-COMPARED_KINDS = ("GroupNorm", "GroupNorm+SiLU", "Attention", "Gelu", "LayerNorm", "RMSNorm")
+COMPARED_KINDS = ("GroupNorm", "GroupNorm+SiLU", "Attention", "Gelu", "LayerNorm", "RMSNorm", "MatMulBias", "SiLU")
 
 
 def fused_kinds(cli, model):
@@ -172,21 +175,37 @@ def fused_kinds(cli, model):
     return {k: counts[k] for k in COMPARED_KINDS if k in counts}
 
 
+def fp32_twin(fl, made, out_dir):
+    """(label, file) whose fused counts an fp16 or exporter flavour must show: other exporters' files and the plain
+    fp16 ones against our plain export, an optimized fp16 file against the same optimizer's fp32 file (if made);
+    None for the rest. The fp16 converter's Casts and FLOAT16 constants must not stop a fusion."""
+    if fl["exporter"] or (fl["fp16"] and not fl["optimized"]):
+        return "plain export", os.path.join(make_flavours.SMALL, fl["part"] + ".onnx")
+    if not fl["fp16"]:
+        return None
+    twin = re.sub(r"-fp16-io(16|32)$", "-fp32", fl["flavour"])
+    for other in made:
+        if other["flavour"] == twin and other["part"] == fl["part"]:
+            return twin, os.path.join(out_dir, other["file"])
+    return None
+
+
 def check_fused_counts(cli, made, out_dir):
-    """Failure lines for other exporters' files whose fused counts differ from our plain export of the same part."""
-    failures, plain = [], {}
+    """Failure lines for files whose fused counts differ from their fp32 twin's (fp32_twin)."""
+    failures, cache = [], {}
     for fl in made:
-        if not fl["exporter"]:
+        twin = fp32_twin(fl, made, out_dir)
+        if twin is None:
             continue
-        part = fl["part"]
-        if part not in plain:
-            plain[part] = fused_kinds(cli, os.path.join(make_flavours.SMALL, part + ".onnx"))
-        got = fused_kinds(cli, os.path.join(out_dir, fl["file"]))
-        ok = got == plain[part]
-        print(f"  {'ok  ' if ok else 'FAIL'} fused counts {fl['flavour']}/{part}: {got}"
-              + ("" if ok else f" != plain export {plain[part]}"))
+        label, path = twin
+        if path not in cache:
+            cache[path] = fused_kinds(cli, path)
+        want, got = cache[path], fused_kinds(cli, os.path.join(out_dir, fl["file"]))
+        ok = got == want
+        print(f"  {'ok  ' if ok else 'FAIL'} fused counts {fl['flavour']}/{fl['part']}: {got}"
+              + ("" if ok else f" != {label} {want}"))
         if not ok:
-            failures.append(f"{fl['flavour']}/{part}: fused counts {got} != plain export {plain[part]}")
+            failures.append(f"{fl['flavour']}/{fl['part']}: fused counts {got} != {label} {want}")
     return failures
 
 

@@ -5,7 +5,8 @@ One model with FLOAT16 initializers on every product our CPU gemm packs (Conv 3x
 stride 2 by im2col, Conv 1x1, MatMul, Gemm with transB) and its twin with the same values widened to FLOAT: the
 reference. Both run through the CLI; each output must equal the twin's within 1e-6 relative (f16 -> f32 is exact,
 so the kernels that widen panels as they load give the same sums), and `--stats` must show the fp16 model's weights
-at most 0.6 of the twin's (its packed panels are f16). Then again with --portable (the path other backends take,
+at most 0.6 of the twin's (its packed panels are f16, and its embedding table, read by a Gather of token ids, stays
+f16: get_rows widens only the rows it gathers). Then again with --portable (the path other backends take,
 which widens every weight): equal outputs there too.
 
 Usage: tests/fp16_weights_test.py [--cli build/onnx2ggml] [--threads 2]
@@ -22,11 +23,11 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUTPUTS = ["wino", "im2col", "pointwise", "matmul", "gemm"]
+OUTPUTS = ["wino", "im2col", "pointwise", "matmul", "gemm", "embed"]
 
 
 def model(weights, fp16):
-    """x [1, 32, 32, 32] -> five products in a chain, each output cast to float32."""
+    """x [1, 32, 32, 32] -> five products in a chain, and ids [1, 16] -> rows of the table emb; outputs as float32."""
     t = TensorProto.FLOAT16 if fp16 else TensorProto.FLOAT
     inits = [numpy_helper.from_array(v.astype(np.float16 if fp16 else np.float32), k) for k, v in weights.items()]
     inits.append(numpy_helper.from_array(np.array([48, 256], np.int64), "shape2d"))
@@ -38,19 +39,23 @@ def model(weights, fp16):
         helper.make_node("Transpose", ["r"], ["rt"], perm=[1, 0]),
         helper.make_node("MatMul", ["rt", "w4"], ["m"]),
         helper.make_node("Gemm", ["m", "w5", "b5"], ["g"], transB=1),
+        helper.make_node("Gather", ["emb", "ids"], ["e"]),
     ]
-    for src, out in zip(["c1", "c2", "c3", "m", "g"], OUTPUTS):
+    for src, out in zip(["c1", "c2", "c3", "m", "g", "e"], OUTPUTS):
         nodes.append(helper.make_node("Cast", [src], [out], to=TensorProto.FLOAT))
-    graph = helper.make_graph(nodes, "fp16_weights", [helper.make_tensor_value_info("x", t, [1, 32, 32, 32])],
+    graph = helper.make_graph(nodes, "fp16_weights", [helper.make_tensor_value_info("x", t, [1, 32, 32, 32]),
+                                                      helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 16])],
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in OUTPUTS], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def run(cli, path, x, tmp, tag, threads, extra):
+def run(cli, path, x, ids, tmp, tag, threads, extra):
     xin, out, stats = os.path.join(tmp, tag + "_x.npy"), os.path.join(tmp, tag), os.path.join(tmp, tag + ".json")
+    idin = os.path.join(tmp, "ids.npy")
     np.save(xin, x)
-    cmd = [cli, "run", path, "--input", "x=" + xin, "--output-dir", out, "--stats", stats, "--threads",
-           str(threads)] + extra
+    np.save(idin, ids)
+    cmd = [cli, "run", path, "--input", "x=" + xin, "--input", "ids=" + idin, "--output-dir", out, "--stats", stats,
+           "--threads", str(threads)] + extra
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"FAIL {tag}: {r.stderr.strip()}")
@@ -66,18 +71,19 @@ def main():
     args = ap.parse_args()
     rng = np.random.default_rng(16)
     shapes = {"w1": (32, 32, 3, 3), "b1": (32,), "w2": (64, 32, 3, 3), "b2": (64,), "w3": (48, 64, 1, 1),
-              "b3": (48,), "w4": (48, 160), "w5": (96, 160), "b5": (96,)}
+              "b3": (48,), "w4": (48, 160), "w5": (96, 160), "b5": (96,), "emb": (8192, 64)}
     # Values that f16 holds exactly: the twin's f32 weights are the fp16 model's, widened.
     weights = {k: (rng.standard_normal(s) * 0.2).astype(np.float16).astype(np.float32) for k, s in shapes.items()}
     x = rng.standard_normal((1, 32, 32, 32)).astype(np.float16)
+    ids = rng.integers(0, 8192, (1, 16)).astype(np.int64)
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         p16, p32 = os.path.join(tmp, "fp16.onnx"), os.path.join(tmp, "fp32.onnx")
         onnx.save(model(weights, True), p16)
         onnx.save(model(weights, False), p32)
         for mode, extra in (("native", []), ("portable", ["--portable"])):
-            y16, mb16 = run(args.cli, p16, x, tmp, mode + "16", args.threads, extra)
-            y32, mb32 = run(args.cli, p32, x.astype(np.float32), tmp, mode + "32", args.threads, extra)
+            y16, mb16 = run(args.cli, p16, x, ids, tmp, mode + "16", args.threads, extra)
+            y32, mb32 = run(args.cli, p32, x.astype(np.float32), ids, tmp, mode + "32", args.threads, extra)
             for o in OUTPUTS:
                 err = float(np.max(np.abs(y16[o] - y32[o])) / max(float(np.max(np.abs(y32[o]))), 1e-30))
                 ok = y16[o].shape == y32[o].shape and err <= 1e-6

@@ -3,6 +3,7 @@ convolutions (paddle2onnx's BatchNorm and learnable-affine blocks), nodes out of
 converter's Casts). Each case is (label, (model, feeds), ONNX nodes that must run, {ggml op: count}, env)."""
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 X = {"x": np.random.RandomState(1).randn(2, 3, 10, 12).astype(np.float32)}
@@ -206,3 +207,47 @@ def gelu_erf_cases():
         ("fuse_gelu: dynamo's order times |x|, not x: no fusion", gelu_erf("dynamo", other="ax"), 5, none, {}),
         ("fuse_gelu: (0.25 x)(1 + erf), not GELU's half: no fusion", gelu_erf("half_x", half=0.25), 5, none, {}),
     ]
+
+
+# Cases whose graphs also run as onnxruntime's fp16 converter writes them (FLOAT16 weights and constants, f16
+# inputs), plain and with some ops kept in f32 between Casts: the same nodes must run, the same kernels fire (or
+# not, for the near misses). onnxruntime computes those files in f16 and the fused kernels in f32, hence the wider
+# bar (about 4 f16 roundings of the largest value).
+FP16_PICKS = ("fuse_group_norm: own GroupNorm, targets from Shape/Gather/Concat, + SiLU",
+              "fuse_group_norm: own GroupNorm, weights as Constant nodes",
+              "fuse_layer_norm: decomposed LayerNorm (Pow, Div) becomes one ggml_norm",
+              "fuse_layer_norm: decomposed RMSNorm (Pow, Div) becomes one ggml_rms_norm",
+              "fuse_attention: rank-3, divisor a Constant node",
+              "fuse_gelu: erf GELU (Div form) becomes one vectorized gelu_erf kernel",
+              "fuse_gelu: erf GELU as dynamo writes it, x (0.5 (1 + erf)): one kernel",
+              "fuse_gelu: tanh GELU, Pow(x, 3), (0.5 x)(1 + t), becomes one node",
+              "fuse_silu: quick GELU x*Sigmoid(1.702x) becomes silu(1.702x)/1.702",
+              "fuse_attention: CLIP form (scale Mul after the MatMul, causal mask Add, Casts) becomes one kernel",
+              "fuse_attention: CLIP form, one mask value per key [2, 1, 1, 77]",
+              "fuse_attention: boolean mask through Where(keep, S, -inf): one kernel, mask Where(keep, 0, -inf)",
+              "fuse_attention: Where with a finite fill (-1e4, not an additive mask's equal): no fusion",
+              "fuse_gelu: scale 0.25 is not GELU: no fusion",
+              "fuse_gelu: (0.25 x)(1 + erf), not GELU's half: no fusion")
+
+
+FP16_KEPT_F32 = ["InstanceNormalization", "Softmax", "Erf", "Tanh", "ReduceMean", "Pow", "Sqrt", "Sigmoid"]
+
+
+def fp16_cases(cases):
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    out = []
+    for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
+        if label not in FP16_PICKS:
+            continue
+        f16 = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in feeds.items()}
+        named = onnx.ModelProto()
+        named.CopyFrom(model)
+        for i, n in enumerate(named.graph.node):  # the converter names its Casts after the nodes
+            n.name = n.name or f"n{i}"
+        for tag, block in (("", None), (", ops in f32", FP16_KEPT_F32)):  # the second: Casts around those ops
+            m16 = convert_float_to_float16(named, keep_io_types=False, op_block_list=block)
+            casts = [sum(n.op_type == "Cast" for n in g.graph.node) for g in (m16, model)]
+            added = casts[0] - casts[1]
+            want = want_nodes + added if "no fusion" in label else want_nodes  # unfused, the Casts run too
+            out.append((f"fp16 file{tag}: " + label, (m16, f16), want, want_ops, env, {"tol": 4e-3}))
+    return out

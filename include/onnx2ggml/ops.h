@@ -39,6 +39,9 @@ public:
                                  const std::function<void(const float* src, float* dst)>& make) = 0;
     // F16 where `w` came as f16 and derived forms may keep it so (their values lose nothing), else F32.
     virtual ggml_type source_type(const ggml_tensor* w) { (void)w; return GGML_TYPE_F32; }
+    // The f16 data of weight `w` as an F16 tensor (read in place where it can be) where `w` came as f16 and the
+    // store keeps such forms, else null: ops that widen as they read (get_rows) then never need `w` itself.
+    virtual ggml_tensor* f16_source(const ggml_tensor* w) { (void)w; return nullptr; }
 };
 
 // Where op-library functions build: a ggml context (no_alloc) plus what some ops need besides it.

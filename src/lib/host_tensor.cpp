@@ -181,6 +181,8 @@ HostTensor HostTensor::cast(DType to) const {
 
 std::vector<uint8_t> device_bytes(const HostTensor& h, ggml_type type, const std::string& name) {
     int64_t n = h.numel();
+    if ((type == GGML_TYPE_F16 && h.dtype == DType::FLOAT16) || (type == GGML_TYPE_BF16 && h.dtype == DType::BFLOAT16))
+        return std::vector<uint8_t>(h.data, h.data + size_t(n) * 2);  // as stored: no f32 copy of a big table
     if (type == GGML_TYPE_F16 || type == GGML_TYPE_BF16 || type == GGML_TYPE_Q8_0) {  // --weights: reduced precision
         std::vector<float> f = h.to_f32();
         const int64_t row = h.shape.empty() ? 1 : h.shape.back(), rows = row ? n / row : 0;

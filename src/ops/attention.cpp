@@ -38,7 +38,7 @@ void lower_AttentionFused(Lower& L) {
     }
     ggml_tensor* mask = L.has(5) ? L.t(5) : nullptr;
     if (mask && L.rank(5) > 4) L.error("fused attention: mask of rank " + std::to_string(L.rank(5)));
-    const DType out = L.node.get_int("to_float", 0) ? DType::FLOAT : L.dtype(0);
+    const DType out = L.node.get_int("to_float", 0) ? DType::FLOAT : L.dtype(2);  // P V has V's type
     L.out(0, O2G_CALL(L, o2g::fused_attention, L.t(0), L.t(1), L.t(2), side[0], side[1], mask, p), out, r);
 }
 

@@ -85,17 +85,36 @@ struct Match {
             } else if (n->op_type == "Where" && sc.mask.empty() && pending.empty() && n->inputs.size() == 3) {
                 // Where(c, S, fill): the additive mask Where(c, 0, fill) gives the same probabilities when the fill
                 // is -inf or the float minimum (for a finite fill S + fill is not fill)
+                // (-65504 in an fp16 file: f16's minimum, as far below any score as -inf)
+                DType t;
                 for (int k = 1; k <= 2 && !sc.where; k++)
-                    if (scalar_constant(u, n->inputs[size_t(k)], c) && c <= -1e30f)
+                    if (scalar_constant(u, n->inputs[size_t(k)], c, &t) &&
+                        c <= (t == DType::FLOAT16 ? -65504.f : -1e30f))
                         sc.where = n, sc.where_side = 3 - k, sc.mask = n->inputs[0];
                 if (!sc.where) return false;
                 s_in = n->inputs[size_t(sc.where_side)];
-            } else {
+            } else if (!u.float_cast(i)) {  // an fp16 file's Cast to f32 before a Softmax kept in f32: read past
                 return false;
+            } else {
+                s_in = n->inputs[0];
             }
             dead.push_back(i);
         }
         return false;
+    }
+    // Casts of the probabilities p between float types (the fp16 converter writes Cast(to f16) twice there): the
+    // kernel keeps them in f32, nearer the computation than the f16 rounding onnxruntime does. p becomes the
+    // Softmax output; to_float: the cast nearest the product (which sets its type) is to f32. False at another Cast.
+    bool prob_casts(std::string& p, bool& to_float) {
+        bool first = true;
+        for (int c; (c = u.sole(p, "Cast")) >= 0 && !removed.count(c); p = u.plan.node(u.m, c).inputs[0]) {
+            const int64_t to = u.plan.node(u.m, c).get_int("to", 0);
+            if (!float_dtype(DType(int32_t(to)))) return false;
+            if (first) to_float = to == int64_t(DType::FLOAT);
+            first = false;
+            dead.push_back(c);
+        }
+        return true;
     }
     // Walks from v back through Transposes and scalar scales. wanted = transpose(v, r) is what the kernel reads;
     // on return v is the source and r the perm from it. A non-constant Mul operand (rank <= 1) goes to `side`.
@@ -142,7 +161,9 @@ struct Match {
 std::string mask_nodes(Match& mt, const Scores& sc, const std::string& out, std::vector<Node>& added) {
     std::string mask = sc.mask;
     if (sc.where) {
-        static const float kZero = 0.f;
+        static const float kZero = 0.f;  // all-zero bits: 0 in f32, f16 and bf16 alike
+        const TensorData* fill = mt.u.constant(sc.where->inputs[size_t(3 - sc.where_side)]);
+        const DType type = fill ? fill->dtype : DType::FLOAT;  // Where's branches share the fill's type
         Node zero;
         zero.op_type = "Constant";
         zero.name = sc.where->name + "/zero";
@@ -152,9 +173,9 @@ std::string mask_nodes(Match& mt, const Scores& sc, const std::string& out, std:
         v.type = AttrType::TENSOR;
         v.t = std::make_shared<TensorData>();
         v.t->name = zero.outputs[0];
-        v.t->dtype = DType::FLOAT;
+        v.t->dtype = type;
         v.t->data = reinterpret_cast<const uint8_t*>(&kZero);
-        v.t->nbytes = sizeof kZero;
+        v.t->nbytes = type == DType::FLOAT ? sizeof kZero : 2;
         zero.attrs = {v};
         Node w = *sc.where;
         w.name += "/mask";
@@ -205,13 +226,7 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         if (o.op_type != "MatMul" || !o.domain.empty() || o.inputs.size() != 2 || removed.count(idx)) continue;
         Match mt{u, f, removed, {}, 1.f};
         std::string p_in = o.inputs[0];
-        bool to_float = false, ok = true;
-        for (int c; (c = u.sole(p_in, "Cast")) >= 0 && !removed.count(c); p_in = plan.node(m, c).inputs[0]) {
-            ok = plan.node(m, c).get_int("to", 0) == int64_t(DType::FLOAT);
-            if (!ok) break;
-            to_float = true;
-            mt.dead.push_back(c);
-        }
+        bool to_float = false, ok = mt.prob_casts(p_in, to_float);
         int sm_i;
         const Node* sm = ok ? mt.single(p_in, sm_i) : nullptr;
         if (!sm || sm->op_type != "Softmax") continue;

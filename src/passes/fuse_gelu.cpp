@@ -11,22 +11,27 @@ namespace onnx2ggml {
 
 namespace {
 
-bool near(float a, double b) { return std::fabs(double(a) - b) <= 1e-6 * std::fabs(b); }
 
 // The other operand of binary node n, v being one of its inputs.
 const std::string& other(const Node& n, const std::string& v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
 
+// A scalar constant standing for `want`: within its type's rounding (an fp16 file's sqrt 2 is 1.4140625, and the
+// fused op's exact constant is nearer the computation the exporter wrote than that rounding).
 bool scalar_near(GraphIndex& g, const std::string& v, double want) {
     float c;
-    return scalar_constant(g, v, c) && near(c, want);
+    DType t;
+    return scalar_constant(g, v, c, &t) && std::fabs(double(c) - want) <= rounding_of(t) * std::fabs(want);
 }
 
-// The nodes computing v = x^3 as Pow(x, 3) or Mul(x, Mul(x, x)); empty if v is not that.
+// The nodes computing v = x^3 as Pow(x, 3) (in f32 between an fp16 file's Casts, or not) or Mul(x, Mul(x, x));
+// empty if v is not that.
 std::vector<int> cube_of(GraphIndex& g, const std::string& v, const std::string& x) {
-    int pw = g.sole(v, "Pow");
+    std::vector<int> nodes;
+    int pw = g.sole(g.before_casts(v, nodes), "Pow");
     if (pw >= 0) {
         const Node& p = g.plan.node(g.m, pw);
-        return p.inputs[0] == x && scalar_near(g, p.inputs[1], 3.0) ? std::vector<int>{pw} : std::vector<int>{};
+        nodes.push_back(pw);
+        return g.before_casts(p.inputs[0], nodes) == x && scalar_near(g, p.inputs[1], 3.0) ? nodes : std::vector<int>{};
     }
     int m3 = g.sole(v, "Mul");
     if (m3 < 0) return {};
@@ -85,8 +90,9 @@ int half_x_times(GraphIndex& g, const std::string& a, const std::string& x, std:
 // last node as onnx2ggml.Gelu (internal, produced only by this pass; approximate "tanh" or none).
 void fuse_tail(GraphIndex& g, const Node& f, const std::string& x, std::vector<int>& nodes, const char* approximate,
                std::set<int>& removed) {
-    int add = g.only_consumer(f.outputs[0], "Add");
-    if (add < 0 || !scalar_near(g, other(g.plan.node(g.m, add), f.outputs[0]), 1.0)) return;
+    std::string fv = f.outputs[0];
+    int add = g.consumer_past_casts(fv, "Add", nodes);  // an fp16 file's Erf in f32 between Casts
+    if (add < 0 || !scalar_near(g, other(g.plan.node(g.m, add), fv), 1.0)) return;
     nodes.push_back(add);
     int last = half_x_times(g, g.plan.node(g.m, add).outputs[0], x, nodes);
     if (last < 0) return;
@@ -111,7 +117,7 @@ void fuse_tanh_form(GraphIndex& g, int idx, std::set<int>& removed) {
     const Node& t = g.plan.node(g.m, idx);
     if (t.op_type != "Tanh" || !t.domain.empty() || t.inputs.size() != 1) return;
     std::vector<int> nodes = {idx};
-    int scale = g.sole(t.inputs[0], "Mul");
+    int scale = g.sole(g.before_casts(t.inputs[0], nodes), "Mul");  // an fp16 file's Tanh kept in f32
     if (scale < 0) return;
     const Node& sn = g.plan.node(g.m, scale);
     std::string x;
@@ -127,13 +133,16 @@ void fuse_erf_form(GraphIndex& g, int idx, std::set<int>& removed) {
     const Node& e = g.plan.node(g.m, idx);
     if (e.op_type != "Erf" || !e.domain.empty() || e.inputs.size() != 1) return;
     std::string x;
-    int div = g.sole(e.inputs[0], "Div"), mul = g.sole(e.inputs[0], "Mul");
+    std::vector<int> casts;
+    const std::string arg = g.before_casts(e.inputs[0], casts);
+    int div = g.sole(arg, "Div"), mul = g.sole(arg, "Mul");
     if (div >= 0 && scalar_near(g, g.plan.node(g.m, div).inputs[1], std::sqrt(2.0))) x = g.plan.node(g.m, div).inputs[0];
     for (int side = 0; side < 2 && mul >= 0 && x.empty(); side++)
         if (scalar_near(g, g.plan.node(g.m, mul).inputs[size_t(side)], std::sqrt(0.5)))
             x = g.plan.node(g.m, mul).inputs[size_t(1 - side)];
     if (x.empty()) return;
     std::vector<int> nodes = {idx, div >= 0 ? div : mul};
+    nodes.insert(nodes.end(), casts.begin(), casts.end());
     fuse_tail(g, e, x, nodes, "", removed);
 }
 

@@ -15,18 +15,15 @@ namespace onnx2ggml {
 namespace {
 
 bool all_equal(const TensorData* t, int64_t n, float v) {
-    if (!t || t->dtype != DType::FLOAT || t->numel() != n) return false;
-    for (int64_t i = 0; i < n; i++) {
-        float f;
-        std::memcpy(&f, t->data + i * int64_t(sizeof f), sizeof f);  // raw_data may be unaligned
-        if (f != v) return false;
-    }
+    if (!t || !float_dtype(t->dtype) || t->numel() != n) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (float_at(*t, i) != v) return false;
     return true;
 }
 
 // A per-channel parameter of a rank-4 [N, C, H, W] tensor: shape [C, 1, 1] or [1, C, 1, 1].
 int64_t channel_param(const TensorData* t) {
-    if (!t || t->dtype != DType::FLOAT) return -1;
+    if (!t || !float_dtype(t->dtype)) return -1;
     const auto& d = t->dims;
     if (d.size() != 3 && d.size() != 4) return -1;
     if (d.size() == 4 && d[0] != 1) return -1;
@@ -70,12 +67,15 @@ bool affine_after(GraphIndex& g, const std::string& v, int& mul, int& add, std::
 void fuse_decomposed(const Model& m, GraphPlan& plan, GraphIndex& g, ShapeFacts& f, int idx, std::set<int>& removed) {
     const Node& in = plan.node(m, idx);
     if (in.op_type != "InstanceNormalization" || !in.domain.empty() || in.inputs.size() != 3) return;
-    const Node* r1 = g.producer_of(in.inputs[0], "Reshape");
-    if (!r1 || g.uses[in.inputs[0]] != 1 || r1->get_int("allowzero", 0) != 0) return;
+    std::vector<int> casts;  // an fp16 file's Casts to f32 and back around the normalization: the kernel is f32
+    const std::string in_x = g.before_casts(in.inputs[0], casts);
+    const Node* r1 = g.producer_of(in_x, "Reshape");
+    if (!r1 || g.uses[in_x] != 1 || r1->get_int("allowzero", 0) != 0) return;
     const std::string& x = r1->inputs[0];
     const int64_t G = group_split(f, r1->inputs[1], x);
     if (G <= 0 || !all_equal(g.constant(in.inputs[1]), G, 1.f) || !all_equal(g.constant(in.inputs[2]), G, 0.f)) return;
-    int r2 = g.only_consumer(in.outputs[0], "Reshape");
+    std::string in_y = in.outputs[0];
+    int r2 = g.consumer_past_casts(in_y, "Reshape", casts);
     if (r2 < 0 || plan.node(m, r2).get_int("allowzero", 0) != 0) return;
     if (!f.is_shape_of(plan.node(m, r2).inputs[1], x, 1)) return;  // a 0 keeps the normalization's dim 0 (N)
     const std::string& y = plan.node(m, r2).outputs[0];
@@ -101,8 +101,9 @@ void fuse_decomposed(const Model& m, GraphPlan& plan, GraphIndex& g, ShapeFacts&
     fused.outputs = plan.node(m, last).outputs;
     fused.attrs = {int_attr("num_groups", G), int_attr("silu", silu >= 0),
                    float_attr("epsilon", in.get_float("epsilon", 1e-5f))};
-    for (int dead : {g.producer[in.inputs[0]], idx, r2, mul, add})
+    for (int dead : {g.producer[in_x], idx, r2, mul, add})
         if (dead >= 0 && dead != last) removed.insert(dead);
+    removed.insert(casts.begin(), casts.end());
     plan.rewritten[last] = fused;
 }
 

@@ -31,14 +31,15 @@ int trailing_axes(GraphIndex& g, const Node& n, int r) {
     return *neg.begin() == -k && *neg.rbegin() == -1 ? k : 0;
 }
 
-// The square of v: Pow(v, 2) or Mul(v, v); its node index, or -1.
-int square_of(GraphIndex& g, const std::string& sq, std::string& v) {
+// The square of v: Pow(v, 2) or Mul(v, v); its node index, or -1. Casts to f32 before a Pow kept in f32 (an fp16
+// file's) go to `casts`.
+int square_of(GraphIndex& g, const std::string& sq, std::string& v, std::vector<int>& casts) {
     auto p = g.producer.find(sq);
     if (p == g.producer.end() || g.uses[sq] != 1) return -1;
     const Node& n = g.plan.node(g.m, p->second);
     float c;
     if (!n.domain.empty() || n.inputs.size() != 2) return -1;
-    if (n.op_type == "Pow" && scalar_constant(g, n.inputs[1], c) && c == 2.f) v = n.inputs[0];
+    if (n.op_type == "Pow" && scalar_constant(g, n.inputs[1], c) && c == 2.f) v = g.before_casts(n.inputs[0], casts);
     else if (n.op_type == "Mul" && n.inputs[0] == n.inputs[1]) v = n.inputs[0];
     else return -1;
     return p->second;
@@ -47,7 +48,7 @@ int square_of(GraphIndex& g, const std::string& sq, std::string& v) {
 // A per-feature constant over the last k axes: rank <= k, or leading ones.
 bool feature_param(GraphIndex& g, const std::string& v, int k) {
     const TensorData* t = g.constant(v);
-    if (!t || t->dtype != DType::FLOAT) return false;
+    if (!t || !float_dtype(t->dtype)) return false;
     for (size_t i = 0; i + size_t(k) < t->dims.size(); i++)
         if (t->dims[i] != 1) return false;
     return true;
@@ -81,20 +82,37 @@ bool scaled(GraphIndex& g, int idx, Scaled& s) {
             s.num = n.inputs[size_t(1 - side)];
         }
     }
-    int sq = den.empty() ? -1 : g.sole(den, "Sqrt");
+    // (an fp16 file may keep Sqrt, ReduceMean and Pow in f32 between Casts: read past them)
+    int sq = den.empty() ? -1 : g.sole(g.before_casts(den, s.nodes), "Sqrt");
     if (sq < 0) return false;
-    int add = g.sole(g.plan.node(g.m, sq).inputs[0], "Add");
+    int add = g.sole(g.before_casts(g.plan.node(g.m, sq).inputs[0], s.nodes), "Add");
     if (add < 0) return false;
     const Node& a = g.plan.node(g.m, add);
     std::string var;
     for (int side = 0; side < 2 && var.empty(); side++)
         if (scalar_constant(g, a.inputs[size_t(side)], s.eps)) var = a.inputs[size_t(1 - side)];
-    int mean = var.empty() ? -1 : g.sole(var, "ReduceMean");
+    int mean = var.empty() ? -1 : g.sole(g.before_casts(var, s.nodes), "ReduceMean");
     if (mean < 0) return false;
     s.mean = &g.plan.node(g.m, mean);
-    s.sq_in = s.mean->inputs[0];
+    s.sq_in = g.before_casts(s.mean->inputs[0], s.nodes);
     s.nodes.insert(s.nodes.end(), {sq, add, mean});
     return true;
+}
+
+// The ReduceMean node of a LayerNorm's numerator num = x - ReduceMean(x), read by the square and the division only
+// (`reads` times); -1 if num is not that. x and the nodes (Sub, casts, mean) are filled.
+int centered(GraphIndex& g, const std::string& num, int reads, std::string& x, std::vector<int>& nodes) {
+    int sub = g.producer.count(num) ? g.producer[num] : -1;
+    const Node* d = g.producer_of(num, "Sub");
+    if (!d || g.uses[num] != reads || g.uses[d->inputs[1]] != 1) return -1;
+    std::vector<int> casts;
+    int mean = g.sole(g.before_casts(d->inputs[1], casts), "ReduceMean");
+    if (mean < 0 || g.before_casts(g.plan.node(g.m, mean).inputs[0], casts) != d->inputs[0]) return -1;
+    x = d->inputs[0];
+    nodes.push_back(sub);
+    nodes.push_back(mean);
+    nodes.insert(nodes.end(), casts.begin(), casts.end());
+    return mean;
 }
 
 }  // namespace
@@ -107,20 +125,18 @@ void fuse_layer_norm(const Model& m, GraphPlan& plan) {
         Scaled s;
         if (removed.count(idx) || !scaled(g, idx, s)) continue;
         std::string sq_of;
-        int sq = square_of(g, s.sq_in, sq_of);
+        int sq = square_of(g, s.sq_in, sq_of, s.nodes);
         if (sq < 0 || sq_of != s.num) continue;
         s.nodes.push_back(sq);
         // LayerNorm: the numerator is x - ReduceMean(x), read by the square and the division only.
         std::string x = s.num;
-        const Node* d = g.producer_of(s.num, "Sub");
-        const Node* mean0 = d ? g.producer_of(d->inputs[1], "ReduceMean") : nullptr;
-        const bool layer = mean0 && mean0->inputs[0] == d->inputs[0] && g.uses[d->inputs[1]] == 1 &&
-                           g.uses[s.num] == (sq_of == s.num && g.plan.node(m, sq).op_type == "Mul" ? 3 : 2);
-        if (layer) x = d->inputs[0];
+        std::vector<int> centering;
+        const int mean0 = centered(g, s.num, plan.node(m, sq).op_type == "Mul" ? 3 : 2, x, centering);
+        const bool layer = mean0 >= 0;
         const int r = f.rank(x);
         const int k = trailing_axes(g, *s.mean, r);
-        if (k <= 0 || (layer && trailing_axes(g, *mean0, r) != k)) continue;
-        if (layer) s.nodes.insert(s.nodes.end(), {g.producer[s.num], g.producer[d->inputs[1]]});
+        if (k <= 0 || (layer && trailing_axes(g, plan.node(m, mean0), r) != k)) continue;
+        s.nodes.insert(s.nodes.end(), centering.begin(), centering.end());
         // The affine: Mul(gamma) [-> Add(beta)], gamma required (the lowerings take a scale).
         const std::string& y = plan.node(m, idx).outputs[0];
         int mul = g.only_consumer(y, "Mul");

@@ -8,11 +8,11 @@ namespace onnx2ggml {
 
 namespace {
 
-// Dims of a float initializer (data loaded or not) or Constant; null for anything else.
+// Dims of a float initializer (data loaded or not) or Constant, f32 or an fp16 file's f16/bf16; null otherwise.
 const TensorData* float_constant(GraphIndex& g, const std::string& v) {
     const TensorData* t = g.initializer(v);
     if (!t) t = g.constant(v);
-    return t && t->dtype == DType::FLOAT ? t : nullptr;
+    return t && float_dtype(t->dtype) ? t : nullptr;
 }
 
 }  // namespace

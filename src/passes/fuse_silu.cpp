@@ -14,21 +14,23 @@ void fuse_silu(const Model& m, GraphPlan& plan) {
         const Node& mul = plan.node(m, idx);
         if (mul.op_type != "Mul" || !mul.domain.empty() || mul.inputs.size() != 2) continue;
         for (int side = 0; side < 2; side++) {
-            const std::string& s = mul.inputs[size_t(side)];
+            std::vector<int> casts;  // an fp16 file's Sigmoid kept in f32 between Casts: the fused op is f32
+            const std::string s = g.before_casts(mul.inputs[size_t(side)], casts);
             const std::string& x = mul.inputs[size_t(1 - side)];
             int sig_idx = g.sole(s, "Sigmoid");
             if (sig_idx < 0 || removed.count(sig_idx)) continue;
             const Node& sig = plan.node(m, sig_idx);
             if (sig.inputs.size() != 1) continue;
+            const std::string sig_in = g.before_casts(sig.inputs[0], casts);
             Node fused;
             fused.name = mul.name;
             fused.inputs = {x};
             fused.outputs = mul.outputs;
-            if (sig.inputs[0] == x) {
+            if (sig_in == x) {
                 fused.op_type = "onnx2ggml.SiLU";  // internal op, produced only by this pass
                 removed.insert(sig_idx);
             } else {
-                int scale_idx = g.sole(sig.inputs[0], "Mul");
+                int scale_idx = g.sole(sig_in, "Mul");
                 if (scale_idx < 0 || removed.count(scale_idx)) continue;
                 const Node& sm = plan.node(m, scale_idx);
                 if (sm.inputs.size() != 2) continue;
@@ -44,6 +46,7 @@ void fuse_silu(const Model& m, GraphPlan& plan) {
                 removed.insert(sig_idx);
                 removed.insert(scale_idx);
             }
+            removed.insert(casts.begin(), casts.end());
             plan.rewritten[idx] = fused;
             break;
         }

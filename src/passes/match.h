@@ -3,10 +3,16 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "ggml.h"
 #include "passes/pipeline.h"
 
 namespace onnx2ggml {
+
+// Float element types a pattern's constants may have: fp16 converters write eps, scales, gamma and beta as
+// FLOAT16 (BFLOAT16 likewise), and the fused op computes in f32 on their exact widened values.
+inline bool float_dtype(DType t) { return t == DType::FLOAT || t == DType::FLOAT16 || t == DType::BFLOAT16; }
 
 struct GraphIndex {
     const Model& m;
@@ -71,11 +77,54 @@ struct GraphIndex {
         auto it = m.graph.initializers.find(through_identity(name));
         return it != m.graph.initializers.end() ? it->second.get() : nullptr;
     }
+    // Whether node idx is a Cast to a float type: an fp16 file keeps some ops in f32 between Casts (op_block_list).
+    // Where a pattern reads past one, the ops around it take float constants, so its input is float too, and the
+    // fused op computing in f32 on the f16 values loses nothing but the rounding onnxruntime would add.
+    bool float_cast(int idx) {
+        const Node& n = plan.node(m, idx);
+        return n.op_type == "Cast" && n.domain.empty() && float_dtype(DType(int32_t(n.get_int("to", 0))));
+    }
+    // v's source through single-use float Casts, which go to `casts`.
+    std::string before_casts(std::string v, std::vector<int>& casts) {
+        for (int hops = 0; hops < 4; hops++) {
+            int c = sole(v, "Cast");
+            if (c < 0 || !float_cast(c)) break;
+            casts.push_back(c);
+            v = plan.node(m, c).inputs[0];
+        }
+        return v;
+    }
+    // The single consumer of v with op type `op`, past single-use float Casts (added to `casts`); -1 if none. v
+    // becomes the value that consumer reads.
+    int consumer_past_casts(std::string& v, const char* op, std::vector<int>& casts) {
+        std::vector<int> seen;
+        const std::string from = v;
+        for (int hops = 0; hops < 4; hops++) {
+            int n = single_consumer(v);
+            if (n < 0) break;
+            const Node& c = plan.node(m, n);
+            if (c.op_type == op && c.domain.empty()) {
+                casts.insert(casts.end(), seen.begin(), seen.end());
+                return n;
+            }
+            if (!float_cast(n)) break;
+            seen.push_back(n);
+            v = c.outputs[0];
+        }
+        v = from;
+        return -1;
+    }
     // Constant data: an initializer or the output of a Constant node, through Identity nodes.
     const TensorData* constant(std::string v) {
         v = through_identity(v);
         auto it = m.graph.initializers.find(v);
         if (it != m.graph.initializers.end()) return it->second->data || it->second->nbytes == 0 ? it->second.get() : nullptr;
+        const Node* cast = producer_of(v, "Cast");
+        if (cast && cast->get_int("to", 0) == int64_t(DType::FLOAT) && !cast->inputs.empty()) {
+            // an fp16 file's constant widened for an op kept in f32 (exact): its f16 (or bf16) data
+            const TensorData* t = constant(cast->inputs[0]);
+            return t && float_dtype(t->dtype) ? t : nullptr;
+        }
         const Node* c = producer_of(v, "Constant");
         if (!c) return nullptr;
         const Attribute* a = c->attr("value");
@@ -99,11 +148,39 @@ inline Attribute float_attr(const std::string& name, float v) {
     return a;
 }
 
-// A constant float scalar (any shape with one element); false if `v` is not one.
-inline bool scalar_constant(GraphIndex& g, const std::string& v, float& out) {
+// Element i of a float constant (float_dtype) as f32; raw_data inside the protobuf need not be aligned.
+inline float float_at(const TensorData& t, int64_t i) {
+    if (t.dtype == DType::FLOAT) {
+        float f;
+        std::memcpy(&f, t.data + i * 4, sizeof f);
+        return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, t.data + i * 2, sizeof h);
+    if (t.dtype == DType::BFLOAT16) {
+        const uint32_t b = uint32_t(h) << 16;
+        float f;
+        std::memcpy(&f, &b, sizeof f);
+        return f;
+    }
+    ggml_fp16_t x;
+    std::memcpy(&x, &h, sizeof x);
+    return ggml_fp16_to_fp32(x);
+}
+
+// The relative distance at which a constant of type t stands for a wanted real value (sqrt 2, 0.044715): f32
+// as before, or half a step of the narrower type (its rounding of that value).
+inline double rounding_of(DType t) {
+    return t == DType::FLOAT16 ? 0.5 / 1024 : t == DType::BFLOAT16 ? 0.5 / 128 : 1e-6;
+}
+
+// A constant float scalar (any shape with one element, f32, f16 or bf16); false if `v` is not one. `type`, if
+// given, receives its element type.
+inline bool scalar_constant(GraphIndex& g, const std::string& v, float& out, DType* type = nullptr) {
     const TensorData* t = g.constant(v);
-    if (!t || t->dtype != DType::FLOAT || t->numel() != 1) return false;
-    std::memcpy(&out, t->data, sizeof out);  // raw_data inside the protobuf need not be 4-byte aligned
+    if (!t || !float_dtype(t->dtype) || t->numel() != 1) return false;
+    out = float_at(*t, 0);
+    if (type) *type = t->dtype;
     return true;
 }
 

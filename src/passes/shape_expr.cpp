@@ -130,6 +130,27 @@ SymInt ShapeFacts::dim(const std::string& v, int axis) {
     return s;
 }
 
+namespace {
+
+// Elementwise Mul/Add/Sub/Div of two symbolic int lists (one may broadcast); a result only the run knows is "?".
+bool arith_ints(const std::string& op, const std::vector<SymInt>& a, const std::vector<SymInt>& b,
+                std::vector<SymInt>& out) {
+    if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return false;
+    for (size_t i = 0; i < std::max(a.size(), b.size()); i++) {
+        const SymInt &x = a[a.size() == 1 ? 0 : i], &y = b[b.size() == 1 ? 0 : i];
+        SymInt e{0, "?", -1};
+        if (x.known() && y.known() && (op != "Div" || (y.value > 0 && x.value >= 0))) {
+            e.of.clear();
+            e.value = op == "Mul" ? x.value * y.value : op == "Add" ? x.value + y.value
+                      : op == "Sub" ? x.value - y.value : x.value / y.value;
+        }
+        out.push_back(e);
+    }
+    return true;
+}
+
+}  // namespace
+
 bool ShapeFacts::ints(const std::string& v, std::vector<SymInt>& out) {
     out.clear();
     if (depth > 200) return false;
@@ -172,19 +193,7 @@ bool ShapeFacts::ints(const std::string& v, std::vector<SymInt>& out) {
     }
     if ((op == "Mul" || op == "Add" || op == "Sub" || op == "Div") && n.inputs.size() == 2) {
         std::vector<SymInt> a, b;
-        if (!ints(n.inputs[0], a) || !ints(n.inputs[1], b)) return false;
-        if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return false;
-        for (size_t i = 0; i < std::max(a.size(), b.size()); i++) {
-            const SymInt &x = a[a.size() == 1 ? 0 : i], &y = b[b.size() == 1 ? 0 : i];
-            SymInt e{0, "?", -1};  // a value only the run knows
-            if (x.known() && y.known() && (op != "Div" || (y.value > 0 && x.value >= 0))) {
-                e.of.clear();
-                e.value = op == "Mul" ? x.value * y.value : op == "Add" ? x.value + y.value
-                          : op == "Sub" ? x.value - y.value : x.value / y.value;
-            }
-            out.push_back(e);
-        }
-        return true;
+        return ints(n.inputs[0], a) && ints(n.inputs[1], b) && arith_ints(op, a, b, out);
     }
     if (op == "Gather" && n.inputs.size() == 2 && n.get_int("axis", 0) == 0) {
         std::vector<SymInt> data;

@@ -201,6 +201,42 @@ size_t WeightCache::unread_bytes(ggml_cgraph* g) const {
     return n;
 }
 
+ggml_tensor* WeightCache::f16_source(const ggml_tensor* w) {
+    auto it = sources.find(w);
+    if (!zero_copy || it == sources.end() || it->second.second.dtype != DType::FLOAT16) return nullptr;
+    const std::string key = it->second.first + "#f16";
+    const HostTensor h = it->second.second;  // get() adds to `sources`
+    auto done = tensors.find(key);
+    if (done != tensors.end()) return done->second;
+    const uintptr_t p = reinterpret_cast<uintptr_t>(h.data), base = p & ~uintptr_t(31);
+#if defined(__x86_64__) || defined(__aarch64__)
+    const bool odd_ok = true;  // 16-bit loads at odd addresses are plain loads there
+#else
+    const bool odd_ok = false;
+#endif
+    if (!h.keep || h.nbytes == 0 || (p % 2 && !odd_ok)) return get(key, h, GGML_TYPE_F16);
+    // In place even where the bytes are not aligned (raw_data inside the .onnx sits at any offset): the buffer
+    // starts at the 32-byte boundary below them, and get_rows, the one op given this tensor, converts f16 rows
+    // with unaligned loads. Only the pages of the rows read are touched.
+    if (!mapped_ctx) {
+        ggml_init_params mp = {ggml_tensor_overhead() * 65536, nullptr, true};
+        mapped_ctx = ggml_init(mp);
+    }
+    int64_t ne[4];
+    shape_to_ne(h.shape, ne);
+    ggml_tensor* t = ggml_new_tensor(mapped_ctx, GGML_TYPE_F16, 4, ne);
+    ggml_set_name(t, key.c_str());
+    ggml_backend_buffer_t buf = ggml_backend_cpu_buffer_from_ptr(reinterpret_cast<void*>(base), h.nbytes + (p - base));
+    O2G_CHECK(buf && ggml_backend_tensor_alloc(buf, t, const_cast<uint8_t*>(h.data)) == GGML_STATUS_SUCCESS,
+              "could not map weight '", key, "'");
+    ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    buffers.push_back(buf);
+    keep.push_back(h.keep);
+    tensors[key] = t;
+    sources[t] = {key, h};
+    return t;
+}
+
 void WeightCache::commit(ggml_cgraph* g) {
     // The lazy weights g reads, in one buffer.
     std::vector<ggml_tensor*> used;
