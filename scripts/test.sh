@@ -67,7 +67,7 @@ run $PY tests/backend_api_tests.py -j 2 --check
 run env ONNX2GGML_PORTABLE=1 $PY tests/op_tests.py -j 2 -q
 run env ONNX2GGML_PORTABLE=1 $PY tests/model_tests.py --threads 2
 run env ONNX2GGML_PORTABLE=1 $PY tests/node_tests.py -j 2 -q --check
-run env ONNX2GGML_PORTABLE=1 $PY tests/flavour_tests.py --threads 2 --portable --no-compile --flavours 'dynamo|optimum|mmdit|t5'
+run env ONNX2GGML_PORTABLE=1 $PY tests/flavour_tests.py --threads 2 --portable --no-compile --flavours 'dynamo|optimum|mmdit|t5|^olive-fp32$|^amuse-fp16-io16$|^fp16-f32ops-io32$'
 
 # diffusers' ONNX pipeline on onnx2ggml against onnxruntime. torch comes in here, after every other CPU test, because
 # tests/lora_tests.py changes what it checks when torch is importable (the Vulkan tests below do not import it).
@@ -87,6 +87,8 @@ if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
   run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/node_tests.py --cli $VK -j 2 -q --timeout 300 --check
   # New exporters' files (opset 23 holds every new op; the VAE decoders add lavapipe time, not signal).
   run $PY tests/flavour_tests.py --cli $VK --device Vulkan0 --threads 2 --no-compile --flavours 'dynamo-opset23|optimum|mmdit|t5' --parts unet,text_encoder
+  # onnxruntime-optimizer files: NCHW GroupNorm and its contrib ops (Olive, fp32) and NHWC with fp16 I/O (Amuse).
+  run $PY tests/flavour_tests.py --cli $VK --device Vulkan0 --threads 2 --no-compile --flavours '^(olive-fp32|amuse-fp16-io16)$'
   # Not in CI, for time (about 6 min on lavapipe): compiled programs on Vulkan0 against run on Vulkan0,
   #   $PY tests/compile_tests.py --vulkan 'sd15_vae_decoder|vae_decoder_like'   (docs/backends.md)
 fi
