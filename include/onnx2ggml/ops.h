@@ -93,6 +93,7 @@ std::string ints_literal(const Ints& v);
 
 // Shared layout helpers.
 ggml_tensor* cont(Ctx& ctx, ggml_tensor* x);                       // x, made contiguous when it is not
+ggml_tensor* f32_cont(Ctx& ctx, ggml_tensor* x);                   // x, contiguous and F32
 bool same_ne(const ggml_tensor* a, const ggml_tensor* b);
 // ONNX axis `axis` (negative: from the end) of a rank-`rank` tensor as a ggml dim; OpError when out of range.
 int ggml_axis(int64_t axis, int rank);

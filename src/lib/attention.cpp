@@ -13,11 +13,6 @@ namespace o2g {
 
 namespace {
 
-ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    return x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
-}
-
 std::string ne_str(const ggml_tensor* t) {
     return "[" + std::to_string(t->ne[0]) + ", " + std::to_string(t->ne[1]) + ", " + std::to_string(t->ne[2]) + ", " +
            std::to_string(t->ne[3]) + "]";
@@ -280,27 +275,27 @@ ggml_tensor* linear_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_ten
         throw OpError("linear_attention: decay is needed exactly by gated rules, beta by delta rules");
     const float scale = p.scale != 0.0f ? p.scale : float(1.0 / std::sqrt(double(d.Dk)));
     LinAttnParams lp{d.B, d.T, p.q_heads, Hkv, d.Dk, d.Dv, scale, gating, delta, -1, -1, -1, false, false};
-    std::vector<ggml_tensor*> args = {f32(ctx, q), f32(ctx, k), f32(ctx, v)};
+    std::vector<ggml_tensor*> args = {f32_cont(ctx, q), f32_cont(ctx, k), f32_cont(ctx, v)};
     if (past_state) {
         if (!(past_state->ne[0] == d.Dv && past_state->ne[1] == d.Dk && past_state->ne[2] == Hkv &&
               past_state->ne[3] == d.B))
             throw OpError("linear_attention: past_state must have shape (B, kv_num_heads, d_k, d_v)");
         lp.i_state = int(args.size());
-        args.push_back(f32(ctx, past_state));
+        args.push_back(f32_cont(ctx, past_state));
     }
     if (decay) {
         if (decay->ne[1] != d.T || decay->ne[2] != d.B || (decay->ne[0] != Hkv && decay->ne[0] != Hkv * d.Dk))
             throw OpError("linear_attention: decay must have shape (B, T, kv_num_heads) or (B, T, kv_num_heads * d_k)");
         lp.decay_per_dim = decay->ne[0] == Hkv * d.Dk;  // with d_k = 1 both layouts coincide
         lp.i_decay = int(args.size());
-        args.push_back(f32(ctx, decay));
+        args.push_back(f32_cont(ctx, decay));
     }
     if (beta) {
         if (beta->ne[1] != d.T || beta->ne[2] != d.B || (beta->ne[0] != Hkv && beta->ne[0] != 1))
             throw OpError("linear_attention: beta must have shape (B, T, kv_num_heads) or (B, T, 1)");
         lp.beta_per_head = beta->ne[0] == Hkv;
         lp.i_beta = int(args.size());
-        args.push_back(f32(ctx, beta));
+        args.push_back(f32_cont(ctx, beta));
     }
     ggml_tensor* all = linear_attention_kernel(ctx, args, lp);
     const int64_t n_out = d.B * d.T * p.q_heads * d.Dv;
@@ -334,7 +329,7 @@ ggml_tensor* rotary_embedding(Ctx& ctx, ggml_tensor* x, ggml_tensor* cos_cache, 
         throw OpError("rotary_embedding: rotary_dim must be even and at most the head size");
     if (!same_ne(cos_cache, sin_cache)) throw OpError("rotary_embedding: cos_cache and sin_cache shapes differ");
     if (cos_cache->ne[0] != rp.rd / 2) throw OpError("rotary_embedding: cache last dimension must be rotary_dim / 2");
-    std::vector<ggml_tensor*> args = {f32(ctx, x), f32(ctx, cos_cache), f32(ctx, sin_cache)};
+    std::vector<ggml_tensor*> args = {f32_cont(ctx, x), f32_cont(ctx, cos_cache), f32_cont(ctx, sin_cache)};
     rp.has_pos = position_ids != nullptr;
     if (position_ids) {
         rp.max_pos = cos_cache->ne[1];

@@ -10,11 +10,6 @@ namespace o2g {
 
 namespace {
 
-ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    return x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
-}
-
 std::string dims(const Ints& s) {
     std::string r = "[";
     for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -51,7 +46,7 @@ ggml_tensor* add_bias(Ctx& ctx, ggml_tensor* x, ggml_tensor* bias, int64_t off) 
                                              " values is too short for Q, K and V");
     ggml_tensor* b = ggml_view_2d(ctx, bias, x->ne[0], x->ne[1], size_t(x->ne[0]) * bias->nb[0],
                                   size_t(off) * bias->nb[0]);
-    return ggml_add(ctx, f32(ctx, x), cont(ctx, b));
+    return ggml_add(ctx, f32_cont(ctx, x), cont(ctx, b));
 }
 
 // The key padding mask and the causal mask as one additive F32 mask [T, S or 1, 1, B] (null when neither).
@@ -93,7 +88,7 @@ ggml_tensor* run_heads(Ctx& ctx, const Heads& h, ggml_tensor* attention_bias, co
                       std::to_string(N) + ", " + std::to_string(h.q->ne[0]) + "] does not match K and V");
     ggml_tensor* m = padding_mask(ctx, mask, S, T, B, p);
     if (attention_bias) {
-        ggml_tensor* ab = f32(ctx, attention_bias);  // [T, S, N or 1, B or 1]
+        ggml_tensor* ab = f32_cont(ctx, attention_bias);  // [T, S, N or 1, B or 1]
         if (ab->ne[0] != T || ab->ne[1] != S || (ab->ne[2] != N && ab->ne[2] != 1) || (ab->ne[3] != B && ab->ne[3] != 1))
             throw OpError("multi_head_attention: attention_bias does not have shape (batch or 1, heads or 1, " +
                           std::to_string(S) + ", " + std::to_string(T) + ")");
@@ -106,7 +101,7 @@ ggml_tensor* run_heads(Ctx& ctx, const Heads& h, ggml_tensor* attention_bias, co
     }
     FusedAttentionParams fp;
     fp.scale = p.scale != 0.0f ? p.scale : float(1.0 / std::sqrt(double(h.q->ne[0])));
-    ggml_tensor* y = fused_attention(ctx, f32(ctx, h.q), f32(ctx, h.k), f32(ctx, h.v), nullptr, nullptr, m, fp);
+    ggml_tensor* y = fused_attention(ctx, f32_cont(ctx, h.q), f32_cont(ctx, h.k), f32_cont(ctx, h.v), nullptr, nullptr, m, fp);
     y = ggml_cont(ctx, ggml_permute(ctx, y, 0, 2, 1, 3));  // [Dv, Tq, N, B] -> [Dv, N, Tq, B]
     return ggml_reshape_3d(ctx, y, y->ne[0] * y->ne[1], y->ne[2], y->ne[3]);
 }
@@ -151,7 +146,7 @@ ggml_tensor* multi_head_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml
                       " must be [B, S, D] with a key, or packed QKV [B, S, N, 3, H]");
     }
     if (bias) {
-        bias = f32(ctx, bias);
+        bias = f32_cont(ctx, bias);
         const int64_t dq = h.q->ne[0] * N, dk = h.k->ne[0] * N, dv = h.v->ne[0] * N;
         if (bias->ne[0] != dq + dk + dv)
             throw OpError("multi_head_attention: bias has " + std::to_string(bias->ne[0]) + " values, not " +
@@ -181,7 +176,7 @@ ggml_tensor* contrib_attention(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_te
     if (bias && bias->ne[0] != total)
         throw OpError("contrib_attention: bias has " + std::to_string(bias->ne[0]) + " values, not " +
                       std::to_string(total));
-    if (bias) bias = f32(ctx, bias);
+    if (bias) bias = f32_cont(ctx, bias);
     MatMulParams mp;
     ggml_tensor* qkv = bias ? matmul_bias(ctx, x, w, bias, nullptr, mp) : matmul(ctx, x, w, mp);  // [total, S, B]
     qkv = cont(ctx, qkv);
@@ -242,7 +237,7 @@ ggml_tensor* relative_position_bias(Ctx& ctx, ggml_tensor* bias_table, const Int
     for (int64_t i = 0; i < S; i++)
         for (int64_t j = 0; j < T; j++) idx[size_t(i * T + j)] = t5_bucket(j - i, nb, p);
     // The data is [heads][buckets]: rows of buckets for get_rows once transposed.
-    ggml_tensor* table = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, f32(ctx, bias_table), nb, N)));
+    ggml_tensor* table = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, f32_cont(ctx, bias_table), nb, N)));
     ggml_tensor* rows = ggml_get_rows(ctx, table, ctx.ints_tensor(idx, GGML_TYPE_I32));  // [N, S * T]
     ggml_tensor* y = ggml_reshape_3d(ctx, rows, N, T, S);
     return ggml_cont(ctx, ggml_permute(ctx, y, 2, 0, 1, 3));  // [T, S, N, 1]

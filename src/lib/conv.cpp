@@ -31,12 +31,6 @@ ggml_tensor* pad_crop_2d(Ctx& ctx, ggml_tensor* x, int64_t wb, int64_t we, int64
     return x;
 }
 
-ggml_tensor* f32_cont(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
-    return x;
-}
-
 namespace {
 
 // Dense 2-D convolution through an F32 im2col (ggml_conv_2d's F16 im2col loses fp32 parity).

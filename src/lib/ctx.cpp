@@ -74,6 +74,11 @@ void FieldWriter::operator()(const char* name, const std::vector<float>& v) {
 
 ggml_tensor* cont(Ctx& ctx, ggml_tensor* x) { return ggml_is_contiguous(x) ? x : ggml_cont(ctx, x); }
 
+ggml_tensor* f32_cont(Ctx& ctx, ggml_tensor* x) {
+    x = cont(ctx, x);
+    return x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
+}
+
 // ggml_cont(ggml_permute(x, ax)), or the contiguous tensor x was copied from when x = ggml_cont(ggml_permute(src,
 // a)) and the two permutations compose to the identity: the copy back is not made (and the first copy is left out
 // of the graph where nothing else reads it). Layout round trips (NhwcConv, Transpose, NHWC GroupNorm) cost nothing.

@@ -8,12 +8,6 @@ namespace o2g {
 
 namespace {
 
-ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
-    return x;
-}
-
 }  // namespace
 
 ggml_tensor* roi_align(Ctx& ctx, ggml_tensor* x, ggml_tensor* rois, ggml_tensor* batch_indices,
@@ -28,7 +22,7 @@ ggml_tensor* roi_align(Ctx& ctx, ggml_tensor* x, ggml_tensor* rois, ggml_tensor*
         throw OpError("batch_indices must be [num_rois] (" + std::to_string(R) + ")");
     RoiAlignKernelParams k{p.output_height, p.output_width, p.sampling_ratio, p.spatial_scale, p.half_pixel,
                            p.max_mode};
-    ggml_tensor* args[3] = {f32(ctx, x), f32(ctx, rois), cont(ctx, batch_indices)};
+    ggml_tensor* args[3] = {f32_cont(ctx, x), f32_cont(ctx, rois), cont(ctx, batch_indices)};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, k.ow, k.oh, x->ne[2], R, args, 3, roi_align_kernel, GGML_N_TASKS_MAX,
                           keep_params(k));
 }

@@ -11,11 +11,6 @@ namespace {
 
 bool is_weight(Ctx& ctx, const ggml_tensor* w) { return ctx.weights && ctx.weights->is_weight(w); }
 
-ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    return x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
-}
-
 // A per-channel vector shaped to broadcast over x: its elements along ggml dim `dim`.
 ggml_tensor* along(Ctx& ctx, ggml_tensor* v, int dim) {
     int64_t ne[4] = {1, 1, 1, 1};
@@ -120,7 +115,7 @@ ggml_tensor* group_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tenso
         throw OpError("group_norm: " + std::to_string(G) + " groups do not divide " + std::to_string(C) + " channels");
     // Per-channel F32 vectors; per-group ones (GroupNormalization-18) are expanded to the channels.
     auto per_channel = [&](ggml_tensor* v) {
-        v = f32(ctx, v);
+        v = f32_cont(ctx, v);
         const int64_t n = ggml_nelements(v);
         if (n == C) return ggml_reshape_1d(ctx, v, C);
         if (n != G) throw OpError("group_norm: " + std::to_string(n) + " scale/bias values for " +
@@ -213,7 +208,7 @@ ggml_tensor* lp_norm(Ctx& ctx, ggml_tensor* x, const LpNormParams& p) {
     if (p.p != 1 && p.p != 2) throw OpError("lp_norm: p = " + std::to_string(p.p) + " (1 or 2)");
     bool front[4] = {false, false, false, false};
     front[p.dim] = true;
-    ggml_tensor* y = lp_norm_rows(ctx, f32(ctx, gather_dims(ctx, x, front, false)), p.p);
+    ggml_tensor* y = lp_norm_rows(ctx, f32_cont(ctx, gather_dims(ctx, x, front, false)), p.p);
     return gather_dims(ctx, y, front, true);
 }
 
@@ -234,7 +229,7 @@ ggml_tensor* mean_variance_norm(Ctx& ctx, ggml_tensor* x, const MeanVarianceNorm
 
 ggml_tensor* lrn(Ctx& ctx, ggml_tensor* x, const LrnParams& p) {
     if (p.size < 1) throw OpError("lrn: size " + std::to_string(p.size) + " (at least 1)");
-    return lrn_kernel(ctx, f32(ctx, x), p);
+    return lrn_kernel(ctx, f32_cont(ctx, x), p);
 }
 
 }  // namespace o2g

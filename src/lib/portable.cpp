@@ -17,9 +17,6 @@ ggml_tensor* scalar(Ctx& ctx, float v) {
     const int64_t ne[4] = {1, 1, 1, 1};
     return ctx.constant_f32(ne, {v});
 }
-ggml_tensor* to_f32(Ctx& ctx, ggml_tensor* x) {
-    return x->type == GGML_TYPE_F32 ? cont(ctx, x) : ggml_cast(ctx, x, GGML_TYPE_F32);
-}
 // 1 - x, and 1 / x (a repeated constant, not x * 0 + 1, so that x = inf gives 0 rather than NaN).
 ggml_tensor* one_minus(Ctx& ctx, ggml_tensor* x) { return ggml_scale_bias(ctx, x, -1.0f, 1.0f); }
 ggml_tensor* recip(Ctx& ctx, ggml_tensor* x) { return ggml_div(ctx, ggml_repeat(ctx, scalar(ctx, 1.0f), x), x); }
@@ -55,7 +52,7 @@ ggml_tensor* pow_general(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
 }  // namespace
 
 ggml_tensor* portable_pow_scalar(Ctx& ctx, ggml_tensor* x, float e) {
-    x = to_f32(ctx, x);
+    x = f32_cont(ctx, x);
     if (e == 0.0f) return ggml_repeat(ctx, scalar(ctx, 1.0f), x);
     if (e == 0.5f) return ggml_sqrt(ctx, x);
     if (e == -0.5f) return recip(ctx, ggml_sqrt(ctx, x));
@@ -73,7 +70,7 @@ ggml_tensor* portable_pow_scalar(Ctx& ctx, ggml_tensor* x, float e) {
 }
 
 ggml_tensor* portable_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0, float p1) {
-    x = to_f32(ctx, x);
+    x = f32_cont(ctx, x);
     switch (k) {
         case UnaryK::Erf: return erf_poly(ctx, x);
         case UnaryK::Reciprocal: return recip(ctx, x);

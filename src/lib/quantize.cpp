@@ -12,12 +12,6 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
-    return x;
-}
-
 // A custom kernel over contiguous arguments with output ne `ne`.
 ggml_tensor* kcall(Ctx& ctx, ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fn,
                    void* ud, int ntasks = GGML_N_TASKS_MAX) {
@@ -46,7 +40,7 @@ ggml_tensor* quant(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* zp
             throw OpError("per-axis scale must be 1-D with the axis' size " + num(k.A));
         }
     }
-    std::vector<ggml_tensor*> args = {cont(ctx, x), f32(ctx, scale)};
+    std::vector<ggml_tensor*> args = {cont(ctx, x), f32_cont(ctx, scale)};
     if (zp) args.push_back(cont(ctx, zp));
     return kcall(ctx, dequant ? GGML_TYPE_F32 : GGML_TYPE_I32, x->ne, args, quant_kernel, keep_params(k));
 }
@@ -101,9 +95,9 @@ ggml_tensor* int_matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* a
         p.bsc = per_mode(bs, p.N, "b_scale");
         if (!ys || !yz || ggml_nelements(ys) != 1 || ggml_nelements(yz) != 1)
             throw OpError("y scale and zero point must be scalars");
-        args.push_back(f32(ctx, as));
-        args.push_back(f32(ctx, bs));
-        args.push_back(f32(ctx, ys));
+        args.push_back(f32_cont(ctx, as));
+        args.push_back(f32_cont(ctx, bs));
+        args.push_back(f32_cont(ctx, ys));
         args.push_back(cont(ctx, yz));
     }
     // [N, M, o2, o3] with a vector operand's dim dropped.
@@ -186,12 +180,12 @@ ggml_tensor* dequantize_linear(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggm
 
 ggml_tensor* dynamic_quantize_scale_zero_point(Ctx& ctx, ggml_tensor* x) {
     const int64_t ne[4] = {2, 1, 1, 1};
-    return kcall(ctx, GGML_TYPE_F32, ne, {f32(ctx, x)}, dq_stats_kernel, nullptr, 1);
+    return kcall(ctx, GGML_TYPE_F32, ne, {f32_cont(ctx, x)}, dq_stats_kernel, nullptr, 1);
 }
 
 ggml_tensor* dynamic_quantize_linear(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale_zero_point, int output) {
     if (ggml_nelements(scale_zero_point) != 2) throw OpError("scale_zero_point must have 2 elements");
-    x = f32(ctx, x);
+    x = f32_cont(ctx, x);
     const int64_t one[4] = {1, 1, 1, 1};
     switch (output) {
         case 0: return kcall(ctx, GGML_TYPE_I32, x->ne, {x, scale_zero_point}, dq_apply_kernel, keep_params(DqApplyParams{0}));
@@ -240,7 +234,7 @@ ggml_tensor* qlinear_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* x_scale, ggml_t
     if (bias && ggml_nelements(bias) != r.M) throw OpError("bias must have one element per output channel");
     r.lo = double(p.qmin);
     r.hi = double(p.qmax);
-    std::vector<ggml_tensor*> args = {acc, f32(ctx, x_scale), f32(ctx, w_scale), f32(ctx, y_scale),
+    std::vector<ggml_tensor*> args = {acc, f32_cont(ctx, x_scale), f32_cont(ctx, w_scale), f32_cont(ctx, y_scale),
                                       cont(ctx, y_zero_point)};
     if (bias) args.push_back(cont(ctx, bias));
     return kcall(ctx, GGML_TYPE_I32, acc->ne, args, requant_kernel, keep_params(r));

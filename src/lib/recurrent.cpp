@@ -11,12 +11,6 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
-    return x;
-}
-
 void want_ne(const ggml_tensor* t, int64_t n0, int64_t n1, int64_t n2, const char* what) {
     if (t->ne[0] != n0 || t->ne[1] != n1 || t->ne[2] != n2 || t->ne[3] != 1)
         throw OpError(std::string(what) + " must have ne [" + num(n0) + ", " + num(n1) + ", " + num(n2) + "]");
@@ -55,15 +49,15 @@ ggml_tensor* recurrent(Ctx& ctx, Cell cell, ggml_tensor* x, ggml_tensor* w, ggml
             k.f[d][i] = ActFn{int(a), p.activation_alpha[idx], p.activation_beta[idx]};
         }
     // X * W^T for every step and direction on the device: [GH, rows, D].
-    ggml_tensor* x2 = ggml_reshape_3d(ctx, f32(ctx, x), I, k.S * k.B, 1);
+    ggml_tensor* x2 = ggml_reshape_3d(ctx, f32_cont(ctx, x), I, k.S * k.B, 1);
     if (k.D > 1) x2 = ggml_repeat_4d(ctx, x2, I, k.S * k.B, k.D, 1);
-    ggml_tensor* xw = ggml_mul_mat(ctx, ggml_reshape_3d(ctx, f32(ctx, w), I, GH, k.D), x2);
-    std::vector<ggml_tensor*> args = {xw, f32(ctx, r)};
+    ggml_tensor* xw = ggml_mul_mat(ctx, ggml_reshape_3d(ctx, f32_cont(ctx, w), I, GH, k.D), x2);
+    std::vector<ggml_tensor*> args = {xw, f32_cont(ctx, r)};
     k.i_r = 1;
     k.i_b = k.i_len = k.i_h0 = k.i_c0 = k.i_p = -1;
     auto opt = [&](ggml_tensor* t, bool as_f32) {
         if (!t) return -1;
-        args.push_back(as_f32 ? f32(ctx, t) : cont(ctx, t));
+        args.push_back(as_f32 ? f32_cont(ctx, t) : cont(ctx, t));
         return int(args.size()) - 1;
     };
     int64_t s0 = k.H, s1 = k.layout1 ? k.D : k.B, s2 = k.layout1 ? k.B : k.D;  // state ne

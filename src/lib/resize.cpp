@@ -12,11 +12,6 @@ namespace o2g {
 
 namespace {
 
-ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    return x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
-}
-
 // Source taps of one output index along one dim: T indices (-1: the extrapolation value) and weights.
 struct Taps {
     int T;
@@ -254,7 +249,7 @@ ggml_tensor* grid_sample(Ctx& ctx, ggml_tensor* x, ggml_tensor* grid, const Grid
         ne[k] = g.C;
         ne[k + 1] = g.N;
     } else ne[3] = g.C * g.N;
-    return grid_sample_kernel(ctx, f32(ctx, x), f32(ctx, grid), g, ne);
+    return grid_sample_kernel(ctx, f32_cont(ctx, x), f32_cont(ctx, grid), g, ne);
 }
 
 ggml_tensor* affine_grid(Ctx& ctx, ggml_tensor* theta, const Ints& size, const AffineGridParams& p) {
@@ -296,7 +291,7 @@ ggml_tensor* affine_grid(Ctx& ctx, ggml_tensor* theta, const Ints& size, const A
         bg = bg ? ggml_concat(ctx, bg, c, 0) : c;
     }
     bg = ggml_repeat_4d(ctx, ggml_reshape_3d(ctx, bg, k + 1, P, 1), k + 1, P, N, 1);
-    ggml_tensor* y = ggml_mul_mat(ctx, f32(ctx, theta), bg);  // [k, P, N]
+    ggml_tensor* y = ggml_mul_mat(ctx, f32_cont(ctx, theta), bg);  // [k, P, N]
     // ONNX [N, spatial..., k]; rank 5 folds N into the first spatial dim.
     int64_t ne[4] = {k, 1, 1, 1};
     for (int i = 0; i < k; i++) ne[std::min(i + 1, 3)] *= sp[size_t(k - 1 - i)];

@@ -11,12 +11,6 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-ggml_tensor* f32(Ctx& ctx, ggml_tensor* x) {
-    x = cont(ctx, x);
-    if (x->type != GGML_TYPE_F32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
-    return x;
-}
-
 // The one element of a host scalar, checked positive.
 int64_t positive(const Ints& v, const char* what) {
     if (v.size() != 1 || v[0] <= 0) throw OpError(std::string(what) + " must be a positive scalar");
@@ -36,7 +30,7 @@ ggml_tensor* window(Ctx& ctx, WindowKind k, const Ints& size, bool periodic) {
 }  // namespace
 
 ggml_tensor* dft(Ctx& ctx, ggml_tensor* x, const Ints& dft_length, const DFTParams& p) {
-    x = f32(ctx, x);
+    x = f32_cont(ctx, x);
     int g = p.axis;
     if (g < 1 || g > 3) throw OpError("axis " + num(g) + " must be a ggml dim from 1 to 3 (dim 0 is complex)");
     if (x->ne[0] != 1 && x->ne[0] != 2) throw OpError("ne[0] = " + num(x->ne[0]) + " must be 1 (real) or 2 (complex)");
@@ -67,7 +61,7 @@ ggml_tensor* dft(Ctx& ctx, ggml_tensor* x, const Ints& dft_length, const DFTPara
 
 ggml_tensor* stft(Ctx& ctx, ggml_tensor* signal, const Ints& frame_step, ggml_tensor* window, const Ints& frame_length,
                   const STFTParams& p) {
-    signal = f32(ctx, signal);
+    signal = f32_cont(ctx, signal);
     StftKernelParams k{};
     k.cin = signal->ne[0];
     k.Lsig = signal->ne[1];
@@ -84,7 +78,7 @@ ggml_tensor* stft(Ctx& ctx, ggml_tensor* signal, const Ints& frame_step, ggml_te
     k.frames = 1 + (k.Lsig - k.flen) / k.step;
     k.bins = p.onesided ? k.flen / 2 + 1 : k.flen;
     std::vector<ggml_tensor*> args = {signal};
-    if (window) args.push_back(f32(ctx, window));
+    if (window) args.push_back(f32_cont(ctx, window));
     return ggml_custom_4d(ctx, GGML_TYPE_F32, 2, k.bins, k.frames, k.B, args.data(), int(args.size()), stft_kernel,
                           GGML_N_TASKS_MAX, keep_params(k));
 }

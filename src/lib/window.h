@@ -6,8 +6,6 @@ namespace o2g {
 
 // Pads (positive) or crops (negative) the two spatial ggml dims 0 (W) and 1 (H).
 ggml_tensor* pad_crop_2d(Ctx& ctx, ggml_tensor* x, int64_t wb, int64_t we, int64_t hb, int64_t he);
-// x made contiguous F32.
-ggml_tensor* f32_cont(Ctx& ctx, ggml_tensor* x);
 
 // ConvTranspose weight [Cin, Cog, kH, kW] -> Conv weight [Cog*group, Cin/group, kH, kW], every tap reversed (a
 // 3-D kernel passes kD*kH as kH: reversing the flattened taps flips every axis). On the host for a constant weight,
