@@ -237,7 +237,9 @@ HostTensor host_where(const HostTensor& c, const HostTensor& a, const HostTensor
     return r;
 }
 
-HostTensor host_cast(const HostTensor& x, DType to) { return x.cast(to); }
+HostTensor host_cast(const HostTensor& x, DType to, bool saturate, int64_t e8m0_round) {
+    return x.cast(to, saturate, int(e8m0_round));
+}
 
 HostTensor host_bitcast(const HostTensor& x, DType to) {
     if (!onnx2ggml::dtype_supported(to) || dtype_size(to) == 0) throw OpError("BitCast to an unsupported type");

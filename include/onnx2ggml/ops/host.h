@@ -28,7 +28,8 @@ struct HostMapParams {
 HostTensor host_map(const std::vector<HostTensor>& xs, const HostMapParams& p);
 // ONNX Where: c ? a : b, broadcast.
 HostTensor host_where(const HostTensor& c, const HostTensor& a, const HostTensor& b);
-HostTensor host_cast(const HostTensor& x, DType to);
+// ONNX Cast. `saturate` and `e8m0_round` (onnx2ggml::E8M0Round) only matter for the narrow float targets.
+HostTensor host_cast(const HostTensor& x, DType to, bool saturate = true, int64_t e8m0_round = 0);
 // ONNX BitCast: the same bytes read as another type of the same width.
 HostTensor host_bitcast(const HostTensor& x, DType to);
 
