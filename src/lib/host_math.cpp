@@ -241,6 +241,31 @@ HostTensor host_cast(const HostTensor& x, DType to, bool saturate, int64_t e8m0_
     return x.cast(to, saturate, int(e8m0_round));
 }
 
+HostTensor host_quantize_narrow(const HostTensor& x, const HostTensor& scale, const HostTensor& zero_point,
+                                int64_t axis, int64_t block, bool saturate) {
+    const Shape& xs = x.shape;
+    const int64_t ns = scale.numel(), n = x.numel();
+    if (zero_point.numel() != ns) throw OpError("zero point and scale sizes differ");
+    if (ns != 1 && (axis < 0 || axis >= int64_t(xs.size()))) throw OpError("axis out of range");
+    int64_t inner = 1, A = ns == 1 ? 1 : xs[size_t(axis)];
+    for (size_t d = size_t(axis) + 1; ns != 1 && d < xs.size(); d++) inner *= xs[d];
+    const int64_t nb = block > 0 ? (A + block - 1) / block : A;
+    if (ns != 1 && (block > 0 ? ns != n / std::max<int64_t>(A, 1) * nb : ns != A))
+        throw OpError("scale has " + std::to_string(ns) + " elements, which fits neither the axis nor its blocks");
+    HostTensor y = HostTensor::alloc(zero_point.dtype, xs);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t q = 0;
+        if (ns != 1) {
+            const int64_t in = i % inner, a = (i / inner) % A, o = i / (inner * A);
+            q = block > 0 ? (o * nb + a / block) * inner + in : a;
+        }
+        // float32 arithmetic, as the reference computes it
+        const float v = float(x.f64(i)) / float(scale.f64(q)) + float(zero_point.f64(q));
+        y.set_f64(i, v, saturate, onnx2ggml::E8M0_UP);
+    }
+    return y;
+}
+
 HostTensor host_bitcast(const HostTensor& x, DType to) {
     if (!onnx2ggml::dtype_supported(to) || dtype_size(to) == 0) throw OpError("BitCast to an unsupported type");
     if (dtype_size(to) != dtype_size(x.dtype)) throw OpError("BitCast needs input and output types of the same width");

@@ -190,6 +190,19 @@ ggml_tensor* per_image(Lower& L, ggml_tensor* x, const std::function<ggml_tensor
 
 void lower_QuantizeLinear(Lower& L) {
     if (!dtype_is_float(L.dtype(0))) L.error("input must be float");
+    // To a narrow float (float8, float4e2m1): on the host, where mark_host_values put the inputs, rounded by
+    // ONNX's Cast rules. The 4- and 2-bit integers are plain integer ranges for the device kernel.
+    DType to = L.has(2) ? L.dtype(2) : DType(L.node.get_int("output_dtype", 0));
+    if (dtype_is_narrow(to) && !dtype_is_integer(to)) {
+        if (!L.has(2)) L.error("quantizing to a narrow float needs the zero point input");
+        if (!L.in(0).host || !L.in(1).host || !L.in(2).host) L.error("quantizing to a narrow float needs host inputs");
+        const bool per_tensor = shape_numel(L.shape(1)) == 1 && L.node.get_int("block_size", 0) == 0;
+        const int64_t axis = per_tensor ? 0 : norm_axis(L, L.node.get_int("axis", 1), L.rank(0));
+        const bool saturate = L.node.get_int("saturate", 1) != 0;
+        O2G_HOST(L, 0, o2g::host_quantize_narrow, L.hv(0), L.hv(1), L.hv(2), axis, L.node.get_int("block_size", 0),
+                 saturate);
+        return;
+    }
     lower_quant_common(L, false);
 }
 void lower_DequantizeLinear(Lower& L) { lower_quant_common(L, true); }

@@ -75,3 +75,11 @@ case("QuantizeLinear", R(3, 4, lo=-30, hi=30), K([2.0, 3.0, 4.0]), K([1, -1, 0],
 case("QuantizeLinear", R(2, 6, lo=-10, hi=40), K(2.5), K(3, "uint4"), opset=21)
 case("QuantizeLinear", R(2, 5, lo=-4, hi=4), K(1.0), K(0, "int2"), opset=25)
 case("QuantizeLinear", R(2, 5, lo=-2, hi=8), K(1.0), K(1, "uint2"), opset=25)
+# To float8/float4e2m1: on the host, rounded and saturated by Cast's rules (onnx.reference is the oracle).
+case("QuantizeLinear", R(3, 5, lo=-2000, hi=2000), K(2.0), K(0.0, "float8_e4m3fn"), opset=19)
+case("QuantizeLinear", R(3, 5, lo=-2000, hi=2000), K(2.0), K(0.0, "float8_e4m3fn"), saturate=0, opset=19)
+case("QuantizeLinear", R(2, 3, 4, lo=-9e4, hi=9e4), K([1.0, 0.5, 3.0]), K([0.0, 1.0, -2.0], "float8_e5m2"), axis=1,
+     opset=21)
+case("QuantizeLinear", R(2, 6, lo=-500, hi=500), K([[1.0, 2.0], [4.0, 0.5]]), K([[0.0, 0.0], [0.0, 0.0]],
+     "float8_e4m3fnuz"), axis=1, block_size=3, opset=21)
+case("QuantizeLinear", R(4, 5, lo=-20, hi=20), K(1.5), K(0.0, "float4_e2m1fn"), opset=23)
