@@ -94,7 +94,8 @@ double apply_f(int fn, const double* v, size_t n) {
     throw OpError("host function " + std::to_string(fn) + " does not take floats");
 }
 
-int64_t apply_i(int fn, const int64_t* v, size_t n, int bits) {
+// bits and is_signed: the integer type of the first input (for BitShift).
+int64_t apply_i(int fn, const int64_t* v, size_t n, int bits, bool is_signed) {
     auto u = [](int64_t x) { return uint64_t(x); };
     switch (fn) {
         case HOST_ADD: return int64_t(u(v[0]) + u(v[1]));
@@ -135,6 +136,8 @@ int64_t apply_i(int fn, const int64_t* v, size_t n, int bits) {
         case HOST_RELU: return v[0] > 0 ? v[0] : 0;
         case HOST_CLIP: return std::min(v[2], std::max(v[1], v[0]));
         case HOST_BITSHIFT_LEFT: case HOST_BITSHIFT_RIGHT: {
+            // Signed types (BitShift-28) shift right arithmetically; too wide or negative shifts leave the sign fill.
+            if (is_signed && fn == HOST_BITSHIFT_RIGHT) return v[1] >= bits || v[1] < 0 ? (v[0] < 0 ? -1 : 0) : v[0] >> v[1];
             uint64_t x = u(v[0]);
             if (bits < 64) x &= (uint64_t(1) << bits) - 1;
             if (v[1] >= bits || v[1] < 0) return 0;
@@ -199,6 +202,8 @@ HostTensor host_map(const std::vector<HostTensor>& xs_in, const HostMapParams& p
     for (size_t i = 0; i < nb; i++) idx.push_back(broadcast_index(xs[i].shape, out));
     HostTensor r = HostTensor::alloc(p.out, out);
     int bits = int(dtype_size(xs[0].dtype)) * 8;
+    const DType t0 = xs[0].dtype;
+    const bool is_signed = t0 == DType::INT8 || t0 == DType::INT16 || t0 == DType::INT32 || t0 == DType::INT64;
     std::vector<double> fa(std::max<size_t>(n, 3));
     std::vector<int64_t> ia(std::max<size_t>(n, 3));
     if (clip) {  // absent bounds are empty tensors
@@ -213,7 +218,7 @@ HostTensor host_map(const std::vector<HostTensor>& xs_in, const HostMapParams& p
     for (int64_t k = 0; k < r.numel(); k++) {
         if (use_int) {
             for (size_t j = 0; j < nb; j++) ia[j] = xs[j].i64(idx[j][size_t(k)]);
-            r.set_i64(k, apply_i(p.fn, ia.data(), n, bits));
+            r.set_i64(k, apply_i(p.fn, ia.data(), n, bits, is_signed));
         } else {
             for (size_t j = 0; j < nb; j++) fa[j] = xs[j].f64(idx[j][size_t(k)]);
             r.set_f64(k, apply_f(p.fn, fa.data(), n));
@@ -346,6 +351,8 @@ HostTensor host_reduce(const HostTensor& x, const Ints& axes_in, const HostReduc
     }
     if (k == HOST_REDUCE_MAX) { std::fill(acc.begin(), acc.end(), -INFINITY); std::fill(iacc.begin(), iacc.end(), INT64_MIN); }
     if (k == HOST_REDUCE_MIN) { std::fill(acc.begin(), acc.end(), INFINITY); std::fill(iacc.begin(), iacc.end(), INT64_MAX); }
+    if (x.dtype == DType::BOOL && (k == HOST_REDUCE_MAX || k == HOST_REDUCE_MIN))  // an empty set: false / true
+        std::fill(iacc.begin(), iacc.end(), k == HOST_REDUCE_MIN ? 1 : 0);
     auto ost = onnx2ggml::strides_of(ks);
     auto out_index = [&](const std::vector<int64_t>& c) {
         int64_t o = 0;
