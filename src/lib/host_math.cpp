@@ -137,7 +137,8 @@ int64_t apply_i(int fn, const int64_t* v, size_t n, int bits, bool is_signed) {
         case HOST_CLIP: return std::min(v[2], std::max(v[1], v[0]));
         case HOST_BITSHIFT_LEFT: case HOST_BITSHIFT_RIGHT: {
             // Signed types (BitShift-28) shift right arithmetically; too wide or negative shifts leave the sign fill.
-            if (is_signed && fn == HOST_BITSHIFT_RIGHT) return v[1] >= bits || v[1] < 0 ? (v[0] < 0 ? -1 : 0) : v[0] >> v[1];
+            if (is_signed && fn == HOST_BITSHIFT_RIGHT)
+                return v[1] >= bits || v[1] < 0 ? (v[0] < 0 ? -1 : 0) : v[0] >> v[1];
             uint64_t x = u(v[0]);
             if (bits < 64) x &= (uint64_t(1) << bits) - 1;
             if (v[1] >= bits || v[1] < 0) return 0;

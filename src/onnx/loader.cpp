@@ -192,7 +192,8 @@ struct Parser {
         for (size_t i = 0; i < n; i++) {
             uint8_t v = uint8_t((td->data[i / per_byte] >> ((i % per_byte) * size_t(bits))) & ((1u << bits) - 1));
             // Signed types are sign-extended to int8; float4e2m1 keeps its bit pattern.
-            if (td->dtype == DType::INT4 || td->dtype == DType::INT2) v = uint8_t(int8_t(v << (8 - bits)) >> (8 - bits));
+            if (td->dtype == DType::INT4 || td->dtype == DType::INT2)
+                v = uint8_t(int8_t(uint8_t(v << (8 - bits))) >> (8 - bits));
             buf[i] = v;
         }
         td->data = buf.get();

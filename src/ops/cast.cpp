@@ -21,7 +21,8 @@ void lower_Cast(Lower& L) {
     // An empty host value (CastLike of a constant, next to a device tensor) has nothing for ggml to hold.
     if (L.in(0).host && (shape_numel(L.shape(0)) == 0 || dtype_is_narrow(to) || dtype_is_narrow(from)))
         return host_Cast(L);
-    if (dtype_is_narrow(to) || dtype_is_narrow(from)) L.error("a cast from or to a narrow type needs its input on the host");
+    if (dtype_is_narrow(to) || dtype_is_narrow(from))
+        L.error("a cast from or to a narrow type needs its input on the host");
     bool to_int = dtype_is_integer(to), from_int = dtype_is_integer(from);
     // Integers are I32 on the device and every float or bool F32: only these changes move data.
     int kind = -1;
@@ -37,7 +38,8 @@ void lower_Cast(Lower& L) {
 void host_Cast(Lower& L) {
     bool saturate = L.node.get_int("saturate", 1) != 0;
     std::string mode = L.node.has("round_mode") ? L.node.attr("round_mode")->s : "up";
-    if (mode != "up" && mode != "down" && mode != "nearest") L.error("round_mode '" + mode + "' is not up, down or nearest");
+    if (mode != "up" && mode != "down" && mode != "nearest")
+        L.error("round_mode '" + mode + "' is not up, down or nearest");
     int64_t round = mode == "nearest" ? E8M0_NEAREST : mode == "down" ? E8M0_DOWN : E8M0_UP;
     O2G_HOST(L, 0, o2g::host_cast, L.hv(0), cast_target(L), saturate, round);
 }

@@ -60,7 +60,8 @@ void lower_quant_common(Lower& L, bool dequant) {
     int64_t lo = 0, hi = 0;
     int64_t od = L.node.get_int("output_dtype", 0);
     if (dequant) {
-        if (!dtype_is_integer(L.dtype(0)) && !dtype_is_narrow(L.dtype(0))) L.error(std::string("input type ") + dtype_name(L.dtype(0)) + " is not supported");
+        if (!dtype_is_integer(L.dtype(0)) && !dtype_is_narrow(L.dtype(0)))
+            L.error(std::string("input type ") + dtype_name(L.dtype(0)) + " is not supported");
         out_t = od ? DType(od) : L.dtype(1);
         if (!dtype_is_float(out_t)) L.error("output_dtype must be a float type");
     } else {
@@ -201,6 +202,7 @@ void lower_QuantizeLinear(Lower& L) {
         const bool saturate = L.node.get_int("saturate", 1) != 0;
         O2G_HOST(L, 0, o2g::host_quantize_narrow, L.hv(0), L.hv(1), L.hv(2), axis, L.node.get_int("block_size", 0),
                  saturate);
+        L.b.stats.host_float_nodes++;  // float math on the host: --stats says so
         return;
     }
     lower_quant_common(L, false);
