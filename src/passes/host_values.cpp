@@ -18,15 +18,19 @@ std::set<std::string> narrow_values(const Graph& g) {
     return r;
 }
 
-// No device computes in a narrow type: a node that reads or makes one (a Cast to float8, a QuantizeLinear to
-// int4) runs on the host, where the rounding rules are exact.
+// No device computes in a narrow type: a node that makes one (a Cast to float8, a CastLike or QuantizeLinear whose
+// type input is int4) runs on the host, where the rounding rules are exact. DequantizeLinear only reads one, which
+// uploads widened: int4-weight models keep their dequantization on the device.
 bool touches_narrow(const Node& n, const std::set<std::string>& narrow) {
-    for (const char* a : {"to", "output_dtype"})
-        if (const Attribute* at = n.attr(a); at && at->type == AttrType::INT && dtype_is_narrow(DType(int32_t(at->i))))
-            return true;
-    for (const auto* list : {&n.inputs, &n.outputs})
-        for (const auto& v : *list)
-            if (narrow.count(v)) return true;
+    for (const char* a : {"to", "output_dtype"}) {
+        const Attribute* at = n.attr(a);
+        if (at && at->type == AttrType::INT && dtype_is_narrow(DType(int32_t(at->i)))) return true;
+    }
+    for (const auto& v : n.outputs)
+        if (narrow.count(v)) return true;
+    if (n.op_type == "DequantizeLinear") return false;
+    for (const auto& v : n.inputs)
+        if (narrow.count(v)) return true;
     return false;
 }
 

@@ -68,6 +68,8 @@ case("QLinearConv", R(2, 2, 3, 4, 4, dtype=u8, lo=0, hi=256), K(0.02), K(100, u8
 case("DequantizeLinear", K([[-8, -3, 0, 5, 7], [1, 2, 3, 4, -1]], "int4"), K([0.5, 0.25]), K([1, -2], "int4"), axis=0,
      opset=21)
 case("DequantizeLinear", R(3, 5, dtype="uint4", lo=0, hi=16), K(0.1), K(8, "uint4"), opset=21)
+# An int4 weight with a scale computed at run time (a graph input): dequantized on the device.
+case("DequantizeLinear", K([[-8, 7, 0, 3], [1, -1, 5, -6], [2, 2, -3, 4]], "int4"), R(3), axis=0, opset=21)
 case("DequantizeLinear", K([-2, -1, 0, 1, 1, -2, 0], "int2"), K(1.5), opset=25)
 case("DequantizeLinear", V([0.0, 0.5, -3.0, 448.0, -0.015625], "float8_e4m3fn"), K(2.0), opset=19)
 case("DequantizeLinear", V([0.0, 1.5, -3.0, 57344.0, np.inf], "float8_e5m2"), K(0.5), opset=19)
