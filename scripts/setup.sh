@@ -22,8 +22,8 @@ GGML_PYPI_VER=0.3.36          # vendors ggml 0.25.3
 CLIP_PYPI_PKG=open_clip_torch
 CLIP_PYPI_VER=3.3.0           # ships OpenAI's CLIP BPE merges, open_clip/bpe_simple_vocab_16e6.txt.gz
 CLIP_VOCAB_SHA256=924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a
-PY_PKGS="onnx==1.22.0 onnxruntime==1.23.2 numpy==2.4.6"
-BENCH_PKGS="onnx==1.22.0 onnxruntime==1.31.1 numpy==2.4.6"   # scripts/bench.py against the newest onnxruntime
+PY_PKGS="onnx==1.23.2 onnxruntime==1.23.2 numpy==2.4.6"
+BENCH_PKGS="onnx==1.23.2 onnxruntime==1.31.1 numpy==2.4.6"   # scripts/bench.py against the newest onnxruntime
 PYBUILD_PKGS="scikit-build-core==1.1.2 nanobind==3.1.0"
 TORCH_PKGS="torch==2.9.1 torchvision==0.24.1 onnxscript==0.7.2 diffusers==0.42.1 transformers==5.23.0 peft==0.21.2"
 
@@ -82,7 +82,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import onnx, onnxruntime, numpy; assert onnx.__version__=='1.22.0'" 2>/dev/null; then
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy; assert onnx.__version__=='1.23.2'" 2>/dev/null; then
   .venv/bin/pip install -q $PY_PKGS
 fi
 # Build tools of the Python package (pip install --no-build-isolation . in scripts/test.sh; docs/python.md).

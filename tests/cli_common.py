@@ -45,6 +45,19 @@ NPY_DTYPES = {
     TensorProto.UINT64: np.dtype("<u8"),
     TensorProto.BOOL: np.dtype("bool"),
 }
+# The narrow types travel one element per byte, as ml_dtypes holds them: the float formats as uint8 bit
+# patterns, the 4- and 2-bit integers as int8/uint8 values.
+NARROW_FLOATS = {
+    TensorProto.FLOAT8E4M3FN: "float8_e4m3fn",
+    TensorProto.FLOAT8E4M3FNUZ: "float8_e4m3fnuz",
+    TensorProto.FLOAT8E5M2: "float8_e5m2",
+    TensorProto.FLOAT8E5M2FNUZ: "float8_e5m2fnuz",
+    TensorProto.FLOAT8E8M0: "float8_e8m0fnu",
+    TensorProto.FLOAT4E2M1: "float4_e2m1fn",
+}
+NARROW_INTS = {TensorProto.INT4: "int4", TensorProto.UINT4: "uint4", TensorProto.INT2: "int2", TensorProto.UINT2: "uint2"}
+NPY_DTYPES.update({t: np.dtype("u1") for t in NARROW_FLOATS})
+NPY_DTYPES.update({t: np.dtype("i1" if n.startswith("int") else "u1") for t, n in NARROW_INTS.items()})
 
 
 def elem_type_name(elem_type: int) -> str:
@@ -61,16 +74,22 @@ def to_npy(arr: np.ndarray, elem_type: int) -> np.ndarray:
     # np.asarray keeps 0-d arrays 0-d (np.ascontiguousarray would not).
     if elem_type == TensorProto.BFLOAT16:
         return np.asarray(arr, order="C").view(np.uint16)
+    if elem_type in NARROW_FLOATS:
+        return np.asarray(arr, order="C").view(np.uint8)
     return np.asarray(arr, dtype=NPY_DTYPES[elem_type], order="C")
 
 
 def from_npy(arr: np.ndarray, elem_type: int) -> np.ndarray:
-    """Reinterpret an array read from the CLI's output as its ONNX type.
-    Only bfloat16 needs it; every other type is already the right dtype."""
-    if elem_type == TensorProto.BFLOAT16 and arr.dtype == np.uint16:
-        import ml_dtypes
+    """Reinterpret an array read from the CLI's output as its ONNX type: bfloat16 and the narrow types
+    (ml_dtypes types); every other type is already the right dtype."""
+    import ml_dtypes
 
+    if elem_type == TensorProto.BFLOAT16 and arr.dtype == np.uint16:
         return arr.view(ml_dtypes.bfloat16)
+    if elem_type in NARROW_FLOATS and arr.dtype == np.uint8:
+        return arr.view(getattr(ml_dtypes, NARROW_FLOATS[elem_type]))
+    if elem_type in NARROW_INTS and arr.dtype == NPY_DTYPES[elem_type]:
+        return arr.astype(getattr(ml_dtypes, NARROW_INTS[elem_type]))
     return arr
 
 

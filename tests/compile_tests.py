@@ -36,9 +36,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_common import NPY_DTYPES, REPO_ROOT, sanitize_name  # noqa: E402
 import metrics  # noqa: E402
 import model_data  # noqa: E402
+import node_data  # noqa: E402
 import sd15_data  # noqa: E402
 
-NODE_DIR = os.path.join(REPO_ROOT, ".venv/lib/python3.11/site-packages/onnx/backend/test/data/node")
+NODE_DIR = node_data.node_dir()
 ALLOWLIST = os.path.join(REPO_ROOT, "tests/node_tests_allowlist.txt")
 COMPILE_ALLOWLIST = os.path.join(REPO_ROOT, "tests/compile_allowlist.txt")
 MARKER = "/tmp/onnx2ggml_injection_marker"

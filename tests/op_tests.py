@@ -347,6 +347,43 @@ def cast_cases():
     case("Cast", R(3, 5, dtype="bool"), to=T.FLOAT)
     case("Cast", R(3, 5, dtype="bool"), to=T.INT64)
     case("CastLike", R(3, 4, lo=-9, hi=9), K([0], "int64"), opset=15)
+    narrow_cast_cases()
+
+
+# Ties, overflow, subnormals, signed zero, inf and NaN for the narrow float formats (float8, float4e2m1).
+NARROW_SPECIALS = [0.0, -0.0, 1.0, -1.5, 0.3, 464.0, 465.0, 448.0, 449.0, 500.0, -1e6, 57344.0, 61439.0, 61440.0,
+                   240.0, 248.0, 6.0, 7.0, 2.5, 0.25, 0.75, 1e-3, -2**-9, 2**-10, 2**-17, 3 * 2**-17, 1e-20,
+                   np.inf, -np.inf, np.nan]
+
+
+def narrow_cast_cases():
+    """float8, float4e2m1 and the 4- and 2-bit integers: cast on the host by ONNX's rounding and saturation rules.
+    onnxruntime is the reference where it has the cast, onnx.reference (ml_dtypes) where not."""
+    T = TensorProto
+    specials = V(NARROW_SPECIALS, "float32")
+    for to in (T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ):
+        case("Cast", specials, to=to, opset=19)
+        case("Cast", specials, to=to, saturate=0, opset=19)
+        case("Cast", R(4, 9, lo=-600, hi=600), to=to, opset=19)
+        case("Cast", R(3, 7, dtype="float16", lo=-65000, hi=65000), to=to, saturate=0, opset=19)
+    case("Cast", V(NARROW_SPECIALS[:-1], "float32"), to=T.FLOAT4E2M1, opset=23)  # NaN: no float4 form
+    case("Cast", R(4, 9, lo=-8, hi=8), to=T.FLOAT4E2M1, opset=23)
+    for mode in ("up", "down", "nearest"):
+        case("Cast", V([1.0, 1.5, 3.0, 0.7, 1e-40, 3e38, -6.0, np.inf, np.nan], "float32"), to=T.FLOAT8E8M0,
+             round_mode=mode, opset=24)
+    case("Cast", V([1.0, 2.0**-127, 2.0**127, 0.375, 3.0e38], "float32"), to=T.FLOAT8E8M0, saturate=0, opset=24)
+    for name in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"):
+        case("Cast", V(np.arange(256 if name[5] == "8" else 16, dtype=np.uint8).view(name)), to=T.FLOAT, opset=23)
+    case("Cast", V(np.arange(256, dtype=np.uint8).view("float8_e8m0fnu")), to=T.FLOAT16, opset=24)
+    # Float to 4- and 2-bit ints truncates and keeps the low bits (ml_dtypes); ints wrap the same way.
+    for to, opset in ((T.INT4, 21), (T.UINT4, 21), (T.INT2, 25), (T.UINT2, 25)):
+        case("Cast", R(3, 7, lo=-20, hi=20), to=to, opset=opset)
+        case("Cast", R(3, 7, dtype="int32", lo=-40, hi=40), to=to, opset=opset)
+    for name, opset in (("int4", 21), ("uint4", 21), ("int2", 25), ("uint2", 25)):
+        case("Cast", R(2, 9, dtype=name, lo=-8 if name[0] == "i" else 0, hi=8 if name[0] == "i" else 16), to=T.FLOAT,
+             opset=opset)
+    case("CastLike", R(3, 4, lo=-300, hi=300), V([0.0], "float8_e4m3fn"), opset=19)
+    case("CastLike", V([1.5, -3.0, 7.0], "float8_e5m2"), R(1, lo=0, hi=1), opset=19)
 
 
 def reduce_cases():
@@ -444,11 +481,14 @@ def make_inputs(c: Case) -> list[tuple[str, np.ndarray | None, bool]]:
     return out
 
 
+NARROW_INTS = ("int4", "uint4", "int2", "uint2")  # ml_dtypes' names (numpy kind 'V')
+
+
 def random_array(rng: np.random.Generator, spec: In) -> np.ndarray:
     dtype = np.dtype(spec.dtype)
     if dtype == bool:
         return rng.random(spec.shape) < 0.5
-    if dtype.kind in "iu":
+    if dtype.kind in "iu" or dtype.name in NARROW_INTS:
         lo = 0 if spec.lo is None else spec.lo
         hi = 10 if spec.hi is None else spec.hi
         return rng.integers(lo, hi, size=spec.shape).astype(dtype)
@@ -541,6 +581,10 @@ def compare(got: np.ndarray, want: np.ndarray, tol: float | None) -> tuple[bool,
         return False, f"shape {list(got.shape)}, expected {list(want.shape)}"
     if got.dtype != want.dtype:
         return False, f"dtype {got.dtype}, expected {want.dtype}"
+    if want.dtype.kind == "V" and want.dtype.itemsize == 1:  # float8/float4/int4...: exact, NaNs equal
+        g, w = got.astype(np.float32), want.astype(np.float32)
+        bad = int((~((g == w) | (np.isnan(g) & np.isnan(w)))).sum())
+        return bad == 0, f"{bad}/{want.size} elements differ" if bad else "exact"
     if want.dtype.kind not in "fc":
         bad = int((got != want).sum())
         return bad == 0, f"{bad}/{want.size} elements differ" if bad else "exact"

@@ -37,11 +37,13 @@ struct HostTensor {
     static HostTensor alloc(DType t, const Shape& s);  // zero-filled, owned
     uint8_t* mut() { return const_cast<uint8_t*>(data); }  // only for tensors from alloc()
     void set_f64(int64_t i, double v);
+    // Narrow float targets round by ONNX's Cast rules (see narrow_float_encode); other types ignore the flags.
+    void set_f64(int64_t i, double v, bool saturate, int e8m0_round);
     void set_i64(int64_t i, int64_t v);
     static HostTensor from_i64(DType t, const Shape& s, const std::vector<int64_t>& v);
     static HostTensor from_f64(DType t, const Shape& s, const std::vector<double>& v);
     HostTensor reshaped(const Shape& s) const;
-    HostTensor cast(DType to) const;
+    HostTensor cast(DType to, bool saturate = true, int e8m0_round = E8M0_UP) const;
 };
 
 // Bytes of `h` as a device tensor of `type` (F32 for floats and booleans, I32 for integers; F16/BF16/Q8_0 rows

@@ -22,8 +22,13 @@ _TYPES = {
     9: ("bool", np.bool_), 10: ("float16", np.float16), 11: ("double", np.float64), 12: ("uint32", np.uint32),
     13: ("uint64", np.uint64), 14: ("complex64", None), 15: ("complex128", None), 16: ("bfloat16", None),
     17: ("float8e4m3fn", None), 18: ("float8e4m3fnuz", None), 19: ("float8e5m2", None), 20: ("float8e5m2fnuz", None),
+    21: ("uint4", None), 22: ("int4", None), 23: ("float4e2m1", None), 24: ("float8e8m0", None), 25: ("uint2", None),
+    26: ("int2", None),
 }
-_ML_NAMES = {16: "bfloat16", 17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz"}
+# One element per byte, as ml_dtypes holds them and the runtime does: the float formats' bit patterns, the
+# 4- and 2-bit integers' values.
+_ML_NAMES = {16: "bfloat16", 17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz",
+             21: "uint4", 22: "int4", 23: "float4_e2m1fn", 24: "float8_e8m0fnu", 25: "uint2", 26: "int2"}
 _CODE_OF_NUMPY = {np.dtype(dt): code for code, (_, dt) in _TYPES.items() if dt is not None}
 _CODE_OF_NUMPY.update({name: code for code, name in _ML_NAMES.items()})
 
@@ -44,8 +49,8 @@ def _input_code(a: np.ndarray, want: int) -> int:
     code = _CODE_OF_NUMPY.get(a.dtype.name if a.dtype.name in _CODE_OF_NUMPY else a.dtype)
     if code is None:
         raise _core.Error(f"input type {a.dtype} is not supported")
-    if want in _ML_NAMES and a.dtype.itemsize == (2 if want == 16 else 1) and a.dtype.kind == "u":
-        return want  # bit patterns for a bfloat16/float8 input, as the CLI's .npy files carry them
+    if want in _ML_NAMES and a.dtype.itemsize == (2 if want == 16 else 1) and a.dtype.kind in "ui":
+        return want  # bit patterns (or 4/2-bit int values) of a narrow input, as the CLI's .npy files carry them
     return code
 
 

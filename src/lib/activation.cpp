@@ -64,6 +64,11 @@ ggml_tensor* swish(Ctx& ctx, ggml_tensor* x, const SwishParams& p) {
     return ggml_mul(ctx, x, ggml_sigmoid(ctx, ggml_scale(ctx, x, p.alpha)));
 }
 
+ggml_tensor* swiglu(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const SwishParams& p) {
+    if (!ggml_are_same_shape(a, b)) throw OpError("SwiGLU: A and B must have one shape (no broadcasting)");
+    return ggml_mul(ctx, swish(ctx, a, p), b);
+}
+
 ggml_tensor* bias_split_gelu(Ctx& ctx, ggml_tensor* x, ggml_tensor* bias) {
     const int64_t D = x->ne[0];
     if (D % 2 || ggml_nelements(bias) != D)

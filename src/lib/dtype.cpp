@@ -27,6 +27,9 @@ const char* dtype_name(DType t) {
         case DType::UINT4: return "uint4";
         case DType::INT4: return "int4";
         case DType::FLOAT4E2M1: return "float4e2m1";
+        case DType::FLOAT8E8M0: return "float8e8m0";
+        case DType::UINT2: return "uint2";
+        case DType::INT2: return "int2";
         default: return "undefined";
     }
 }
@@ -37,7 +40,24 @@ size_t dtype_size(DType t) {
         case DType::UINT16: case DType::INT16: case DType::FLOAT16: case DType::BFLOAT16: return 2;
         case DType::FLOAT: case DType::INT32: case DType::UINT32: return 4;
         case DType::DOUBLE: case DType::INT64: case DType::UINT64: return 8;
-        default: return 0;
+        default: return dtype_is_narrow(t) ? 1 : 0;
+    }
+}
+
+bool dtype_is_narrow(DType t) {
+    switch (t) {
+        case DType::FLOAT8E4M3FN: case DType::FLOAT8E4M3FNUZ: case DType::FLOAT8E5M2: case DType::FLOAT8E5M2FNUZ:
+        case DType::FLOAT8E8M0: case DType::FLOAT4E2M1: case DType::UINT4: case DType::INT4: case DType::UINT2:
+        case DType::INT2: return true;
+        default: return false;
+    }
+}
+
+int dtype_bits(DType t) {
+    switch (t) {
+        case DType::UINT4: case DType::INT4: case DType::FLOAT4E2M1: return 4;
+        case DType::UINT2: case DType::INT2: return 2;
+        default: return int(dtype_size(t)) * 8;
     }
 }
 
@@ -48,7 +68,8 @@ bool dtype_is_float(DType t) {
 bool dtype_is_integer(DType t) {
     switch (t) {
         case DType::UINT8: case DType::INT8: case DType::UINT16: case DType::INT16: case DType::INT32:
-        case DType::INT64: case DType::UINT32: case DType::UINT64: return true;
+        case DType::INT64: case DType::UINT32: case DType::UINT64: case DType::UINT4: case DType::INT4:
+        case DType::UINT2: case DType::INT2: return true;
         default: return false;
     }
 }

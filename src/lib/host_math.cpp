@@ -94,7 +94,8 @@ double apply_f(int fn, const double* v, size_t n) {
     throw OpError("host function " + std::to_string(fn) + " does not take floats");
 }
 
-int64_t apply_i(int fn, const int64_t* v, size_t n, int bits) {
+// bits and is_signed: the integer type of the first input (for BitShift).
+int64_t apply_i(int fn, const int64_t* v, size_t n, int bits, bool is_signed) {
     auto u = [](int64_t x) { return uint64_t(x); };
     switch (fn) {
         case HOST_ADD: return int64_t(u(v[0]) + u(v[1]));
@@ -135,6 +136,9 @@ int64_t apply_i(int fn, const int64_t* v, size_t n, int bits) {
         case HOST_RELU: return v[0] > 0 ? v[0] : 0;
         case HOST_CLIP: return std::min(v[2], std::max(v[1], v[0]));
         case HOST_BITSHIFT_LEFT: case HOST_BITSHIFT_RIGHT: {
+            // Signed types (BitShift-28) shift right arithmetically; too wide or negative shifts leave the sign fill.
+            if (is_signed && fn == HOST_BITSHIFT_RIGHT)
+                return v[1] >= bits || v[1] < 0 ? (v[0] < 0 ? -1 : 0) : v[0] >> v[1];
             uint64_t x = u(v[0]);
             if (bits < 64) x &= (uint64_t(1) << bits) - 1;
             if (v[1] >= bits || v[1] < 0) return 0;
@@ -199,6 +203,8 @@ HostTensor host_map(const std::vector<HostTensor>& xs_in, const HostMapParams& p
     for (size_t i = 0; i < nb; i++) idx.push_back(broadcast_index(xs[i].shape, out));
     HostTensor r = HostTensor::alloc(p.out, out);
     int bits = int(dtype_size(xs[0].dtype)) * 8;
+    const DType t0 = xs[0].dtype;
+    const bool is_signed = t0 == DType::INT8 || t0 == DType::INT16 || t0 == DType::INT32 || t0 == DType::INT64;
     std::vector<double> fa(std::max<size_t>(n, 3));
     std::vector<int64_t> ia(std::max<size_t>(n, 3));
     if (clip) {  // absent bounds are empty tensors
@@ -213,7 +219,7 @@ HostTensor host_map(const std::vector<HostTensor>& xs_in, const HostMapParams& p
     for (int64_t k = 0; k < r.numel(); k++) {
         if (use_int) {
             for (size_t j = 0; j < nb; j++) ia[j] = xs[j].i64(idx[j][size_t(k)]);
-            r.set_i64(k, apply_i(p.fn, ia.data(), n, bits));
+            r.set_i64(k, apply_i(p.fn, ia.data(), n, bits, is_signed));
         } else {
             for (size_t j = 0; j < nb; j++) fa[j] = xs[j].f64(idx[j][size_t(k)]);
             r.set_f64(k, apply_f(p.fn, fa.data(), n));
@@ -237,7 +243,34 @@ HostTensor host_where(const HostTensor& c, const HostTensor& a, const HostTensor
     return r;
 }
 
-HostTensor host_cast(const HostTensor& x, DType to) { return x.cast(to); }
+HostTensor host_cast(const HostTensor& x, DType to, bool saturate, int64_t e8m0_round) {
+    return x.cast(to, saturate, int(e8m0_round));
+}
+
+HostTensor host_quantize_narrow(const HostTensor& x, const HostTensor& scale, const HostTensor& zero_point,
+                                int64_t axis, int64_t block, bool saturate) {
+    const Shape& xs = x.shape;
+    const int64_t ns = scale.numel(), n = x.numel();
+    if (zero_point.numel() != ns) throw OpError("zero point and scale sizes differ");
+    if (ns != 1 && (axis < 0 || axis >= int64_t(xs.size()))) throw OpError("axis out of range");
+    int64_t inner = 1, A = ns == 1 ? 1 : xs[size_t(axis)];
+    for (size_t d = size_t(axis) + 1; ns != 1 && d < xs.size(); d++) inner *= xs[d];
+    const int64_t nb = block > 0 ? (A + block - 1) / block : A;
+    if (ns != 1 && (block > 0 ? ns != n / std::max<int64_t>(A, 1) * nb : ns != A))
+        throw OpError("scale has " + std::to_string(ns) + " elements, which fits neither the axis nor its blocks");
+    HostTensor y = HostTensor::alloc(zero_point.dtype, xs);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t q = 0;
+        if (ns != 1) {
+            const int64_t in = i % inner, a = (i / inner) % A, o = i / (inner * A);
+            q = block > 0 ? (o * nb + a / block) * inner + in : a;
+        }
+        // float32 arithmetic, as the reference computes it
+        const float v = float(x.f64(i)) / float(scale.f64(q)) + float(zero_point.f64(q));
+        y.set_f64(i, v, saturate, onnx2ggml::E8M0_UP);
+    }
+    return y;
+}
 
 HostTensor host_bitcast(const HostTensor& x, DType to) {
     if (!onnx2ggml::dtype_supported(to) || dtype_size(to) == 0) throw OpError("BitCast to an unsupported type");
@@ -329,6 +362,8 @@ HostTensor host_reduce(const HostTensor& x, const Ints& axes_in, const HostReduc
     }
     if (k == HOST_REDUCE_MAX) { std::fill(acc.begin(), acc.end(), -INFINITY); std::fill(iacc.begin(), iacc.end(), INT64_MIN); }
     if (k == HOST_REDUCE_MIN) { std::fill(acc.begin(), acc.end(), INFINITY); std::fill(iacc.begin(), iacc.end(), INT64_MAX); }
+    if (x.dtype == DType::BOOL && (k == HOST_REDUCE_MAX || k == HOST_REDUCE_MIN))  // an empty set: false / true
+        std::fill(iacc.begin(), iacc.end(), k == HOST_REDUCE_MIN ? 1 : 0);
     auto ost = onnx2ggml::strides_of(ks);
     auto out_index = [&](const std::vector<int64_t>& c) {
         int64_t o = 0;

@@ -48,7 +48,20 @@ double HostTensor::f64(int64_t i) const {
         case DType::FLOAT16: return ggml_fp16_to_fp32(load<ggml_fp16_t>(data, i));
         case DType::BFLOAT16: return ggml_bf16_to_fp32(load<ggml_bf16_t>(data, i));
         case DType::UINT64: return double(load<uint64_t>(data, i));
+        case DType::FLOAT8E4M3FN: case DType::FLOAT8E4M3FNUZ: case DType::FLOAT8E5M2: case DType::FLOAT8E5M2FNUZ:
+        case DType::FLOAT8E8M0: case DType::FLOAT4E2M1: return narrow_float_decode(dtype, data[i]);
         default: return double(i64(i));
+    }
+}
+
+// The 4- and 2-bit integers keep their low bits, as ml_dtypes' conversions (and onnx's Cast) do.
+static int64_t wrap_narrow_int(DType t, int64_t v) {
+    switch (t) {
+        case DType::INT4: return ((v & 15) ^ 8) - 8;
+        case DType::UINT4: return v & 15;
+        case DType::INT2: return ((v & 3) ^ 2) - 2;
+        case DType::UINT2: return v & 3;
+        default: return v;
     }
 }
 
@@ -63,6 +76,8 @@ int64_t HostTensor::i64(int64_t i) const {
         case DType::UINT32: return load<uint32_t>(data, i);
         case DType::INT64: return load<int64_t>(data, i);
         case DType::UINT64: return int64_t(load<uint64_t>(data, i));
+        case DType::INT4: case DType::UINT4: case DType::INT2: case DType::UINT2:
+            return wrap_narrow_int(dtype, load<int8_t>(data, i));
         default: {
             double v = f64(i);
             if (std::isnan(v)) return 0;
@@ -115,9 +130,15 @@ HostTensor HostTensor::alloc(DType t, const Shape& s) {
     return h;
 }
 
-void HostTensor::set_f64(int64_t i, double v) {
+void HostTensor::set_f64(int64_t i, double v) { set_f64(i, v, true, E8M0_UP); }
+
+void HostTensor::set_f64(int64_t i, double v, bool saturate, int e8m0_round) {
     uint8_t* p = mut();
     switch (dtype) {
+        case DType::FLOAT8E4M3FN: case DType::FLOAT8E4M3FNUZ: case DType::FLOAT8E5M2: case DType::FLOAT8E5M2FNUZ:
+        case DType::FLOAT8E8M0: case DType::FLOAT4E2M1:
+            p[i] = narrow_float_encode(dtype, float(v), saturate, e8m0_round);
+            break;
         case DType::FLOAT: store<float>(p, i, float(v)); break;
         case DType::DOUBLE: store<double>(p, i, v); break;
         case DType::FLOAT16: store<ggml_fp16_t>(p, i, ggml_fp32_to_fp16(float(v))); break;
@@ -143,6 +164,9 @@ void HostTensor::set_i64(int64_t i, int64_t v) {
         case DType::UINT32: store<uint32_t>(p, i, uint32_t(v)); break;
         case DType::INT64: store<int64_t>(p, i, v); break;
         case DType::UINT64: store<uint64_t>(p, i, uint64_t(v)); break;
+        case DType::INT4: case DType::UINT4: case DType::INT2: case DType::UINT2:
+            store<int8_t>(p, i, int8_t(wrap_narrow_int(dtype, v)));
+            break;
         default: set_f64(i, double(v));
     }
 }
@@ -168,13 +192,13 @@ HostTensor HostTensor::reshaped(const Shape& s) const {
     return h;
 }
 
-HostTensor HostTensor::cast(DType to) const {
+HostTensor HostTensor::cast(DType to, bool saturate, int e8m0_round) const {
     if (to == dtype) return *this;
     HostTensor h = alloc(to, shape);
-    bool src_int = !dtype_is_float(dtype);
+    bool src_int = dtype_is_integer(dtype) || dtype == DType::BOOL;
     for (int64_t i = 0; i < numel(); i++) {
-        if (src_int && !dtype_is_float(to)) h.set_i64(i, i64(i));
-        else h.set_f64(i, f64(i));
+        if (src_int && (dtype_is_integer(to) || to == DType::BOOL)) h.set_i64(i, i64(i));
+        else h.set_f64(i, f64(i), saturate, e8m0_round);
     }
     return h;
 }

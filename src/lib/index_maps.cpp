@@ -237,7 +237,9 @@ RowMap depth_to_space_map(const Ints& xs, int64_t b, bool crd, bool d2s) {
             for (int64_t oc = 0; oc < C * b * b; oc++)
                 for (int64_t y = 0; y < H / b; y++)
                     for (int64_t x = 0; x < W / b; x++) {
-                        int64_t c = oc % C, blk = oc / C, by = blk / b, bx = blk % b;
+                        // CRD keeps each channel's block together; DCR puts the block position outermost.
+                        int64_t c = crd ? oc / (b * b) : oc % C, blk = crd ? oc % (b * b) : oc / C;
+                        int64_t by = blk / b, bx = blk % b;
                         m.rows.push_back(((n * C + c) * H + y * b + by) * W + x * b + bx);
                     }
     }

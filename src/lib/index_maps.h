@@ -27,7 +27,7 @@ RowMap reverse_sequence_rows(const Ints& xs, const Ints& lens, bool batch_major)
 // Rows of [cache rows; update rows] that make the output (rows of `inner` along ONNX axis `axis` and after).
 RowMap tensor_scatter_rows(const Ints& cs, const Ints& us, const Ints& write_indices, int axis, bool circular);
 // Element map (inner 1) of DepthToSpace (or SpaceToDepth when !d2s) on NCHW.
-RowMap depth_to_space_map(const Ints& xs, int64_t blocksize, bool crd, bool d2s);
+RowMap depth_to_space_map(const Ints& xs, int64_t blocksize, bool crd, bool d2s);  // crd: mode CRD
 // Pad: the input index along a dim of size n for output position o - begin (-1: the constant value).
 int64_t pad_source(int mode, int64_t o, int64_t n);
 // Output offset of each input element (os: the output shape). kernel/strides/pads as the attributes (strides and

@@ -368,7 +368,7 @@ ggml_tensor* depth_to_space(Ctx& ctx, ggml_tensor* x, const DepthToSpaceParams& 
 }
 
 ggml_tensor* space_to_depth(Ctx& ctx, ggml_tensor* x, const SpaceToDepthParams& p) {
-    RowMap m = depth_to_space_map(onnx_shape(x, 4, "SpaceToDepth"), p.blocksize, false, false);
+    RowMap m = depth_to_space_map(onnx_shape(x, 4, "SpaceToDepth"), p.blocksize, p.crd, false);
     int64_t ne[4];
     fold_ne(m.os, ne);
     return take_rows(ctx, x, 1, m.rows, ne);

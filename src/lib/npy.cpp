@@ -24,7 +24,8 @@ static const char* descr_of(DType t) {
         case DType::INT64: return "<i8";
         case DType::UINT64: return "<u8";
         case DType::BOOL: return "|b1";
-        default: return nullptr;
+        case DType::INT4: case DType::INT2: return "|i1";
+        default: return dtype_is_narrow(t) ? "|u1" : nullptr;
     }
 }
 
@@ -85,6 +86,8 @@ Tensor read_npy(const std::string& path, DType want) {
     Tensor t;
     t.dtype = dtype_of(descr, path);
     if (want == DType::BFLOAT16 && t.dtype == DType::UINT16) t.dtype = DType::BFLOAT16;
+    // Narrow types travel one element per byte: float formats as uint8 bit patterns, integers as their values.
+    if (dtype_is_narrow(want) && (t.dtype == DType::UINT8 || t.dtype == DType::INT8)) t.dtype = want;
     std::stringstream ss(h.substr(a + 1, b - a - 1));
     std::string tok;
     while (std::getline(ss, tok, ',')) {

@@ -23,7 +23,8 @@ ggml_tensor* kcall(Ctx& ctx, ggml_type type, const int64_t ne[4], std::vector<gg
 ggml_tensor* quant(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* zp, int axis, int64_t block,
                    bool dequant, double lo, double hi) {
     QuantKernelParams k{dequant, 1, 1, 0, 1, zp != nullptr, lo, hi};
-    if (zp && !same_ne(zp, scale)) throw OpError("zero point and scale shapes differ");
+    if (zp && !same_ne(zp, scale) && !(ggml_nelements(zp) == 1 && ggml_nelements(scale) == 1))
+        throw OpError("zero point and scale shapes differ");
     int64_t ns = ggml_nelements(scale);
     if (!(ns == 1 && block == 0)) {
         if (axis < 0 || axis > 3) throw OpError("axis " + num(axis) + " is not a ggml dim");

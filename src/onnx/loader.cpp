@@ -202,8 +202,31 @@ struct Parser {
         return static_cast<const uint8_t*>(m->addr) + offset;
     }
 
-    // Long: one switch over TensorProto's fields, then the checks that tie its data to its shape.
+    // 4- and 2-bit elements come packed, low bits first; the runtime holds one per byte.
     std::shared_ptr<TensorData> parse_tensor(Reader r) {
+        auto td = parse_tensor_packed(r);
+        const int bits = dtype_bits(td->dtype);
+        if (bits >= 8 || !td->data) return td;
+        size_t n = 1;
+        for (int64_t d : td->dims) n *= size_t(d);  // checked against the data's size when parsed
+        const size_t per_byte = size_t(8 / bits);
+        auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[n ? n : 1]);
+        for (size_t i = 0; i < n; i++) {
+            uint8_t v = uint8_t((td->data[i / per_byte] >> ((i % per_byte) * size_t(bits))) & ((1u << bits) - 1));
+            // Signed types are sign-extended to int8; float4e2m1 keeps its bit pattern.
+            if (td->dtype == DType::INT4 || td->dtype == DType::INT2)
+                v = uint8_t(int8_t(uint8_t(v << (8 - bits))) >> (8 - bits));
+            buf[i] = v;
+        }
+        td->data = buf.get();
+        td->nbytes = n;
+        td->keep = buf;
+        td->mapped = false;
+        return td;
+    }
+
+    // Long: one switch over TensorProto's fields, then the checks that tie its data to its shape.
+    std::shared_ptr<TensorData> parse_tensor_packed(Reader r) {
         auto td = std::make_shared<TensorData>();
         std::string_view raw;
         bool has_raw = false, external_loc = false;
@@ -276,6 +299,8 @@ struct Parser {
         O2G_CHECK(!overflow && need64 <= (uint64_t(1) << 62), path, ": tensor '", td->name, "' ", shape, " ",
                   dtype_name(td->dtype), " is too large (", overflow ? "more than 2^64" : std::to_string(need64),
                   " bytes)");
+        const int bits = dtype_bits(td->dtype);
+        if (bits < 8) need64 = (n * uint64_t(bits) + 7) / 8;  // packed; parse_tensor unpacks
         size_t need = size_t(need64);
         if (external_loc) {
             td->data = external(td->name, ext_location, ext_offset, ext_length, need, td->keep);
@@ -294,6 +319,7 @@ struct Parser {
         }
         size_t count = typed_field == 4 ? f32s.size() : typed_field == 10 ? f64s.size() : ints.size();
         if (typed_field == 4 && (td->dtype == DType::COMPLEX64)) count /= 2;
+        if (bits < 8) n = need;  // packed bytes, one per int32_data entry
         O2G_CHECK(count == n, path, ": tensor '", td->name, "' ", shape, " ", dtype_name(td->dtype), " has ", count,
                   " values, its shape needs ", n);
         // float_data and double_data are copied as they are: their width must be the element's (or the decode

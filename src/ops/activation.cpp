@@ -1,5 +1,5 @@
-// Activation ONNX ops, opsets 1-24: Relu, Sigmoid, Tanh, LeakyRelu, PRelu, Elu, Selu, Celu, HardSigmoid,
-// HardSwish, Softplus, Softsign, Mish, Gelu, ThresholdedRelu, Shrink, Swish; com.microsoft Gelu, BiasGelu,
+// Activation ONNX ops, opsets 1-28: Relu, Sigmoid, Tanh, LeakyRelu, PRelu, Elu, Selu, Celu, HardSigmoid,
+// HardSwish, Softplus, Softsign, Mish, Gelu, ThresholdedRelu, Shrink, Swish, SwiGLU (28); com.microsoft Gelu, BiasGelu,
 // FastGelu, QuickGelu and BiasSplitGelu (1); and the fused onnx2ggml.SiLU, onnx2ggml.Swish and onnx2ggml.Gelu (erf
 // form) that the fuse passes produce.
 #include <cmath>
@@ -114,6 +114,14 @@ void lower_Swish(Lower& L) {
     out_same(L, O2G_CALL(L, o2g::swish, L.t(0), p));
 }
 
+// SwiGLU (28): swish(A) * B.
+void lower_SwiGLU(Lower& L) {
+    if (L.shape(0) != L.shape(1)) L.error("A and B must have one shape (SwiGLU does not broadcast)");
+    o2g::SwishParams p;
+    p.alpha = L.node.get_float("alpha", p.alpha);
+    out_same(L, O2G_CALL(L, o2g::swiglu, L.t(0), L.t(1), p));
+}
+
 // com.microsoft BiasGelu(A, B) = Gelu(A + B), erf form; FastGelu(X, bias?) the tanh form. The bias lies along
 // the last axis.
 void lower_bias_gelu(Lower& L, bool tanh) {
@@ -159,6 +167,7 @@ const std::vector<OpDef>& activation_ops() {
         {.op = "Softsign", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Softsign, .math = true},
         {.op = "Softplus", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Softplus, .math = true},
         {.op = "Mish", .since = 18, .accepts = "in=1 out=1", .ggml = lower_Mish, .math = true},
+        {.op = "SwiGLU", .since = 28, .accepts = "in=2 out=1", .ggml = lower_SwiGLU, .math = true},
         {.op = "HardSwish", .since = 14, .accepts = "in=1 out=1", .ggml = lower_HardSwish, .math = true},
         {.op = "HardSigmoid", .since = 1, .accepts = "in=1 out=1", .ggml = lower_HardSigmoid, .math = true},
         {.op = "onnx2ggml.HardSwish", .since = 1, .ggml = lower_FusedHardSwish, .math = true},  // fuse_hard_swish

@@ -64,6 +64,11 @@ void lower_Attention(Lower& L) {
     }
     if (Dk != D) L.error("Q and K head sizes differ");
     if (Hq % Hkv) L.error("q heads must be a multiple of kv heads");
+    // Attention-25's sliding window, and a causal mask placed by nonpad_kv_seqlen, are not built yet: refuse them
+    // rather than attend over keys the model excludes.
+    for (const char* a : {"left_window_size", "right_window_size"})
+        if (L.node.get_int(a, -1) >= 0) L.error(std::string(a) + " (sliding-window attention) is not implemented");
+    if (L.has(6) && L.node.get_int("is_causal", 0)) L.error("is_causal with nonpad_kv_seqlen is not implemented");
     if (L.has(4) != L.has(5)) L.error("past_key and past_value must be given together");
     if (L.has(4)) {
         const Shape &pk = L.shape(4), &pv = L.shape(5);

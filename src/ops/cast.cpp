@@ -1,4 +1,6 @@
-// Element-type and pass-through ops: Cast (1-23), CastLike (15-23), BitCast (26, host), Dropout (1-22, inference).
+// Element-type and pass-through ops: Cast (1-25), CastLike (15-25), BitCast (26, host), Dropout (1-22, inference).
+// Casts from or to a narrow type (float8, float4e2m1, 4- and 2-bit ints) run on the host: mark_host_values
+// brings their input there, and the host rounds by ONNX's rules.
 #include "ops/host.h"
 
 namespace onnx2ggml {
@@ -15,9 +17,12 @@ static DType cast_target(Lower& L) {
 
 void host_Cast(Lower& L);
 void lower_Cast(Lower& L) {
-    // An empty host value (CastLike of a constant, next to a device tensor) has nothing for ggml to hold.
-    if (L.in(0).host && shape_numel(L.shape(0)) == 0) return host_Cast(L);
     DType to = cast_target(L), from = L.dtype(0);
+    // An empty host value (CastLike of a constant, next to a device tensor) has nothing for ggml to hold.
+    if (L.in(0).host && (shape_numel(L.shape(0)) == 0 || dtype_is_narrow(to) || dtype_is_narrow(from)))
+        return host_Cast(L);
+    if (dtype_is_narrow(to) || dtype_is_narrow(from))
+        L.error("a cast from or to a narrow type needs its input on the host");
     bool to_int = dtype_is_integer(to), from_int = dtype_is_integer(from);
     // Integers are I32 on the device and every float or bool F32: only these changes move data.
     int kind = -1;
@@ -30,7 +35,14 @@ void lower_Cast(Lower& L) {
     if (kind >= 0) x = O2G_CALL(L, o2g::cast, x, o2g::CastParams{kind});
     L.out_shape(0, x, to, L.shape(0));
 }
-void host_Cast(Lower& L) { O2G_HOST(L, 0, o2g::host_cast, L.hv(0), cast_target(L)); }
+void host_Cast(Lower& L) {
+    bool saturate = L.node.get_int("saturate", 1) != 0;
+    std::string mode = L.node.has("round_mode") ? L.node.attr("round_mode")->s : "up";
+    if (mode != "up" && mode != "down" && mode != "nearest")
+        L.error("round_mode '" + mode + "' is not up, down or nearest");
+    int64_t round = mode == "nearest" ? E8M0_NEAREST : mode == "down" ? E8M0_DOWN : E8M0_UP;
+    O2G_HOST(L, 0, o2g::host_cast, L.hv(0), cast_target(L), saturate, round);
+}
 
 void host_BitCast(Lower& L) { O2G_HOST(L, 0, o2g::host_bitcast, L.hv(0), DType(L.node.get_int("to", 0))); }
 

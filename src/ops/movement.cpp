@@ -315,17 +315,15 @@ void lower_ReverseSequence(Lower& L) {
 // ---- DepthToSpace / SpaceToDepth ----
 void lower_DepthToSpace(Lower& L) {
     int64_t b = L.node.get_int("blocksize", 1);
+    bool crd = L.node.get_string("mode", "DCR") == "CRD";
     ggml_tensor* y;
-    if (L.node.op_type == "DepthToSpace")
-        y = O2G_CALL(L, o2g::depth_to_space, L.t(0),
-                     o2g::DepthToSpaceParams{b, L.node.get_string("mode", "DCR") == "CRD"});
-    else
-        y = O2G_CALL(L, o2g::space_to_depth, L.t(0), o2g::SpaceToDepthParams{b});
+    if (L.node.op_type == "DepthToSpace") y = O2G_CALL(L, o2g::depth_to_space, L.t(0), o2g::DepthToSpaceParams{b, crd});
+    else y = O2G_CALL(L, o2g::space_to_depth, L.t(0), o2g::SpaceToDepthParams{b, crd});
     L.out(0, y, L.dtype(0), 4);
 }
 void host_DepthToSpace(Lower& L) {
     bool d2s = L.node.op_type == "DepthToSpace", crd = L.node.get_string("mode", "DCR") == "CRD";
-    o2g::RowMap m = o2g::depth_to_space_map(L.shape(0), L.node.get_int("blocksize", 1), crd && d2s, d2s);
+    o2g::RowMap m = o2g::depth_to_space_map(L.shape(0), L.node.get_int("blocksize", 1), crd, d2s);
     L.out_host(0, host_gather_flat(L.h(0), m.os, m.rows));
 }
 

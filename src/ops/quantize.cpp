@@ -26,6 +26,10 @@ bool int_range(DType t, int64_t& lo, int64_t& hi) {
         case DType::UINT16: lo = 0; hi = 65535; return true;
         case DType::INT16: lo = -32768; hi = 32767; return true;
         case DType::INT32: lo = -2147483648LL; hi = 2147483647LL; return true;
+        case DType::UINT4: lo = 0; hi = 15; return true;
+        case DType::INT4: lo = -8; hi = 7; return true;
+        case DType::UINT2: lo = 0; hi = 3; return true;
+        case DType::INT2: lo = -2; hi = 1; return true;
         default: return false;
     }
 }
@@ -35,7 +39,9 @@ void lower_quant_common(Lower& L, bool dequant) {
     const Shape& ss = L.shape(1);
     int r = int(xs.size());
     int64_t block = L.node.get_int("block_size", 0);
-    if (L.has(2) && L.shape(2) != ss) L.error("zero point and scale shapes differ");
+    // A scalar scale with a [1] zero point (onnx's own tests) is per tensor too.
+    if (L.has(2) && L.shape(2) != ss && !(shape_numel(L.shape(2)) == 1 && shape_numel(ss) == 1))
+        L.error("zero point and scale shapes differ");
     bool per_tensor = shape_numel(ss) == 1 && block == 0;
     int axis = 0;
     if (!per_tensor) {
@@ -54,7 +60,8 @@ void lower_quant_common(Lower& L, bool dequant) {
     int64_t lo = 0, hi = 0;
     int64_t od = L.node.get_int("output_dtype", 0);
     if (dequant) {
-        if (!dtype_is_integer(L.dtype(0))) L.error(std::string("input type ") + dtype_name(L.dtype(0)) + " is not supported");
+        if (!dtype_is_integer(L.dtype(0)) && !dtype_is_narrow(L.dtype(0)))
+            L.error(std::string("input type ") + dtype_name(L.dtype(0)) + " is not supported");
         out_t = od ? DType(od) : L.dtype(1);
         if (!dtype_is_float(out_t)) L.error("output_dtype must be a float type");
     } else {
@@ -184,6 +191,20 @@ ggml_tensor* per_image(Lower& L, ggml_tensor* x, const std::function<ggml_tensor
 
 void lower_QuantizeLinear(Lower& L) {
     if (!dtype_is_float(L.dtype(0))) L.error("input must be float");
+    // To a narrow float (float8, float4e2m1): on the host, where mark_host_values put the inputs, rounded by
+    // ONNX's Cast rules. The 4- and 2-bit integers are plain integer ranges for the device kernel.
+    DType to = L.has(2) ? L.dtype(2) : DType(L.node.get_int("output_dtype", 0));
+    if (dtype_is_narrow(to) && !dtype_is_integer(to)) {
+        if (!L.has(2)) L.error("quantizing to a narrow float needs the zero point input");
+        if (!L.in(0).host || !L.in(1).host || !L.in(2).host) L.error("quantizing to a narrow float needs host inputs");
+        const bool per_tensor = shape_numel(L.shape(1)) == 1 && L.node.get_int("block_size", 0) == 0;
+        const int64_t axis = per_tensor ? 0 : norm_axis(L, L.node.get_int("axis", 1), L.rank(0));
+        const bool saturate = L.node.get_int("saturate", 1) != 0;
+        O2G_HOST(L, 0, o2g::host_quantize_narrow, L.hv(0), L.hv(1), L.hv(2), axis, L.node.get_int("block_size", 0),
+                 saturate);
+        L.b.stats.host_float_nodes++;  // float math on the host: --stats says so
+        return;
+    }
     lower_quant_common(L, false);
 }
 void lower_DequantizeLinear(Lower& L) { lower_quant_common(L, true); }

@@ -5,14 +5,50 @@
 
 namespace onnx2ggml {
 
+namespace {
+
+// Values the model declares with a narrow element type (float8, float4e2m1, 4- and 2-bit ints).
+std::set<std::string> narrow_values(const Graph& g) {
+    std::set<std::string> r;
+    for (const auto* list : {&g.inputs, &g.outputs, &g.value_info})
+        for (const ValueInfo& vi : *list)
+            if (dtype_is_narrow(vi.dtype)) r.insert(vi.name);
+    for (const auto& [name, td] : g.initializers)
+        if (dtype_is_narrow(td->dtype)) r.insert(name);
+    return r;
+}
+
+// No device computes in a narrow type: a node that makes one (a Cast to float8, a CastLike or QuantizeLinear whose
+// type input is int4) runs on the host, where the rounding rules are exact. DequantizeLinear only reads one, which
+// uploads widened: int4-weight models keep their dequantization on the device.
+bool touches_narrow(const Node& n, const std::set<std::string>& narrow) {
+    for (const char* a : {"to", "output_dtype"}) {
+        const Attribute* at = n.attr(a);
+        if (at && at->type == AttrType::INT && dtype_is_narrow(DType(int32_t(at->i)))) return true;
+    }
+    for (const auto& v : n.outputs)
+        if (narrow.count(v)) return true;
+    if (n.op_type == "DequantizeLinear") return false;
+    for (const auto& v : n.inputs)
+        if (narrow.count(v)) return true;
+    return false;
+}
+
+}  // namespace
+
 void mark_host_values(const Model& m, GraphPlan& plan) {
     auto& need = plan.need_host;
+    const std::set<std::string> narrow = narrow_values(m.graph);
     for (int idx : plan.live_nodes) {
         const Node& n = plan.node(m, idx);
         const OpDef* def = find_op(n.domain, n.op_type, m.opset(n.domain));
         if (!def) continue;
         for (int i : def->host_inputs)
             if (i < int(n.inputs.size()) && !n.inputs[size_t(i)].empty()) need.insert(n.inputs[size_t(i)]);
+        if (touches_narrow(n, narrow))
+            for (const auto* list : {&n.inputs, &n.outputs})
+                for (const auto& v : *list)
+                    if (!v.empty()) need.insert(v);
     }
     for (auto it = plan.live_nodes.rbegin(); it != plan.live_nodes.rend(); ++it) {
         const Node& n = plan.node(m, *it);

@@ -52,6 +52,9 @@ case("Xor", R(3, 1, dtype="bool"), R(1, 4, dtype="bool"))
 case("BitShift", V([16, 4, 1, 255], "uint8"), V([1, 2, 3, 1], "uint8"), direction="LEFT", opset=11)
 case("BitShift", V([16, 4, 1, 4000000000], "uint32"), V([1, 2, 3, 4], "uint32"), direction="RIGHT", opset=11)
 case("BitShift", V([[1, 2], [3, 4]], "uint64"), V([5], "uint64"), direction="LEFT", opset=11)
+# Signed types (28): arithmetic right shift; negative or too-wide shifts give the sign fill (-1 or 0).
+case("BitShift", V([-16, -1, 100, -128, 7, -5], "int8"), V([2, 1, 3, 8, -1, 9], "int8"), direction="RIGHT", opset=28)
+case("BitShift", V([-16, 3, 100, -7], "int32"), V([2, 30, 40, -2], "int32"), direction="LEFT", opset=28)
 for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
     case(op, R(3, 4, dtype="int32", lo=-100, hi=100), R(4, dtype="int32", lo=-100, hi=100), opset=18)
     case(op, R(5, dtype="uint8", lo=0, hi=255), R(5, dtype="uint8", lo=0, hi=255), opset=18)

@@ -53,6 +53,8 @@ case("DepthToSpace", R(1, 8, 2, 3), blocksize=2, opset=13)  # DCR
 case("DepthToSpace", R(2, 12, 2, 2), blocksize=2, mode="CRD", opset=13)
 case("SpaceToDepth", R(1, 3, 4, 6), blocksize=2, opset=13)
 case("SpaceToDepth", R(2, 2, 6, 3), blocksize=3, opset=13)
+case("SpaceToDepth", R(2, 3, 4, 6), blocksize=2, mode="CRD", opset=28)
+case("SpaceToDepth", R(1, 2, 6, 3), blocksize=3, mode="DCR", opset=28)
 
 case("CenterCropPad", R(5, 7), I64(3, 10), opset=18)  # crop one axis, pad the other
 case("CenterCropPad", R(2, 6, 4), I64(4, 7), axes=[1, -1], opset=18)

@@ -1,6 +1,7 @@
 """Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
 ConvInteger, QLinearConv."""
 
+import numpy as np
 from op_case import K, R, V, W, case
 
 u8, i8 = "uint8", "int8"
@@ -61,3 +62,26 @@ case("QLinearConv", R(1, 4, 6, 6, dtype=u8, lo=0, hi=128), K(0.02), K(60, u8),
      group=2, strides=[2, 2], opset=10)
 case("QLinearConv", R(2, 2, 3, 4, 4, dtype=u8, lo=0, hi=256), K(0.02), K(100, u8),
      W(2, 2, 2, 2, 2, dtype=u8, lo=0, hi=256), K(0.01), K(128, u8), K(0.4), K(120, u8), opset=10)
+
+# Narrow types (int4/uint4/int2/uint2, float8): widened on the host. int4 initializers are stored packed (two per
+# byte, an odd count leaves half a byte), so these also check the loader's unpacking.
+case("DequantizeLinear", K([[-8, -3, 0, 5, 7], [1, 2, 3, 4, -1]], "int4"), K([0.5, 0.25]), K([1, -2], "int4"), axis=0,
+     opset=21)
+case("DequantizeLinear", R(3, 5, dtype="uint4", lo=0, hi=16), K(0.1), K(8, "uint4"), opset=21)
+# An int4 weight with a scale computed at run time (a graph input): dequantized on the device.
+case("DequantizeLinear", K([[-8, 7, 0, 3], [1, -1, 5, -6], [2, 2, -3, 4]], "int4"), R(3), axis=0, opset=21)
+case("DequantizeLinear", K([-2, -1, 0, 1, 1, -2, 0], "int2"), K(1.5), opset=25)
+case("DequantizeLinear", V([0.0, 0.5, -3.0, 448.0, -0.015625], "float8_e4m3fn"), K(2.0), opset=19)
+case("DequantizeLinear", V([0.0, 1.5, -3.0, 57344.0, np.inf], "float8_e5m2"), K(0.5), opset=19)
+case("QuantizeLinear", R(3, 4, lo=-30, hi=30), K([2.0, 3.0, 4.0]), K([1, -1, 0], "int4"), axis=0, opset=21)
+case("QuantizeLinear", R(2, 6, lo=-10, hi=40), K(2.5), K(3, "uint4"), opset=21)
+case("QuantizeLinear", R(2, 5, lo=-4, hi=4), K(1.0), K(0, "int2"), opset=25)
+case("QuantizeLinear", R(2, 5, lo=-2, hi=8), K(1.0), K(1, "uint2"), opset=25)
+# To float8/float4e2m1: on the host, rounded and saturated by Cast's rules (onnx.reference is the oracle).
+case("QuantizeLinear", R(3, 5, lo=-2000, hi=2000), K(2.0), K(0.0, "float8_e4m3fn"), opset=19)
+case("QuantizeLinear", R(3, 5, lo=-2000, hi=2000), K(2.0), K(0.0, "float8_e4m3fn"), saturate=0, opset=19)
+case("QuantizeLinear", R(2, 3, 4, lo=-9e4, hi=9e4), K([1.0, 0.5, 3.0]), K([0.0, 1.0, -2.0], "float8_e5m2"), axis=1,
+     opset=21)
+case("QuantizeLinear", R(2, 6, lo=-500, hi=500), K([[1.0, 2.0], [4.0, 0.5]]), K([[0.0, 0.0], [0.0, 0.0]],
+     "float8_e4m3fnuz"), axis=1, block_size=3, opset=21)
+case("QuantizeLinear", R(4, 5, lo=-20, hi=20), K(1.5), K(0.0, "float4_e2m1fn"), opset=23)

@@ -38,6 +38,8 @@ r5 = R(2, 2, 3, 4, 5)
 case("ReduceSum", r5, I64(-1), keepdims=0, opset=13)
 case("ReduceMean", r5, I64(-1, -2), keepdims=1, opset=18)
 case("ReduceMax", r5, keepdims=0, opset=18)
+case("ReduceMax", R(2, 0, 4, dtype="bool"), I64(1), opset=20)  # empty set of bools: false
+case("ReduceMin", R(2, 0, 3, dtype="bool"), I64(1), keepdims=0, opset=20)  # and true
 case("Softmax", r5, axis=-1, opset=13)
 case("Softmax", r5, axis=3, opset=11)
 case("ArgMax", r5, axis=-2, keepdims=0, opset=13)

@@ -74,6 +74,8 @@ struct SwishParams {
 };
 // x * sigmoid(alpha * x).
 ggml_tensor* swish(Ctx& ctx, ggml_tensor* x, const SwishParams& p);
+// ONNX SwiGLU (28): swish(a) * b, a and b of one shape.
+ggml_tensor* swiglu(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, const SwishParams& p);
 
 // com.microsoft BiasSplitGelu: h = x + bias (bias [D] along dim 0 of x [D, ...]), split in two halves along dim 0,
 // left * gelu(right) (erf form) -> [D/2, ...].

@@ -28,7 +28,12 @@ struct HostMapParams {
 HostTensor host_map(const std::vector<HostTensor>& xs, const HostMapParams& p);
 // ONNX Where: c ? a : b, broadcast.
 HostTensor host_where(const HostTensor& c, const HostTensor& a, const HostTensor& b);
-HostTensor host_cast(const HostTensor& x, DType to);
+// ONNX Cast. `saturate` and `e8m0_round` (onnx2ggml::E8M0Round) only matter for the narrow float targets.
+HostTensor host_cast(const HostTensor& x, DType to, bool saturate = true, int64_t e8m0_round = 0);
+// ONNX QuantizeLinear to a narrow float (the zero point's type): x / scale + zero point, rounded to nearest even
+// and saturated (or not) by Cast's rules. Per tensor, per `axis` (normalized), or in blocks of `block` along it.
+HostTensor host_quantize_narrow(const HostTensor& x, const HostTensor& scale, const HostTensor& zero_point,
+                                int64_t axis, int64_t block, bool saturate);
 // ONNX BitCast: the same bytes read as another type of the same width.
 HostTensor host_bitcast(const HostTensor& x, DType to);
 

@@ -180,7 +180,8 @@ ggml_tensor* depth_to_space(Ctx& ctx, ggml_tensor* x, const DepthToSpaceParams& 
 
 struct SpaceToDepthParams {
     int64_t blocksize = 1;
-    void fields(FieldWriter& f) const { f("blocksize", blocksize); }
+    bool crd = false;  // mode CRD (opset 28; else DCR)
+    void fields(FieldWriter& f) const { f("blocksize", blocksize); f("crd", crd); }
 };
 ggml_tensor* space_to_depth(Ctx& ctx, ggml_tensor* x, const SpaceToDepthParams& p);
 
