@@ -56,10 +56,10 @@ def names(rel: str) -> set:
 
 # ---- generators ----
 
-def sh(step: str, cmd: list) -> None:
+def sh(step: str, cmd: list, quiet: bool = False) -> None:
     print(f"=== {step}: {' '.join(cmd)}", flush=True)
     t0 = time.monotonic()
-    rc = subprocess.run(cmd, cwd=ROOT).returncode
+    rc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL if quiet else None).returncode
     print(f"=== {step}: exit {rc} in {time.monotonic() - t0:.0f} s", flush=True)
     if rc:
         sys.exit(f"regenerate: step '{step}' failed (exit {rc}); later steps not run")
@@ -71,7 +71,7 @@ def generate(skip: set, jobs: int) -> None:
         sh("op_schema", [PY, "scripts/op_schema.py"])
     if "build" not in skip:
         sh("build", ["cmake", "--build", "build", "-j", j])
-        sh("build", ["cmake", "--install", "build", "--prefix", os.path.join(ROOT, "build", "install")])
+        sh("build", ["cmake", "--install", "build", "--prefix", os.path.join(ROOT, "build", "install")], quiet=True)
     if "node" not in skip:  # --check: a test of the old allow-list that fails now stops here, not dropped silently
         sh("node", [PY, "tests/node_tests.py", "-j", j, "-q", "--check", "--update-allowlist", "--write-docs"])
     if "compile" not in skip:  # reads the node allow-list the step above wrote
