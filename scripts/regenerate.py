@@ -150,7 +150,8 @@ def check_quoted_counts(got, problems: list) -> None:
         for i, line in enumerate(read(rel).splitlines(), 1):
             if not re.search(r"node[ -]tests?\b", line, re.I):
                 continue
-            for n in re.findall(r"(?<![\w.#/-])(\d{3,5})(?![\w.]\d)", line):
+            # a count, not a time, size or share ("600 s", "512 MB", "90%")
+            for n in re.findall(r"(?<![\w.#/-])(\d{3,5})(?![\w.]\d)(?!\s*(?:(?:s|ms|min|h|[KMG]i?B|x)\b|%|×))", line):
                 if int(n) not in (passed, total):
                     problems.append(f"{rel}:{i}: quotes {n} on a line about node tests; {CONFORMANCE} says "
                                     f"{passed} passed of {total} (refer to it rather than repeat the number)")
