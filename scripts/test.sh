@@ -51,6 +51,7 @@ run $PY tests/checkpoint_import_test.py
 run $PY tests/fp16_weights_test.py
 run $PY tests/pass_tests.py
 run $PY scripts/op_schema.py --check  # the op table's input/output counts and rules against the ONNX schemas
+run $PY scripts/regenerate.py --check  # derived lists and quoted counts agree with the table and docs/conformance.md
 run python3 scripts/house_check.py  # files of src/ <= 600 lines, functions <= 80 unless a "Long:" comment says why
 run $PY tests/shape_change_test.py
 run $PY tests/tokenizer_test.py

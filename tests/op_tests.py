@@ -657,6 +657,23 @@ def select(pattern: str | None) -> list[Case]:
     return [c for c in CASES if rx.fullmatch(c.op) or rx.fullmatch(c.id) or rx.fullmatch(op_name(c))]
 
 
+def tested_ops() -> set:
+    """Ops with a case, as `onnx2ggml ops` names them ("domain:Op" for contrib ops); ops inside subgraph
+    attributes count too (sequence ops run in Loop bodies). Also read by scripts/regenerate.py --check."""
+    def ops_in(graph):
+        for n in graph.node:
+            yield n.op_type
+            for a in n.attribute:
+                if a.HasField("g"):
+                    yield from ops_in(a.g)
+    tested = {op_name(c) for c in CASES}
+    for c in CASES:
+        for v in c.attrs.values():
+            if isinstance(v, onnx.GraphProto):
+                tested.update(ops_in(v))
+    return tested
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cli", default=DEFAULT_CLI, help="onnx2ggml binary (default: build/onnx2ggml)")
@@ -673,17 +690,7 @@ def main() -> int:
     if args.coverage:
         import subprocess
         ops = subprocess.run([args.cli, "ops"], capture_output=True, text=True, check=True).stdout.split()
-        def ops_in(graph):  # ops inside subgraph attributes count too (sequence ops run in Loop bodies)
-            for n in graph.node:
-                yield n.op_type
-                for a in n.attribute:
-                    if a.HasField("g"):
-                        yield from ops_in(a.g)
-        tested = {op_name(c) for c in CASES}
-        for c in CASES:
-            for v in c.attrs.values():
-                if isinstance(v, onnx.GraphProto):
-                    tested.update(ops_in(v))
+        tested = tested_ops()
         missing = [op for op in ops if op not in tested and not op.startswith("onnx2ggml.")]
         print(f"op coverage: {len(ops) - len(missing)}/{len(ops)} registered ops have a case"
               + (f"; none for: {' '.join(missing)}" if missing else ""))

@@ -230,4 +230,26 @@ ggml_tensor* lp_pool(Ctx& ctx, ggml_tensor* x, const LpPoolParams& p) {
     return lp_pool_kernel(ctx, f32_cont(ctx, x), q, ne);
 }
 
+ggml_tensor* global_lp_pool(Ctx& ctx, ggml_tensor* x, const GlobalLpPoolParams& p) {
+    if (p.dims < 1 || p.dims > 3)
+        throw OpError("global pooling over " + std::to_string(p.dims) + " dims is not supported");
+    if (!(p.p > 0)) throw OpError("p must be positive, not " + float_literal(p.p));
+    if (ggml_nelements(x) == 0) throw OpError("pooling of an empty tensor (a dim is 0) is not supported");
+    int64_t S = 1, R = 1, ne[4] = {1, 1, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        if (i < p.dims) S *= x->ne[i];
+        else R *= (ne[i] = x->ne[i]);
+    }
+    ggml_tensor* a = ggml_abs(ctx, ggml_reshape_2d(ctx, f32_cont(ctx, x), S, R));
+    // |x|^p as exp(p log|x|) (ggml has no pow); log(0) = -inf then gives 0^p = 0.
+    ggml_tensor* xp = p.p == 1   ? a
+                      : p.p == 2 ? ggml_sqr(ctx, a)
+                                 : ggml_exp(ctx, ggml_scale(ctx, ggml_log(ctx, a), p.p));
+    ggml_tensor* s = ggml_sum_rows(ctx, xp);  // [1, R]
+    ggml_tensor* y = p.p == 1   ? s
+                     : p.p == 2 ? ggml_sqrt(ctx, s)
+                                : ggml_exp(ctx, ggml_scale(ctx, ggml_log(ctx, s), 1.0f / p.p));
+    return ggml_reshape_4d(ctx, y, ne[0], ne[1], ne[2], ne[3]);
+}
+
 }  // namespace o2g

@@ -1,6 +1,6 @@
 // Pooling ONNX ops: MaxPool (1-22) and AveragePool (1-22), 1-D to 3-D with dilations, GlobalAveragePool (1-22),
-// GlobalMaxPool (1-22), LpPool (1-22). Rows read attributes into params; the lowering is the op library's
-// (src/lib/pool.cpp).
+// GlobalMaxPool (1-22), LpPool (1-22), GlobalLpPool (2-22). Rows read attributes into params; the lowering is the op
+// library's (src/lib/pool.cpp).
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -76,6 +76,17 @@ static void lp_pool(Lower& L, float pw) {
 void lower_LpPool_1(Lower& L) { lp_pool(L, L.node.get_float("p", 2.0f)); }
 void lower_LpPool(Lower& L) { lp_pool(L, float(L.node.get_int("p", 2))); }
 
+// ---- GlobalLpPool (2/22): LpPool's norm over every spatial axis; p is an int from opset 2 ----
+void lower_GlobalLpPool(Lower& L) {
+    const Shape& xs = L.shape(0);
+    o2g::GlobalLpPoolParams p;
+    p.dims = int(xs.size()) - 2;
+    p.p = float(L.node.get_int("p", 2));
+    Shape os = {xs[0], xs[1]};
+    os.resize(xs.size(), 1);
+    L.out_shape(0, O2G_CALL(L, o2g::global_lp_pool, L.t(0), p), L.dtype(0), os);
+}
+
 // ---- the table: one row per ONNX op (and opset range) this file lowers ----
 
 const std::vector<OpDef>& pool_ops() {
@@ -93,6 +104,8 @@ const std::vector<OpDef>& pool_ops() {
          .ggml = lower_AveragePool, .math = true},
         {.op = "GlobalAveragePool", .since = 1, .accepts = "in=1 out=1", .ggml = lower_GlobalAveragePool, .math = true},
         {.op = "GlobalMaxPool", .since = 1, .accepts = "in=1 out=1", .ggml = lower_GlobalMaxPool, .math = true},
+        {.op = "GlobalLpPool", .since = 2, .accepts = "in=1 out=1 r0=3..5 t0=float @p:i>=1", .ggml = lower_GlobalLpPool,
+         .math = true},
     };
     return t;
 }

@@ -1,5 +1,6 @@
 // The op table: every family file (src/ops/<family>.cpp) ends with its own table of rows; this collects them.
-// Adding an op touches its family file (lowering and row), the op library, a test case and the allow-list.
+// Adding an op touches its family file (lowering and row), the op library, a test case and scripts/regenerate.py
+// (docs/adding-an-op.md); the fuzzer and `onnx2ggml ops` read registered_ops().
 #include <algorithm>
 
 #include "ops/op.h"

@@ -320,6 +320,8 @@ std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>
         auto it = b.vals.find(o.name);
         O2G_CHECK(it != b.vals.end(), model_->path, ": graph output '", o.name, "' is not produced by any node");
         Val& v = it->second;
+        // Declared a tensor, made a sequence (fuzz: a node's op type changed to SplitToSequence).
+        O2G_CHECK(!v.seq, model_->path, ": graph output '", o.name, "' is a sequence; only tensors can be outputs");
         c->output_names.push_back(o.name);
         if (v.host) {
             b.value_keyed_inputs.insert(v.input_deps.begin(), v.input_deps.end());

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "onnx/wire.h"
+#include "ops/op.h"  // registered_ops
 
 namespace fuzz {
 namespace {
@@ -122,24 +123,23 @@ void collect(std::vector<Field>& fields, std::vector<std::vector<Field*>>& by_ty
     }
 }
 
-const char* const kOps[] = {
-    "Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Abs", "Erf",
-    "Gelu", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool",
-    "GlobalAveragePool", "BatchNormalization", "InstanceNormalization", "LayerNormalization",
-    "GroupNormalization", "Reshape", "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements",
-    "GatherND", "ScatterND", "Expand", "Tile", "Pad", "Resize", "Upsample", "Squeeze", "Unsqueeze", "Flatten",
-    "Shape", "Size", "ConstantOfShape", "Range", "Where", "Equal", "Less", "Greater", "Not", "Cast",
-    "ReduceMean", "ReduceSum", "ReduceMax", "ArgMax", "TopK", "CumSum", "Einsum", "Identity", "Clip", "Min",
-    "Max", "DepthToSpace", "SpaceToDepth", "Trilu", "OneHot", "NonZero", "If", "Loop", "Attention",
-    "QuantizeLinear", "DequantizeLinear", "LSTM", "GRU", "DFT", "Unique", "Mod", "Compress", "ReverseSequence",
-    "SimplifiedLayerNormalization",
+// Op types to mutate a node into: the op table's own list (ops/registry.cpp), so a new op is fuzzed without a
+// copy here. Sorted, so a libFuzzer seed replays the same mutations. The internal fused ops ("onnx2ggml.X") are
+// left out: only passes make them. A contrib op ("domain:Op") also sets the node's domain.
+struct OpNames {
+    std::vector<std::string> standard, contrib;  // contrib: "domain:Op"
 };
-// com.microsoft contrib ops (onnxruntime's transformer optimizer writes them): an op type from here also sets the
-// node's domain.
-const char* const kContribOps[] = {
-    "GroupNorm", "SkipGroupNorm", "NhwcConv", "BiasSplitGelu", "BiasAdd", "Gelu", "BiasGelu", "FastGelu",
-    "QuickGelu", "SkipLayerNormalization", "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization",
-};
+const OpNames& op_names() {
+    static const OpNames names = [] {
+        OpNames n;
+        for (const std::string& op : onnx2ggml::registered_ops()) {
+            if (op.rfind("onnx2ggml.", 0) == 0) continue;
+            (op.find(':') == std::string::npos ? n.standard : n.contrib).push_back(op);
+        }
+        return n;
+    }();
+    return names;
+}
 const char* const kAttrs[] = {
     "axis", "axes", "perm", "pads", "strides", "kernel_shape", "dilations", "group", "keepdims", "epsilon",
     "mode", "transA", "transB", "alpha", "beta", "blocksize", "k", "largest", "sorted", "to", "split",
@@ -221,11 +221,14 @@ struct Mutator {
             case 0: {  // op type
                 Field* n = any(NODE);
                 if (!n) return false;
-                if (pick(4) == 0) {
-                    set(n, bytes_field(4, pick_of(kContribOps)));
-                    set(n, bytes_field(7, "com.microsoft"));
+                const OpNames& ops = op_names();
+                if (pick(4) == 0 && !ops.contrib.empty()) {
+                    const std::string& op = ops.contrib[pick(ops.contrib.size())];
+                    const size_t colon = op.find(':');
+                    set(n, bytes_field(4, op.substr(colon + 1)));
+                    set(n, bytes_field(7, op.substr(0, colon)));
                 } else {
-                    set(n, bytes_field(4, pick_of(kOps)));
+                    set(n, bytes_field(4, ops.standard[pick(ops.standard.size())]));
                     drop(n, 7);  // the ONNX domain
                 }
                 return true;

@@ -1,5 +1,5 @@
 """Op cases: pools beyond tests/op_tests.py's MaxPool/AveragePool/Global*Pool cases (LpPool, the shared
-window geometry, ranks 3 and 5 for global pools)."""
+window geometry, ranks 3 and 5 for global pools, GlobalLpPool)."""
 
 from op_case import R, case
 
@@ -43,3 +43,11 @@ case("AveragePool", R(1, 3, 6, 7, 8), kernel_shape=[3, 2, 3], strides=[2, 1, 2],
 case("AveragePool", R(2, 2, 6, 7, 8), kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1],
      count_include_pad=1)
 case("AveragePool", R(1, 2, 7, 8, 6), kernel_shape=[2, 3, 2], auto_pad="SAME_UPPER", strides=[2, 2, 2])
+
+# GlobalLpPool: p = 1, 2 (exact in ggml) and 3 (exp/log); ranks 3 to 5; opset 18 (onnxruntime 1.23 has no kernel
+# at 22, which only adds bfloat16).
+case("GlobalLpPool", R(2, 3, 5, 6), opset=18)
+case("GlobalLpPool", R(2, 5, 9), p=1, opset=18)
+case("GlobalLpPool", R(1, 3, 4, 5, 6), p=3, opset=18)
+case("GlobalLpPool", R(1, 4, 7, 7), p=2, opset=2)
+case("GlobalLpPool", R(1, 3, 6, 5, dtype="float16"), p=3, opset=18)

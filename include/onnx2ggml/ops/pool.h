@@ -1,4 +1,4 @@
-// Op library, Pooling: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, LpPool.
+// Op library, Pooling: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, LpPool, GlobalLpPool.
 // Included by onnx2ggml/ops.h; see its conventions. Window attributes are in ONNX order, as in conv.h, and the
 // geometry is conv.h's conv_geometry.
 #pragma once
@@ -59,5 +59,17 @@ struct LpPoolParams {
 // LpPool: (sum over the window of |x|^p)^(1/p), padding excluded; x's `dims` innermost ggml dims pooled, the
 // others kept. A CPU kernel (the only one).
 ggml_tensor* lp_pool(Ctx& ctx, ggml_tensor* x, const LpPoolParams& p);
+
+struct GlobalLpPoolParams {
+    int dims = 2;  // spatial dims: 1, 2 or 3 (3-D: x folded to [W, H, D, N*C])
+    float p = 2;
+    void fields(FieldWriter& f) const {
+        f("dims", dims);
+        f("p", p);
+    }
+};
+// GlobalLpPool: (sum of |x|^p over the `dims` innermost ggml dims)^(1/p): x [W, H, C, N] (dims 2) -> [1, 1, C, N].
+// ggml ops only (p = 1 and 2 exact; other p through exp and log).
+ggml_tensor* global_lp_pool(Ctx& ctx, ggml_tensor* x, const GlobalLpPoolParams& p);
 
 }  // namespace o2g
