@@ -129,7 +129,9 @@ void mel_kernel(ggml_tensor* dst, int ith, int, void* ud) {
     std::vector<int64_t> fb(static_cast<size_t>(p.bins + 2));
     for (int64_t i = 0; i < p.bins + 2; i++) {
         double hz = 700 * (std::pow(10.0, (double(i) * step + lo_mel) / 2595) - 1);
-        fb[size_t(i)] = int64_t(std::floor(double(p.dft + 1) * hz / double(p.rate)));
+        // Clamped before the cast: a NaN or huge edge or rate from a file would be UB (found by tests/fuzz).
+        const double b = std::floor(double(p.dft + 1) * hz / double(p.rate));
+        fb[size_t(i)] = std::isfinite(b) ? int64_t(std::clamp(b, -1.0, double(nspec) + 1.0)) : -1;
     }
     auto set = [&](int64_t j, int64_t i, double v) {
         if (j >= 0 && j < nspec) y[j * p.bins + i] = float(v);

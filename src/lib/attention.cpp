@@ -121,6 +121,9 @@ Heads heads(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tenso
         h.q = q, h.k = k, h.v = v;
     }
     if (h.v && h.k->ne[1] != h.v->ne[1]) throw OpError("attention: K and V sequence lengths differ");
+    // (found by tests/fuzz: V of another batch reached ggml's mul_mat assert)
+    if (h.v && (h.k->ne[2] != h.v->ne[2] || h.k->ne[3] != h.v->ne[3]))
+        throw OpError("attention: K " + ne_str(h.k) + " and V " + ne_str(h.v) + " differ in heads or batch");
     if (h.k->ne[0] != h.q->ne[0]) throw OpError("attention: Q and K head sizes differ");
     if (h.q->ne[2] % h.k->ne[2]) throw OpError("attention: q heads must be a multiple of kv heads");
     if (h.q->ne[3] != h.k->ne[3]) throw OpError("attention: Q and K batches differ");

@@ -55,10 +55,8 @@ void check_pads(const Ints& pads, const char* what) {
         if (p > kMaxWindow || p < -kMaxWindow) throw OpError(std::string(what) + " " + str(pads) + " out of range");
 }
 
-}  // namespace
-
-WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, const Ints& pads, const Ints& strides,
-                             const Ints& dilations, bool ceil_mode) {
+// The window's sizes, strides and dilations (1 where not given), checked.
+WindowGeometry window_base(const Ints& in, const Ints& kernel, const Ints& strides, const Ints& dilations) {
     const size_t n = in.size();
     WindowGeometry g;
     g.in = in;
@@ -66,6 +64,15 @@ WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, c
     g.strides = or_fill(strides, n, 1, "strides");
     g.dilations = or_fill(dilations, n, 1, "dilations");
     check_window(in, kernel, g.strides, g.dilations);
+    return g;
+}
+
+}  // namespace
+
+WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, const Ints& pads, const Ints& strides,
+                             const Ints& dilations, bool ceil_mode) {
+    const size_t n = in.size();
+    WindowGeometry g = window_base(in, kernel, strides, dilations);
     check_pads(pads, "pads");
     if (auto_pad < AUTO_PAD_NOTSET || auto_pad > AUTO_PAD_VALID)
         throw OpError("unknown auto_pad value " + std::to_string(auto_pad));
@@ -109,12 +116,7 @@ WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int a
                                        const Ints& strides, const Ints& dilations, const Ints& output_padding,
                                        const Ints& output_shape) {
     const size_t n = in.size();
-    WindowGeometry g;
-    g.in = in;
-    g.kernel = kernel;
-    g.strides = or_fill(strides, n, 1, "strides");
-    g.dilations = or_fill(dilations, n, 1, "dilations");
-    check_window(in, kernel, g.strides, g.dilations);
+    WindowGeometry g = window_base(in, kernel, strides, dilations);
     Ints op = or_fill(output_padding, n, 0, "output_padding");
     check_pads(pads, "pads");
     check_pads(op, "output_padding");

@@ -45,6 +45,8 @@ ggml_tensor* dft(Ctx& ctx, ggml_tensor* x, const Ints& dft_length, const DFTPara
     for (int i = g + 1; i < 4; i++) k.outer *= x->ne[i];
     k.n = !dft_length.empty() ? positive(dft_length, "dft_length") : p.inverse && p.onesided ? 2 * (k.A - 1) : k.A;
     if (k.n <= 0) throw OpError("dft length " + num(k.n) + " must be positive");
+    // Beyond any real signal, and its output size would overflow (found by tests/fuzz: ggml asserted).
+    if (k.n > (int64_t(1) << 24)) throw OpError("dft length " + num(k.n) + " is above 2^24");
     if (p.inverse && p.onesided) {
         k.out_len = k.n;
         k.cout = 1;

@@ -206,6 +206,15 @@ void lower_Scan(Lower& L) {
     int n_scan_out = int(body.outputs.size()) - n_state;
     auto out_axes = L.node.get_ints("scan_output_axes", std::vector<int64_t>(size_t(n_scan_out), 0));
     auto out_dirs = L.node.get_ints("scan_output_directions", std::vector<int64_t>(size_t(n_scan_out), 0));
+    // The node's outputs are the body's, and each per-input or per-output list has one entry each (found by
+    // tests/fuzz: a body with more outputs than the node wrote past its output list).
+    if (n_scan_out < 0 || body.outputs.size() != L.outs.size())
+        L.error("the body has " + std::to_string(body.outputs.size()) + " outputs, the node " +
+                std::to_string(L.outs.size()) + " (" + std::to_string(n_state) + " states)");
+    if (in_axes.size() != size_t(m) || in_dirs.size() != size_t(m) || out_axes.size() != size_t(n_scan_out) ||
+        out_dirs.size() != size_t(n_scan_out))
+        L.error("scan_input_axes/directions need " + std::to_string(m) + " values and scan_output_axes/directions " +
+                std::to_string(n_scan_out));
     std::vector<std::string> xs;
     int64_t T = -1;
     for (int j = 0; j < m; j++) {

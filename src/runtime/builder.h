@@ -56,6 +56,7 @@ struct WeightCache : o2g::WeightStore {
     bool is_weight(const ggml_tensor* w) override { return sources.count(w) != 0; }
     ggml_type source_type(const ggml_tensor* w) override;
     ggml_tensor* f16_source(const ggml_tensor* w) override;
+    ggml_tensor* wrap_in_place(const std::string& key, const HostTensor& h, ggml_type type, const uint8_t* base);
     ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                          const std::function<void(const float*, float*)>& make) override;
     void commit();  // allocate and upload pending tensors

@@ -30,21 +30,7 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
     if (zero_copy && same && h.keep && h.nbytes > 0 &&
         reinterpret_cast<uintptr_t>(h.data) % 32 == 0) {  // ggml's tensor alignment
         // No second copy: a CPU buffer wraps the mmapped (or pass-owned) bytes directly.
-        if (!mapped_ctx) {
-            ggml_init_params mp = {ggml_tensor_overhead() * 65536, nullptr, true};
-            mapped_ctx = ggml_init(mp);
-        }
-        ggml_tensor* t = ggml_new_tensor(mapped_ctx, type, 4, ne);
-        ggml_set_name(t, key.c_str());
-        void* ptr = const_cast<uint8_t*>(h.data);
-        ggml_backend_buffer_t buf = ggml_backend_cpu_buffer_from_ptr(ptr, h.nbytes);
-        O2G_CHECK(buf && ggml_backend_tensor_alloc(buf, t, ptr) == GGML_STATUS_SUCCESS, "could not map weight '", key, "'");
-        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        buffers.push_back(buf);
-        keep.push_back(h.keep);
-        tensors[key] = t;
-        sources[t] = {key, h};
-        return t;
+        return wrap_in_place(key, h, type, h.data);
     }
     if (zero_copy && type == GGML_TYPE_F32 && (h.dtype == DType::FLOAT16 || h.dtype == DType::BFLOAT16) && h.nbytes > 0) {
         if (!lazy_ctx) {
@@ -218,15 +204,22 @@ ggml_tensor* WeightCache::f16_source(const ggml_tensor* w) {
     // In place even where the bytes are not aligned (raw_data inside the .onnx sits at any offset): the buffer
     // starts at the 32-byte boundary below them, and get_rows, the one op given this tensor, converts f16 rows
     // with unaligned loads. Only the pages of the rows read are touched.
+    return wrap_in_place(key, h, GGML_TYPE_F16, reinterpret_cast<const uint8_t*>(base));
+}
+
+// A weight tensor over h's own bytes (no copy), in a CPU buffer that starts at `base` (h.data or below it).
+ggml_tensor* WeightCache::wrap_in_place(const std::string& key, const HostTensor& h, ggml_type type,
+                                        const uint8_t* base) {
     if (!mapped_ctx) {
         ggml_init_params mp = {ggml_tensor_overhead() * 65536, nullptr, true};
         mapped_ctx = ggml_init(mp);
     }
     int64_t ne[4];
     shape_to_ne(h.shape, ne);
-    ggml_tensor* t = ggml_new_tensor(mapped_ctx, GGML_TYPE_F16, 4, ne);
+    ggml_tensor* t = ggml_new_tensor(mapped_ctx, type, 4, ne);
     ggml_set_name(t, key.c_str());
-    ggml_backend_buffer_t buf = ggml_backend_cpu_buffer_from_ptr(reinterpret_cast<void*>(base), h.nbytes + (p - base));
+    ggml_backend_buffer_t buf = ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(base),
+                                                                 h.nbytes + size_t(h.data - base));
     O2G_CHECK(buf && ggml_backend_tensor_alloc(buf, t, const_cast<uint8_t*>(h.data)) == GGML_STATUS_SUCCESS,
               "could not map weight '", key, "'");
     ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
