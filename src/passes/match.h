@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ggml.h"
+#include "onnx2ggml/host_tensor.h"
 #include "passes/pipeline.h"
 
 namespace onnx2ggml {
@@ -148,24 +148,14 @@ inline Attribute float_attr(const std::string& name, float v) {
     return a;
 }
 
-// Element i of a float constant (float_dtype) as f32; raw_data inside the protobuf need not be aligned.
+// Element i of a float constant (float_dtype) as f32, decoded as every host value is (HostTensor::f64, which
+// also reads raw_data at any alignment inside the protobuf).
 inline float float_at(const TensorData& t, int64_t i) {
-    if (t.dtype == DType::FLOAT) {
-        float f;
-        std::memcpy(&f, t.data + i * 4, sizeof f);
-        return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, t.data + i * 2, sizeof h);
-    if (t.dtype == DType::BFLOAT16) {
-        const uint32_t b = uint32_t(h) << 16;
-        float f;
-        std::memcpy(&f, &b, sizeof f);
-        return f;
-    }
-    ggml_fp16_t x;
-    std::memcpy(&x, &h, sizeof x);
-    return ggml_fp16_to_fp32(x);
+    HostTensor h;
+    h.dtype = t.dtype;
+    h.data = t.data;
+    h.nbytes = t.nbytes;
+    return float(h.f64(i));
 }
 
 // The relative distance at which a constant of type t stands for a wanted real value (sqrt 2, 0.044715): f32

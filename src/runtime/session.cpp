@@ -61,6 +61,7 @@ struct CachedGraph {
     bool allocated = false;
     double compute_mb = 0, unshared_mb = 0;  // graph memory as allocated, and what it would be without reuse
     double weights_mb = -1;                  // weights this graph reads (-1: not counted yet)
+    size_t unread_bytes = 0, unread_at = SIZE_MAX;  // prepared forms it does not read, when the session held unread_at
     ~CachedGraph() {
         if (sched) ggml_backend_sched_free(sched);
         if (ctx) ggml_free(ctx);
@@ -468,7 +469,11 @@ std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs
     stats_.compute_buffer_mb = c->compute_mb;
     stats_.unshared_mb = c->unshared_mb;
     if (c->weights_mb < 0) c->weights_mb = graph_weight_mb(c->graph);
-    stats_.unread_weight_bytes = weights_.unread_bytes(c->graph);
+    if (c->unread_at != weights_.made.size()) {  // once per graph, and again only when the session made more forms
+        c->unread_bytes = weights_.unread_bytes(c->graph);
+        c->unread_at = weights_.made.size();
+    }
+    stats_.unread_weight_bytes = c->unread_bytes;
     stats_.weights_mb = c->weights_mb;
     stats_.splits = c->splits;
     stats_.backends = c->shares;
