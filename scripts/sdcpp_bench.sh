@@ -8,6 +8,8 @@
 #   SDCPP_F32_CONV=1 scripts/sdcpp_bench.sh      # also a patched build whose Conv2d weights stay F32
 #   SDCPP_EXTRA_ARGS="--vae-conv-direct" scripts/sdcpp_bench.sh
 #   SDCPP_LLAMAFILE=OFF scripts/sdcpp_bench.sh   # ggml without llamafile sgemm (sd.cpp's own default)
+#   SDCPP_BACKEND=cuda scripts/sdcpp_bench.sh    # sd.cpp built for CUDA (CUDA_ARCH, default 90) into build-cuda;
+#                                                # also vulkan; both build with GGML_NATIVE=OFF (portable host code)
 #
 # Everything lives in build/sdcpp/ (git-ignored); each step is skipped when already done:
 #   1. pip download of the pinned sdist of stable-diffusion-cpp-python (it vendors stable-diffusion.cpp
@@ -45,7 +47,14 @@ JOBS=${JOBS:-2}
 SDCPP_F32_CONV=${SDCPP_F32_CONV:-0}
 SDCPP_LLAMAFILE=${SDCPP_LLAMAFILE:-ON}
 case $SDCPP_LLAMAFILE in ON | OFF) ;; *) echo "SDCPP_LLAMAFILE must be ON or OFF" >&2; exit 1 ;; esac
-SUFFIX=$([[ $SDCPP_LLAMAFILE == ON ]] || printf %s -nollamafile)
+SDCPP_BACKEND=${SDCPP_BACKEND:-cpu}
+case $SDCPP_BACKEND in
+    cpu) BACKEND_ARGS=(-DGGML_NATIVE=ON) ;;
+    cuda) BACKEND_ARGS=(-DSD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON) ;;
+    vulkan) BACKEND_ARGS=(-DSD_VULKAN=ON -DGGML_NATIVE=ON) ;;
+    *) echo "SDCPP_BACKEND must be cpu, cuda or vulkan" >&2; exit 1 ;;
+esac
+SUFFIX=$([[ $SDCPP_LLAMAFILE == ON ]] || printf %s -nollamafile)$([[ $SDCPP_BACKEND == cpu ]] || printf %s "-$SDCPP_BACKEND")
 SDCPP_EXTRA_ARGS=${SDCPP_EXTRA_ARGS:-}
 PY=${PYTHON:-$REPO/.venv/bin/python}
 WORK=${SDCPP_DIR:-$REPO/build/sdcpp}
@@ -59,6 +68,8 @@ log() { printf '[sdcpp_bench] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 mkdir -p "$WORK" "$LOGS"
 
+# SDCPP_CLI=path/to/sd-cli skips steps 1-2 (a binary built elsewhere, e.g. carried to a GPU machine).
+if [[ -z ${SDCPP_CLI:-} ]]; then
 # ----------------------------------------------------------------------------- 1. sdist
 if [[ ! -f $SDIST ]]; then
     log "downloading stable-diffusion-cpp-python==$SDCPP_PY_VERSION (sdist)"
@@ -80,11 +91,11 @@ build_cli() {  # build_cli SRC_DIR BUILD_DIR TAG
         return 0
     fi
     if ! grep -qsx "GGML_LLAMAFILE:BOOL=$SDCPP_LLAMAFILE" "$build/CMakeCache.txt"; then
-        log "configuring stable-diffusion.cpp ($tag: Release, GGML_NATIVE=ON, GGML_LLAMAFILE=$SDCPP_LLAMAFILE, CPU)"
+        log "configuring stable-diffusion.cpp ($tag: Release, GGML_LLAMAFILE=$SDCPP_LLAMAFILE, $SDCPP_BACKEND: ${BACKEND_ARGS[*]})"
         # GIT_EXE=/bin/false: the unpacked tree has no .git, and git would otherwise report the commit
         # of the enclosing onnx2ggml checkout as the stable-diffusion.cpp / ggml commit.
-        nice -n 19 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-            -DGGML_LLAMAFILE="$SDCPP_LLAMAFILE" -DSD_CUDA=OFF -DSD_WEBP=OFF -DSD_WEBM=OFF -DGIT_EXE=/bin/false \
+        nice -n 19 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release "${BACKEND_ARGS[@]}" \
+            -DGGML_LLAMAFILE="$SDCPP_LLAMAFILE" -DSD_WEBP=OFF -DSD_WEBM=OFF -DGIT_EXE=/bin/false \
             >"$LOGS/cmake_configure_$tag.log" 2>&1 || { tail -30 "$LOGS/cmake_configure_$tag.log" >&2; die "cmake configure failed"; }
     fi
     log "building sd-cli ($tag; nice -n 19, -j$JOBS; several minutes on 2 cores)"
@@ -106,6 +117,8 @@ if [[ $SDCPP_F32_CONV == 1 ]]; then
         touch "$SRC32/.patched"
     fi
     build_cli "$SRC32" "$WORK/build-f32conv$SUFFIX" "f32conv$SUFFIX"
+fi
+if [[ ${SDCPP_BUILD_ONLY:-0} == 1 ]]; then log "built $WORK/build$SUFFIX/bin/sd-cli"; exit 0; fi
 fi
 
 # ----------------------------------------------------------------------------- 3. checkpoint
@@ -153,9 +166,11 @@ EOF
 fi
 
 # ----------------------------------------------------------------------------- 4. runs
-CLI=$WORK/build$SUFFIX/bin/sd-cli
-echo "stable-diffusion-cpp-python sdist: $SDCPP_PY_VERSION ($(basename "$SDIST"), sha256 $(sha256sum "$SDIST" | cut -c1-16)...)"
-echo "vendored ggml version: $(sed -n 's/^set(GGML_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))/\2/p' "$SRC/ggml/CMakeLists.txt" | paste -sd.)"
+CLI=${SDCPP_CLI:-$WORK/build$SUFFIX/bin/sd-cli}
+if [[ -f $SDIST ]]; then
+    echo "stable-diffusion-cpp-python sdist: $SDCPP_PY_VERSION ($(basename "$SDIST"), sha256 $(sha256sum "$SDIST" | cut -c1-16)...)"
+    echo "vendored ggml version: $(sed -n 's/^set(GGML_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))/\2/p' "$SRC/ggml/CMakeLists.txt" | paste -sd.)"
+fi
 echo "sd-cli --version: $("$CLI" --version 2>&1 | head -1 || true)  (the sdist carries no git metadata: no upstream commit recorded)"
 
 to_ms() { awk -v s="$1" 'BEGIN { printf "%d", s * 1000 + 0.5 }'; }

@@ -251,3 +251,63 @@ def fp16_cases(cases):
             want = want_nodes + added if "no fusion" in label else want_nodes  # unfused, the Casts run too
             out.append((f"fp16 file{tag}: " + label, (m16, f16), want, want_ops, env, {"tol": 4e-3}))
     return out
+
+
+def geglu(gelu_form="op", same_shape=True):
+    """diffusers' GEGLU: a projection's halves h, g by Slice, then h * gelu(g). gelu_form "op": Gelu-20; "erf": the
+    erf chain TorchScript writes. same_shape False: the gate is one row broadcast over the tokens (not GEGLU)."""
+    rng = np.random.RandomState(12)
+    D = 48
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+             (("s0", [0]), ("e0", [D]), ("e1", [2 * D]), ("ax", [-1]), ("r0", [0]), ("r1", [1]), ("ax1", [1]))]
+    inits += [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in
+              (("sqrt2", 1.4142135), ("one", 1.0), ("half", 0.5))]
+    nodes = [helper.make_node("Slice", ["x", "s0", "e0", "ax"], ["h"]),
+             helper.make_node("Slice", ["x", "e0", "e1", "ax"], ["g0"])]
+    if same_shape:
+        nodes.append(helper.make_node("Identity", ["g0"], ["g"]))
+    else:
+        nodes.append(helper.make_node("Slice", ["g0", "r0", "r1", "ax1"], ["g"]))
+    if gelu_form == "op":
+        nodes.append(helper.make_node("Gelu", ["g"], ["gg"]))
+    else:
+        nodes += [helper.make_node("Div", ["g", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+                  helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["g", "a"], ["m"]),
+                  helper.make_node("Mul", ["m", "half"], ["gg"])]
+    nodes.append(helper.make_node("Mul", ["h", "gg"], ["y"]))
+    feeds = {"x": (rng.randn(2, 77, 2 * D) * 2).astype(np.float32)}
+    return _model(nodes, inits, opset=20, x_shape=(2, 77, 2 * D)), feeds
+
+
+def sdpa_shape_scale(B=2, T=37, S=45, H=2, D=24):
+    """Attention as TorchScript exports scaled_dot_product_attention: Q and K each multiplied by
+    sqrt(1 / sqrt(D)), D read from Q's shape (Shape, Slice, Cast, Sqrt, Div, Sqrt)."""
+    rng = np.random.RandomState(13)
+    shapes = {"q": [B * H, T, D], "k": [B * H, S, D], "v": [B * H, S, D]}
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("m1", [-1]), ("big", [2 ** 62]))]
+    inits.append(numpy_helper.from_array(np.array(1.0, np.float32), "one"))
+    nodes = [helper.make_node("Shape", ["q"], ["qs"]), helper.make_node("Slice", ["qs", "m1", "big"], ["d"]),
+             helper.make_node("Cast", ["d"], ["df"], to=TensorProto.FLOAT), helper.make_node("Sqrt", ["df"], ["sd"]),
+             helper.make_node("Div", ["one", "sd"], ["inv"]), helper.make_node("Sqrt", ["inv"], ["s"]),
+             helper.make_node("Mul", ["q", "s"], ["qm"]), helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("Mul", ["kt", "s"], ["km"]), helper.make_node("MatMul", ["qm", "km"], ["sc"]),
+             helper.make_node("Softmax", ["sc"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, sh) for n, sh in shapes.items()]
+    g = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    feeds = {n: rng.randn(*sh).astype(np.float32) for n, sh in shapes.items()}
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), feeds
+
+
+def geglu_attention_cases():
+    return [
+        ("GEGLU: h * Gelu(g), the halves of one projection: one mul_gelu pass over strided views", geglu("op"), 5,
+         {"CUSTOM:mul_gelu": 1, "CUSTOM:gelu_erf": None, "MUL": None, "CONT": None}, {}),
+        ("GEGLU: h * the erf GELU chain (fused first): one mul_gelu pass", geglu("erf"), 5,
+         {"CUSTOM:mul_gelu": 1, "CUSTOM:gelu_erf": None, "MUL": None}, {}),
+        ("GEGLU: a gate broadcast over the tokens is not GEGLU: gelu, then a broadcasting Mul", geglu("op", False),
+         5, {"CUSTOM:mul_gelu": None, "CUSTOM:gelu_erf": 1}, {}),
+        ("GEGLU on the portable path: ggml's gelu_erf and mul", geglu("op"), 5,
+         {"CUSTOM:mul_gelu": None, "GELU_ERF": 1, "MUL": 1}, {"ARGS": "--portable"}),
+        ("fuse_attention: TorchScript's SDPA, Q and K * sqrt(1/sqrt(D)) from Q's shape: the scale folds at build time",
+         sdpa_shape_scale(), 7, {"CUSTOM:attention": 1, "MUL": None, "SQRT": None, "SOFT_MAX": None}, {}),
+    ]

@@ -134,6 +134,8 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
     cmd += ["--output-dir", out_dir, "--threads", str(args.threads), "--stats", stats]
     if args.device:
         cmd += ["--device", args.device]
+    if args.precision:
+        cmd += ["--precision", args.precision]
     rc, log, wall, peak = run_child(cmd, args.timeout, args.rss)
     run = {"wall_s": wall, "rss_mib": peak, "rc": rc}
     if rc == 0 and os.path.exists(stats):
@@ -149,6 +151,12 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
     if rc == 0 and run.get("stats", {}).get("unread_weight_bytes") and not run["error"]:  # one conv plan
         run["error"] = f"{run['stats']['unread_weight_bytes']} bytes of weight forms no kernel reads"
 
+    if args.bench and rc == 0:  # `onnx2ggml bench` on the same inputs: median of its runs after warm-up
+        bcmd = [args.cli, "bench", model] + [a for n, p in inputs for a in ("--input", f"{n}={p}")]
+        bcmd += ["--threads", str(args.threads), "--runs", str(args.bench), "--warmup", "2"] + cmd[cmd.index(stats) + 1:]
+        brc, blog, _, _ = run_child(bcmd, args.timeout, False)
+        m = re.search(r"median_ms=([0-9.]+) min_ms=([0-9.]+)", blog)
+        run["bench_ms"] = (float(m.group(1)), float(m.group(2))) if brc == 0 and m else None
     result["runs"]["onnx2ggml"] = run
 
     # onnxruntime, unless the manifest says why it cannot run this part
@@ -184,6 +192,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default=None,
                     help="run on this ggml device (e.g. Vulkan0) and fail any part with ggml nodes computed elsewhere")
+    ap.add_argument("--precision", choices=["exact", "fast"], default=None, help="onnx2ggml's --precision")
+    ap.add_argument("--bench", type=int, default=0, metavar="N",
+                    help="also time onnx2ggml with `bench --runs N` on each case's inputs (median and min ms)")
     ap.add_argument("--filter", default=None, help="regex on part name")
     ap.add_argument("--tol", type=float, default=None, help="override the manifest's rel tolerance")
     ap.add_argument("--no-ort", action="store_true", help="skip onnxruntime")
@@ -234,6 +245,8 @@ def main(argv=None):
                         timing = f"{run['wall_s']:.2f}s"
                         if run.get("compute_s") is not None:
                             timing += f", compute {run['compute_s']:.2f}s"
+                        if run.get("bench_ms"):
+                            timing += ", bench median {:.1f} ms, min {:.1f} ms".format(*run["bench_ms"])
                         if run["rss_mib"] is not None:
                             timing += f", peak RSS {run['rss_mib']:.0f} MiB"
                         note = run["error"] or ""

@@ -76,10 +76,11 @@ ggml_tensor* bias_split_gelu(Ctx& ctx, ggml_tensor* x, ggml_tensor* bias) {
                       std::to_string(ggml_nelements(bias)) + " values)");
     ggml_tensor* h = ggml_add(ctx, cont(ctx, x), ggml_reshape_1d(ctx, cont(ctx, bias), D));
     auto half = [&](int64_t k) {
-        return ggml_cont(ctx, ggml_view_4d(ctx, h, D / 2, h->ne[1], h->ne[2], h->ne[3], h->nb[1], h->nb[2], h->nb[3],
-                                           size_t(k * (D / 2)) * h->nb[0]));
+        return ggml_view_4d(ctx, h, D / 2, h->ne[1], h->ne[2], h->ne[3], h->nb[1], h->nb[2], h->nb[3],
+                            size_t(k * (D / 2)) * h->nb[0]);
     };
-    return ggml_mul(ctx, half(0), gelu(ctx, half(1), GeluParams{}));
+    if (ctx.cpu && h->type == GGML_TYPE_F32) return mul_gelu_vec(ctx, half(0), half(1));
+    return ggml_mul(ctx, ggml_cont(ctx, half(0)), gelu(ctx, ggml_cont(ctx, half(1)), GeluParams{}));
 }
 
 }  // namespace o2g

@@ -86,6 +86,15 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
     return out;  // [Dv, Tq, H, B] = ONNX [B, H, Tq, Dv]
 }
 
+ggml_tensor* fused_attention_scaled(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                                    const HostTensor& q_scale, const HostTensor& k_scale, ggml_tensor* mask,
+                                    FusedAttentionParams p) {
+    if (q_scale.numel() != 1 || k_scale.numel() != 1)
+        throw OpError("fused_attention: a Q or K scale with more than one value");
+    p.scale *= float(q_scale.f64(0)) * float(k_scale.f64(0));
+    return fused_attention(ctx, q, k, v, nullptr, nullptr, mask, p);
+}
+
 // ---- Attention-23 ----
 namespace {
 

@@ -1,6 +1,7 @@
 // Op library: elementwise math (see include/onnx2ggml/ops/math.h).
 #include "kernels/elementwise.h"
 #include "kernels/custom.h"
+#include "kernels/gelu.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {
@@ -30,7 +31,15 @@ ggml_tensor* binary(Ctx& ctx, Bin fn, ArithK k, ggml_tensor* a, ggml_tensor* b) 
 
 ggml_tensor* add(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_add, ArithK::Add, a, b); }
 ggml_tensor* sub(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_sub, ArithK::Sub, a, b); }
-ggml_tensor* mul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_mul, ArithK::Mul, a, b); }
+// x * gelu(g) of one shape (GEGLU, whatever node chain made the gelu) is one pass over both halves on the CPU; a
+// gelu with other uses is still computed for them.
+ggml_tensor* mul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
+    if (ctx.cpu && a->type == GGML_TYPE_F32 && ggml_are_same_shape(a, b)) {
+        if (ggml_tensor* g = gelu_erf_input(b)) return mul_gelu_vec(ctx, a, g);
+        if (ggml_tensor* g = gelu_erf_input(a)) return mul_gelu_vec(ctx, b, g);
+    }
+    return binary(ctx, ggml_mul, ArithK::Mul, a, b);
+}
 ggml_tensor* div(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_div, ArithK::Div, a, b); }
 
 ggml_tensor* pow(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return custom_binary(ctx, a, b, BinaryK::Pow); }

@@ -28,17 +28,21 @@ void lower_AttentionFused(Lower& L) {
     o2g::FusedAttentionParams p;
     p.scale = L.node.get_float("scale", 1.0f);
     p.one_head = r == 3;
-    ggml_tensor* side[2] = {nullptr, nullptr};
+    bool host = true;
     for (int i : {3, 4}) {
-        if (!L.has(i)) continue;
-        Val& s = L.in(i);
-        if (shape_numel(L.shape(i)) != 1) L.error("fused attention: a Q or K scale with more than one value");
-        if (s.host) p.scale *= float(L.h(i).f64(0));
-        else side[i - 3] = L.t(i);
+        if (L.has(i) && shape_numel(L.shape(i)) != 1) L.error("fused attention: a Q or K scale with more than one value");
+        host &= !L.has(i) || L.in(i).host;
     }
     ggml_tensor* mask = L.has(5) ? L.t(5) : nullptr;
     if (mask && L.rank(5) > 4) L.error("fused attention: mask of rank " + std::to_string(L.rank(5)));
     const DType out = L.node.get_int("to_float", 0) ? DType::FLOAT : L.dtype(2);  // P V has V's type
+    if (host && (L.has(3) || L.has(4))) {  // scales known at build time (mark_host_values): into the softmax's
+        static const HostTensor one = HostTensor::from_f64(DType::FLOAT, {}, {1.0});
+        auto scale = [&](int i) { return L.has(i) ? L.hv(i) : HostArg{&one, nullptr}; };
+        L.out(0, O2G_CALL(L, o2g::fused_attention_scaled, L.t(0), L.t(1), L.t(2), scale(3), scale(4), mask, p), out, r);
+        return;
+    }
+    ggml_tensor* side[2] = {L.has(3) ? L.t(3) : nullptr, L.has(4) ? L.t(4) : nullptr};
     L.out(0, O2G_CALL(L, o2g::fused_attention, L.t(0), L.t(1), L.t(2), side[0], side[1], mask, p), out, r);
 }
 
@@ -184,7 +188,7 @@ double attention_flops(Lower& L) {
 
 const std::vector<OpDef>& attention_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "onnx2ggml.Attention", .since = 1, .ggml = lower_AttentionFused, .math = true, .flops = attention_flops},  // fuse_attention
+        {.op = "onnx2ggml.Attention", .since = 1, .ggml = lower_AttentionFused, .build_time_inputs = {3, 4}, .math = true, .flops = attention_flops},  // fuse_attention
         {.op = "Attention", .since = 23, .accepts = "in=3..7 out=1..4",
          .ggml = lower_Attention, .host_inputs = {6}, .math = true},
         {.op = "LinearAttention", .since = 27, .accepts = "in=3..6 out=2", .ggml = lower_LinearAttention, .math = true},

@@ -222,6 +222,7 @@ struct OpDef {
     LowerFn ggml = nullptr;        // builds ggml tensors through the op library
     LowerFn host = nullptr;        // evaluates on the host (shape, integer and boolean work)
     std::vector<int> host_inputs;  // inputs that must be known on the host (shapes, axes, ...)
+    std::vector<int> build_time_inputs;  // inputs worth knowing on the host when they can be (a fused scale)
     bool math = false;             // computes new float values (vs. moving data)
     bool shape_only = false;       // reads only its input's shape (Shape, Size)
     bool control = false;          // drives subgraphs (If, Loop, Scan); its body nodes run one by one

@@ -34,17 +34,39 @@ bool touches_narrow(const Node& n, const std::set<std::string>& narrow) {
     return false;
 }
 
+// Whether v can be computed when the graph is built: constants and shapes through ops with a host form. A
+// graph input's data is not known then.
+bool host_computable(const Model& m, const GraphPlan& plan, const std::map<std::string, int>& producer,
+                     const std::string& v, int depth) {
+    auto it = producer.find(v);
+    if (it == producer.end()) return m.graph.initializers.count(v) > 0;
+    const Node& n = plan.node(m, it->second);
+    const OpDef* def = find_op(n.domain, n.op_type, m.opset(n.domain));
+    if (!def || !def->host || def->control || depth > 24) return false;
+    if (def->shape_only) return true;
+    for (const auto& i : n.inputs)
+        if (!i.empty() && !host_computable(m, plan, producer, i, depth + 1)) return false;
+    return true;
+}
+
 }  // namespace
 
 void mark_host_values(const Model& m, GraphPlan& plan) {
     auto& need = plan.need_host;
     const std::set<std::string> narrow = narrow_values(m.graph);
+    std::map<std::string, int> producer;
+    for (int idx : plan.live_nodes)
+        for (const auto& o : plan.node(m, idx).outputs) producer[o] = idx;
     for (int idx : plan.live_nodes) {
         const Node& n = plan.node(m, idx);
         const OpDef* def = find_op(n.domain, n.op_type, m.opset(n.domain));
         if (!def) continue;
         for (int i : def->host_inputs)
             if (i < int(n.inputs.size()) && !n.inputs[size_t(i)].empty()) need.insert(n.inputs[size_t(i)]);
+        for (int i : def->build_time_inputs)
+            if (i < int(n.inputs.size()) && !n.inputs[size_t(i)].empty() &&
+                host_computable(m, plan, producer, n.inputs[size_t(i)], 0))
+                need.insert(n.inputs[size_t(i)]);
         if (touches_narrow(n, narrow))
             for (const auto* list : {&n.inputs, &n.outputs})
                 for (const auto& v : *list)

@@ -178,7 +178,7 @@ void print_profile(const Session& s) {
     std::map<std::string, const Node*> producer;
     for (const Node& n : g.nodes)
         for (auto& o : n.outputs) producer[o] = &n;
-    std::map<std::string, double> by_node, by_op;
+    std::map<std::string, double> by_node, by_op, by_pair;
     std::map<std::string, std::string> label;
     double total = 0;
     for (auto& e : s.profile()) {
@@ -189,6 +189,8 @@ void print_profile(const Session& s) {
         std::string key = it != producer.end() ? it->second->op_type + " '" + it->second->name + "'" : "(" + v + ")";
         by_node[key] += e.ms;
         by_op[e.ggml_op] += e.ms;
+        if (getenv("O2G_DBG") && e.ggml_op == getenv("O2G_DBG")) printf("DBG %s %.3f %s\n", e.value.c_str(), e.ms, key.c_str());
+        by_pair[(it != producer.end() ? it->second->op_type : std::string("(other)")) + " -> " + e.ggml_op] += e.ms;
         total += e.ms;
     }
     auto print = [&](const char* title, const std::map<std::string, double>& m, size_t limit) {
@@ -199,8 +201,9 @@ void print_profile(const Session& s) {
         for (size_t i = 0; i < v.size() && i < limit; i++)
             printf("  %9.3f ms %5.1f%%  %s\n", v[i].first, total > 0 ? 100 * v[i].first / total : 0.0, v[i].second.c_str());
     };
-    print("time per ONNX node", by_node, 25);
+    print("time per ONNX node", by_node, getenv("O2G_PROFILE_ALL") ? 100000 : 25);
     print("time per ggml op", by_op, 40);
+    print("time per ONNX op type -> ggml op", by_pair, 25);  // which nodes an op's time comes from
 }
 
 // ggml ops that read and write each element once: ggml's own, our broadcasting arithmetic ("CUSTOM:add_bcast"

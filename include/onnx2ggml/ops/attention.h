@@ -21,6 +21,11 @@ struct FusedAttentionParams {
 // ggml_soft_max_ext.
 ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* q_scale,
                              ggml_tensor* k_scale, ggml_tensor* mask, const FusedAttentionParams& p);
+// The same with Q's and K's scales known when the graph is built (one value each, say sqrt(1 / sqrt(D)) from Q's
+// shape): they fold into the softmax's scale, and no pass over Q or K multiplies them in.
+ggml_tensor* fused_attention_scaled(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                                    const HostTensor& q_scale, const HostTensor& k_scale, ggml_tensor* mask,
+                                    FusedAttentionParams p);
 
 struct AttentionParams {
     int64_t q_heads = 0;   // 3-D inputs [B, S, heads * head size]: the head counts; 0 for 4-D [B, heads, S, size]
