@@ -189,7 +189,6 @@ void print_profile(const Session& s) {
         std::string key = it != producer.end() ? it->second->op_type + " '" + it->second->name + "'" : "(" + v + ")";
         by_node[key] += e.ms;
         by_op[e.ggml_op] += e.ms;
-        if (getenv("O2G_DBG") && e.ggml_op == getenv("O2G_DBG")) printf("DBG %s %.3f %s\n", e.value.c_str(), e.ms, key.c_str());
         by_pair[(it != producer.end() ? it->second->op_type : std::string("(other)")) + " -> " + e.ggml_op] += e.ms;
         total += e.ms;
     }
@@ -201,7 +200,7 @@ void print_profile(const Session& s) {
         for (size_t i = 0; i < v.size() && i < limit; i++)
             printf("  %9.3f ms %5.1f%%  %s\n", v[i].first, total > 0 ? 100 * v[i].first / total : 0.0, v[i].second.c_str());
     };
-    print("time per ONNX node", by_node, getenv("O2G_PROFILE_ALL") ? 100000 : 25);
+    print("time per ONNX node", by_node, 25);
     print("time per ggml op", by_op, 40);
     print("time per ONNX op type -> ggml op", by_pair, 25);  // which nodes an op's time comes from
 }
