@@ -57,6 +57,11 @@ struct Ctx {
     // Largest buffer the device allocates (ggml_backend_buft_get_max_size; 0: no limit). Ops that would make one
     // tensor larger split the work (attention's score matrix) so the scheduler keeps it on the device.
     size_t max_alloc = 0;
+    // Whether the device computes a node as built (ggml_backend_supports_op; null: every node). Ops with a
+    // better form some backends lack (flash attention) build it, ask, and else build the other.
+    std::function<bool(const ggml_tensor*)> supports;
+    // Precision "fast": reduced-precision forms where a backend has them (flash attention with F16 K and V).
+    bool fast = false;
     // Host data created while building (index tables, masks), uploaded once the graph is allocated.
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     // Our own kernels by name (stats and profiles show "CUSTOM:<name>").

@@ -18,6 +18,27 @@ std::string ne_str(const ggml_tensor* t) {
            std::to_string(t->ne[3]) + "]";
 }
 
+// softmax(scale q k^T + mask) v through ggml_flash_attn_ext, q and k [D, T, H, B], v [Dv, Tk, H, B], the mask F32
+// [Tk, Tq|1, H|1, B|1]: [Dv, Tq, H, B] as a view of its [Dv, H, Tq, B] result, or null where the device lacks it.
+// Exact mode keeps K and V in F32 with F32 accumulation, unmasked; fast mode gives it F16 K, V and mask. ONNX2GGML_FLASH_ATTENTION=0
+// builds the chunked products instead (for comparisons).
+ggml_tensor* flash_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* mask, float scale) {
+    const char* env = getenv("ONNX2GGML_FLASH_ATTENTION");
+    // The kernel reads the mask as F16: exact mode keeps masked attention (T5's position bias) on the F32 path.
+    if ((env && std::string(env) == "0") || !ctx.supports || (mask && !ctx.fast)) return nullptr;
+    if (ctx.fast) {
+        k = ggml_cast(ctx, k, GGML_TYPE_F16);
+        v = ggml_cast(ctx, v, GGML_TYPE_F16);
+    }
+    if (mask && mask->ne[1] != q->ne[1])  // one row per query: the kernel does not broadcast over them
+        mask = ggml_repeat(ctx, mask, ggml_new_tensor_4d(ctx, GGML_TYPE_F32, mask->ne[0], q->ne[1], mask->ne[2], mask->ne[3]));
+    if (mask) mask = ggml_cast(ctx, mask, GGML_TYPE_F16);
+    ggml_tensor* y = ggml_flash_attn_ext(ctx, q, k, v, mask, scale, 0.0f, 0.0f);
+    if (!ctx.fast) ggml_prec_set_acc(y, GGML_PREC_F32);
+    if (!ctx.supports(y)) return nullptr;
+    return ggml_permute(ctx, y, 0, 2, 1, 3);  // [Dv, H, Tq, B] -> [Dv, Tq, H, B]
+}
+
 }  // namespace
 
 ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* q_scale,
@@ -59,6 +80,8 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
         return attention_kernel(ctx, cont(ctx, q), cont(ctx, k), cont(ctx, v), p.scale, mask);
     q = ggml_cont(ctx, ggml_permute(ctx, q, 0, 2, 1, 3));                    // [D, Tq, H, B]
     k = ggml_cont(ctx, ggml_permute(ctx, k, 0, 2, 1, 3));                    // [D, Tk, H, B]
+    if (ggml_tensor* y = flash_attention(ctx, q, k, ggml_cont(ctx, ggml_permute(ctx, v, 0, 2, 1, 3)), mask, p.scale))
+        return y;
     ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));      // [Tk, Dv, H, B]
     // The score matrix [Tk, Tq, H, B] is computed in query chunks of at most 64 MiB (less where the buffer type's
     // own limit is under twice that): a backend refuses a tensor larger than its storage-buffer range (lavapipe:

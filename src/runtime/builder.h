@@ -28,6 +28,8 @@ struct WeightCache : o2g::WeightStore {
     ggml_backend_buffer_type_t buft = nullptr;
     bool zero_copy = false;   // CPU device: aligned f32 weights are used in place from the file mapping
     bool native_cpu = false;  // the graph runs on the CPU: our CPU kernels (Winograd, attention) may be used
+    ggml_backend_t backend = nullptr;  // the device the graph runs on (which ops it supports)
+    bool fast = false;                 // SessionOptions::precision "fast"
     ggml_type matmul_type = GGML_TYPE_F32;  // constant MatMul/Gemm and conv weights (SessionOptions::weights)
     size_t max_alloc = 0;     // the device's largest buffer (0: no limit), see Ctx::max_alloc
     bool progress = false;    // show commit()'s conversions and uploads (a big model, see load_progress.h)
@@ -96,6 +98,8 @@ public:
         octx.weights = &w;
         octx.matmul_type = w.matmul_type;
         octx.max_alloc = w.max_alloc;
+        octx.fast = w.fast;
+        if (ggml_backend_t be = w.backend) octx.supports = [be](const ggml_tensor* t) { return ggml_backend_supports_op(be, t); };
     }
 
     // Graph inputs (already validated), in graph-input order.

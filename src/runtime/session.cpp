@@ -95,6 +95,8 @@ public:
         max_memory_ = effective_max_memory(opts.max_memory);
         user_limit_ = opts.max_memory != 0;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
+        weights_.backend = backend_;
+        weights_.fast = opts.precision == "fast";
         weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
         weights_.native_cpu = weights_.zero_copy && accel_ == nullptr && !opts.portable;
         // Weights the run reads in place (CPU) are read here once, visibly; elsewhere the upload in
