@@ -68,7 +68,8 @@ log() { printf '[sdcpp_bench] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 mkdir -p "$WORK" "$LOGS"
 
-# SDCPP_CLI=path/to/sd-cli skips steps 1-2 (a binary built elsewhere, e.g. carried to a GPU machine).
+# SDCPP_CLI=path/to/sd-cli skips steps 1-2 (a binary built elsewhere, e.g. on a GPU machine); SDCPP_CKPT_ONLY=1
+# stops after step 3 (the checkpoint).
 if [[ -z ${SDCPP_CLI:-} ]]; then
 # ----------------------------------------------------------------------------- 1. sdist
 if [[ ! -f $SDIST ]]; then
@@ -164,6 +165,8 @@ save_file(state, tmp, metadata={"format": "pt", "note": "onnx2ggml scripts/sdcpp
 os.replace(tmp, out)
 EOF
 fi
+
+if [[ ${SDCPP_CKPT_ONLY:-0} == 1 ]]; then log "wrote $CKPT"; exit 0; fi
 
 # ----------------------------------------------------------------------------- 4. runs
 CLI=${SDCPP_CLI:-$WORK/build$SUFFIX/bin/sd-cli}
