@@ -58,17 +58,21 @@ Backends::~Backends() {
     if (main) ggml_backend_free(main);
 }
 
-// Vulkan reads GGML_VK_DISABLE_F16 once, when it creates a device; so a process has one Vulkan precision.
-static void set_vulkan_precision(ggml_backend_dev_t dev, const std::string& precision) {
+// Vulkan reads GGML_VK_DISABLE_F16 once, when it creates a device, and cuBLAS reads NVIDIA_TF32_OVERRIDE when it
+// starts (F32 products in TF32 were 1e-3 off on an H100); so a process has one precision per backend.
+static void set_device_precision(ggml_backend_dev_t dev, const std::string& precision) {
     static std::mutex mu;
-    static std::string chosen;
+    static std::map<std::string, std::string> chosen;
     std::lock_guard<std::mutex> lock(mu);
-    if (strncasecmp(ggml_backend_dev_name(dev), "Vulkan", 6) != 0) return;
-    if (!chosen.empty() && chosen != precision)
-        fail("precision '", precision, "' on ", ggml_backend_dev_name(dev), ": this process already opened Vulkan with '",
-             chosen, "', and ggml's Vulkan backend fixes it per process");
-    chosen = precision;
-    if (precision == "exact") setenv("GGML_VK_DISABLE_F16", "1", 1);
+    const char* name = ggml_backend_dev_name(dev);
+    const bool vulkan = strncasecmp(name, "Vulkan", 6) == 0, cuda = strncasecmp(name, "CUDA", 4) == 0;
+    if (!vulkan && !cuda) return;
+    std::string& was = chosen[vulkan ? "Vulkan" : "CUDA"];
+    if (!was.empty() && was != precision)
+        fail("precision '", precision, "' on ", name, ": this process already opened ", vulkan ? "Vulkan" : "CUDA",
+             " with '", was, "', and ggml's backend fixes it per process");
+    was = precision;
+    if (precision == "exact") setenv(vulkan ? "GGML_VK_DISABLE_F16" : "NVIDIA_TF32_OVERRIDE", vulkan ? "1" : "0", 1);
 }
 
 // Sessions open on several threads at once: ggml's registry and abort hook are process-wide, set up once.
@@ -99,7 +103,7 @@ std::unique_ptr<Backends> open_backends(const std::string& device, int threads, 
     if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (!dev) fail("no ggml device available");
     auto b = std::make_unique<Backends>();
-    set_vulkan_precision(dev, precision);
+    set_device_precision(dev, precision);
     b->precision = precision;
     b->main = ggml_backend_dev_init(dev, nullptr);
     if (!b->main) fail("could not start device '", ggml_backend_dev_name(dev), "'");

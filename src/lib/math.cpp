@@ -74,6 +74,17 @@ ggml_tensor* minimum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
     return custom_binary(ctx, a, b, BinaryK::Min);
 }
 
+// Off the CPU, ggml's sin and cos are built with fast math (CUDA's __sinf was 1.3e-4 off at |x| near 1000, as a
+// diffusion timestep embedding takes them): x is first reduced to [-pi, pi] by Cody and Waite's two-part 2 pi,
+// whose high part times any k below 2^15 is exact in f32.
+static ggml_tensor* reduce_2pi(Ctx& ctx, ggml_tensor* x) {
+    if (ctx.cpu) return x;
+    const float hi = 6.28125f, lo = 1.9353071795864769e-3f;
+    ggml_tensor* k = ggml_round(ctx, ggml_scale(ctx, x, float(0.5 / M_PI)));
+    return ggml_sub(ctx, ggml_sub(ctx, x, ggml_scale(ctx, k, hi)), ggml_scale(ctx, k, lo));
+}
+ggml_tensor* sin(Ctx& ctx, ggml_tensor* x) { return ggml_sin(ctx, reduce_2pi(ctx, x)); }
+ggml_tensor* cos(Ctx& ctx, ggml_tensor* x) { return ggml_cos(ctx, reduce_2pi(ctx, x)); }
 ggml_tensor* erf(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Erf); }
 ggml_tensor* tan(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Tan); }
 ggml_tensor* asin(Ctx& ctx, ggml_tensor* x) { return custom_unary(ctx, x, UnaryK::Asin); }

@@ -89,7 +89,7 @@ ggml_tensor* portable_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0, float 
             return ggml_add(ctx, ggml_mul(ctx, ggml_step(ctx, ggml_scale_bias(ctx, x, 1.0f, -p0)), ggml_scale_bias(ctx, x, 1.0f, -p1)),
                             ggml_mul(ctx, ggml_step(ctx, ggml_scale_bias(ctx, x, -1.0f, -p0)), ggml_scale_bias(ctx, x, 1.0f, p1)));
         case UnaryK::PowScalar: return portable_pow_scalar(ctx, x, p0);
-        case UnaryK::Tan: return ggml_div(ctx, ggml_sin(ctx, x), ggml_cos(ctx, x));
+        case UnaryK::Tan: return ggml_div(ctx, o2g::sin(ctx, x), o2g::cos(ctx, x));
         default: return nullptr;  // no composition that matches the CPU kernel closely enough
     }
 }

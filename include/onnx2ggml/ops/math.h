@@ -42,6 +42,8 @@ ggml_tensor* maximum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b);
 ggml_tensor* minimum(Ctx& ctx, ggml_tensor* a, ggml_tensor* b);
 
 // Unary math, exact std:: functions (CPU kernels).
+ggml_tensor* sin(Ctx& ctx, ggml_tensor* x);  // off the CPU after a reduction to [-pi, pi]
+ggml_tensor* cos(Ctx& ctx, ggml_tensor* x);
 ggml_tensor* erf(Ctx& ctx, ggml_tensor* x);
 ggml_tensor* tan(Ctx& ctx, ggml_tensor* x);
 ggml_tensor* asin(Ctx& ctx, ggml_tensor* x);
