@@ -311,3 +311,24 @@ def geglu_attention_cases():
         ("fuse_attention: TorchScript's SDPA, Q and K * sqrt(1/sqrt(D)) from Q's shape: the scale folds at build time",
          sdpa_shape_scale(), 7, {"CUSTOM:attention": 1, "MUL": None, "SQRT": None, "SOFT_MAX": None}, {}),
     ]
+
+
+def narrow_conv(out_channels=8):
+    """A 3x3 conv of 32 channels to `out_channels` (as the UNet's conv_out): off the CPU, its product's second
+    operand is the kernel, with out_channels columns."""
+    rng = np.random.RandomState(14)
+    w = numpy_helper.from_array((rng.randn(out_channels, 32, 3, 3) * 0.1).astype(np.float32), "w")
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+    feeds = {"x": rng.randn(2, 32, 12, 12).astype(np.float32)}
+    return _model([node], [w], x_shape=(2, 32, 12, 12)), feeds
+
+
+def narrow_product_cases():
+    return [
+        ("exact, portable: a product with 4-16 columns is computed transposed (CUDA's mmf would take it in TF32)",
+         narrow_conv(8), 1, {"TRANSPOSE": 1, "MUL_MAT": 1}, {"ARGS": "--portable"}),
+        ("fast, portable: the same product as ggml lays it out", narrow_conv(8), 1, {"TRANSPOSE": None, "MUL_MAT": 1},
+         {"ARGS": "--portable --precision fast"}),
+        ("exact, portable: 32 output channels, the usual layout", narrow_conv(32), 1, {"TRANSPOSE": None, "MUL_MAT": 1},
+         {"ARGS": "--portable"}),
+    ]

@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import metrics  # noqa: E402
 from pass_cases_graphs import (affine_fold_cases, clip_cases, fp16_cases, gelu_erf_cases, geglu_attention_cases,  # noqa: E402
-                               hard_swish_cases, scalar_affine_cases)
+                               hard_swish_cases, narrow_product_cases, scalar_affine_cases)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -964,6 +964,7 @@ def main():
     cases += clip_cases()
     cases += gelu_erf_cases()
     cases += geglu_attention_cases()
+    cases += narrow_product_cases()
     cases += fp16_cases(cases)
     for label, (model, feeds), want_nodes, want_ops, env, *opts in cases:
         if a.filter not in label:

@@ -57,6 +57,12 @@ ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
         a = pad_rows(ctx, a, pad);
         b = pad_rows(ctx, b, pad);
     }
+    // Exact mode off the CPU: CUDA's mmf kernel takes F32 products whose second operand has 4 to 16 columns (a
+    // conv with 4 to 16 output channels, a short sequence) in TF32, whatever NVIDIA_TF32_OVERRIDE says. The
+    // operands swapped give the product transposed, which cuBLAS computes in F32; the copy back is small.
+    if (!ctx.cpu && !ctx.fast && a->type == GGML_TYPE_F32 && b->ne[1] >= 4 && b->ne[1] <= 16 && a->ne[1] > 16 &&
+        a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3])
+        return ggml_cont(ctx, ggml_transpose(ctx, ggml_mul_mat(ctx, b, a)));
     return ggml_mul_mat(ctx, a, b);
 }
 
