@@ -139,6 +139,12 @@ void ProgramRecorder::param_field(const Val& v, const std::string& field, char k
     field_vals_.push_back(v.name);
 }
 
+bool ProgramRecorder::wants_field(const std::string& field) {
+    for (auto& f : fields_)
+        if (f.first == field) return true;
+    return false;
+}
+
 // Replaces the literal of params field `.field = ...` in a call's text with `expr`; false if it is not there.
 static bool replace_field(std::string& text, const std::string& field, const std::string& expr) {
     std::string key = "." + field + " = ";
