@@ -190,33 +190,6 @@ std::string ProgramRecorder::var_text(const HostExpr& h) {
     return v;
 }
 
-std::string ProgramRecorder::host_literal(const HostTensor& h) {
-    if (h.numel() > 4096) return "";
-    std::string shape = "{", vals = "{";
-    for (size_t i = 0; i < h.shape.size(); i++) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
-    bool is_float = dtype_is_float(h.dtype);
-    for (int64_t k = 0; k < h.numel(); k++) {
-        if (k) vals += ", ";
-        if (!is_float) {
-            int64_t v = h.i64(k);
-            vals += v == INT64_MIN ? std::string("INT64_MIN") : std::to_string(v);
-            continue;
-        }
-        double d = h.f64(k);
-        if (std::isnan(d)) vals += "NAN";
-        else if (std::isinf(d)) vals += d > 0 ? "INFINITY" : "-INFINITY";
-        else {
-            char buf[40];
-            snprintf(buf, sizeof buf, "%.17g", d);
-            std::string x = buf;
-            if (x.find_first_of(".e") == std::string::npos) x += ".0";
-            vals += x;
-        }
-    }
-    return std::string(is_float ? "o2g::host_floats(" : "o2g::host_ints(") + arg_text(*this, h.dtype) + ", " +
-           shape + "}, " + vals + "})";
-}
-
 // A float weight the graph reads on the host comes from the weights file too, read back when the graph is built, so
 // that another weights file (`import-weights`, --lora) reaches it; small ones stay literals.
 std::string ProgramRecorder::host_weight_text(const Val& v, const HostTensor& h) {
@@ -263,6 +236,8 @@ std::string ProgramRecorder::host_text(const HostArg& a) {
         if (a.src->rank()) shape += std::to_string(a.h->numel());
         shape += "}";
         for (size_t i = 0; i < it->second.e.size(); i++) list += (i ? ", " : "") + it->second.e[i];
+        std::string one = scalar_literal(a.h->dtype, shape, list);
+        if (!one.empty()) return one;
         return std::string(dtype_is_float(a.h->dtype) ? "o2g::host_floats(" : "o2g::host_ints(") +
                arg_text(*this, a.h->dtype) + ", " + shape + ", {" + list + "})";
     }
