@@ -71,6 +71,46 @@ extern const char* const kCMake;
 
 namespace {
 
+// Identifiers of C++ code with their use counts (string literals and // comments skipped).
+std::map<std::string, int> identifier_counts(const std::string& code) {
+    std::map<std::string, int> n;
+    auto word = [](char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t i = 0; i < code.size();) {
+        char c = code[i];
+        if (c == '"') {
+            for (i++; i < code.size() && code[i] != '"'; i++)
+                if (code[i] == '\\') i++;
+            i++;
+        } else if (c == '/' && i + 1 < code.size() && code[i + 1] == '/') {
+            i = code.find('\n', i);
+            if (i == std::string::npos) break;
+        } else if (word(c)) {
+            size_t b = i;
+            while (i < code.size() && word(code[i])) i++;
+            n[code.substr(b, i - b)]++;
+        } else i++;
+    }
+    return n;
+}
+
+// A named result nothing reads (a dead value of a branch) becomes a plain `cb(...);` statement, so that the
+// program has no unused variable.
+std::string drop_unread_results(const std::string& body, const std::string& tail) {
+    std::map<std::string, int> uses = identifier_counts(body + tail);
+    std::string out, line;
+    std::istringstream in(body);
+    const std::string decl = "ggml_tensor* ";
+    while (std::getline(in, line)) {
+        size_t b = line.find_first_not_of(' ');
+        size_t eq = line.find(" = cb(");
+        if (b != std::string::npos && line.compare(b, decl.size(), decl) == 0 && eq != std::string::npos &&
+            uses[line.substr(b + decl.size(), eq - b - decl.size())] == 1)
+            line.erase(b, eq + 3 - b);
+        out += line + "\n";
+    }
+    return out;
+}
+
 void write_file(const std::string& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     O2G_CHECK(f, "cannot write '", path, "'");
@@ -386,6 +426,9 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
         << "// serves every input shape.\n"
         << "#include \"" << name << ".h\"\n\n#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstdio>\n"
         << "#include <memory>\n\n#include \"onnx2ggml/ops.h\"\n#include \"onnx2ggml/program.h\"\n\nnamespace " << name << "_graph {\n\n";
+    src << "// Names a result after its ONNX value, so that graph dumps and debuggers show ONNX names.\n"
+        << "[[maybe_unused]] static ggml_tensor* cb(ggml_tensor* t, const char* name) {\n"
+        << "    ggml_set_name(t, name);\n    return t;\n}\n\n";
     src << "// Weights and constants, loaded from " << name << ".gguf by ONNX name.\nstruct Weights {\n";
     for (auto& w : r.weights)
         src << "    ggml_tensor* " << w.field << " = nullptr;  // " << c_comment(w.key) << "\n";
@@ -413,8 +456,9 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
         std::string id = p.substr(13, p.find(' ', 13) - 13);  // "ggml_tensor* <id> = ..."
         src << "    " << p << "\n    (void)" << id << ";\n";
     }
-    src << body;
-    for (auto& e : r.epilogue) src << "    " << e << "\n";
+    std::string tail;
+    for (auto& e : r.epilogue) tail += "    " + e + "\n";
+    src << drop_unread_results(body, tail) << tail;
     src << "}\n\n";
     src << "}  // namespace " << name << "_graph\n\n";
 }

@@ -476,13 +476,16 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     for (auto& h : host_stmts_) code += "    " + h + "\n";
     if (device || !pre_.empty()) {
         for (auto& p : pre_) code += "    " + resolve(p) + "\n";
-        for (size_t k = 0; k < calls_.size(); k++)
-            code += "    ggml_tensor* " + names[k] + " = " + resolve(calls_[k].second) + ";\n";
-        for (size_t o = 0; o < out_vars.size(); o++) {
-            if (out_vars[o].empty()) continue;
-            bool made_here = false;
-            for (auto& nm : names) made_here |= nm == out_vars[o];
-            if (made_here) code += "    ggml_set_name(" + out_vars[o] + ", " + c_string(n.outputs[o]) + ");\n";
+        // An output made here is named after its ONNX value in the same statement, through the generated file's
+        // cb() (llama.cpp's model graphs name theirs so): cb(o2g::add(ctx, a, b), "/x/Add_output_0").
+        std::vector<std::string> value_name(calls_.size());
+        for (size_t o = 0; o < out_vars.size(); o++)
+            for (size_t k = 0; k < calls_.size(); k++)
+                if (!out_vars[o].empty() && names[k] == out_vars[o]) value_name[k] = n.outputs[o];
+        for (size_t k = 0; k < calls_.size(); k++) {
+            std::string call = resolve(calls_[k].second);
+            if (!value_name[k].empty()) call = "cb(" + call + ", " + c_string(value_name[k]) + ")";
+            code += "    ggml_tensor* " + names[k] + " = " + call + ";\n";
         }
     }
     if (!node_fail_.empty()) {
