@@ -13,6 +13,23 @@ namespace onnx2ggml {
 
 namespace {
 
+// The value a fused node's first output gets as a C++ variable: the module its node sits in and what the fusion
+// computes ("/up/resnets.0/norm1/InstanceNormalization" fused with SiLU: up_resnets_0_norm1_gn_silu), not the last
+// node of the chain it replaced; "" for other nodes.
+std::string fused_var_name(const Node& n) {
+    const std::string prefix = "onnx2ggml.";
+    size_t slash = n.name.rfind('/');
+    if (n.op_type.rfind(prefix, 0) != 0 || slash == std::string::npos || slash == 0) return "";
+    static const std::map<std::string, std::string> what = {
+        {"GroupNorm", "gn"}, {"Attention", "attn"}, {"MatMulBias", "linear"}, {"ScaleBias", "scale_bias"},
+        {"Gelu", "gelu"}, {"SiLU", "silu"}};
+    std::string op = n.op_type.substr(prefix.size());
+    auto it = what.find(op);
+    std::string w = it != what.end() ? it->second : op;
+    if (op == "GroupNorm" && n.get_int("silu", 0)) w += "_silu";
+    return n.name.substr(0, slash) + "/" + w;
+}
+
 // Names the generated build function uses itself, and C++ words: no ONNX value may take them.
 const char* kReserved[] = {"ctx", "w", "in", "out", "hin", "hout", "weights", "o2g", "std", "int", "float", "double",
                            "char", "bool", "void", "auto", "const", "if", "else", "for", "while", "do", "return",
@@ -441,12 +458,13 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     check_direct_reads(n, device);
     // Names: each output takes its value's name; other results are "<first output>_<k>".
     std::vector<std::string> names(calls_.size());
+    const std::string fused = fused_var_name(n);
     for (size_t o = 0; o < L.outs.size() && o < n.outputs.size(); o++) {
         ggml_tensor* t = L.outs[o].t;
         if (!t || n.outputs[o].empty()) continue;
         for (size_t k = calls_.size(); k-- > 0;)
             if (calls_[k].first == t) {
-                if (names[k].empty()) names[k] = ident(n.outputs[o]);
+                if (names[k].empty()) names[k] = ident(o == 0 && !fused.empty() ? fused : n.outputs[o]);
                 break;
             }
     }
