@@ -437,10 +437,10 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
     src << "    (void)f;\n    return w;\n}\n\n";
     src << "// Builds the graph for the shapes of `in` (and the data of `hin`, the inputs read on the host); fills `out`,\n"
         << "// or `hout` for outputs computed on the host, in graph-output order.\n"
-        << "void build(o2g::Ctx& ctx, const void* weights, ggml_tensor* const* in, const o2g::HostTensor* hin,\n"
-        << "           ggml_tensor** out, o2g::HostTensor* hout) {\n"
-        << "    const Weights& w = *static_cast<const Weights*>(weights);\n    (void)w;\n    (void)ctx;\n"
-        << "    (void)in;\n    (void)hin;\n    (void)out;\n    (void)hout;\n";
+        << "void build([[maybe_unused]] o2g::Ctx& ctx, const void* weights, [[maybe_unused]] ggml_tensor* const* in,\n"
+        << "           [[maybe_unused]] const o2g::HostTensor* hin, [[maybe_unused]] ggml_tensor** out,\n"
+        << "           [[maybe_unused]] o2g::HostTensor* hout) {\n"
+        << "    [[maybe_unused]] const Weights& w = *static_cast<const Weights*>(weights);\n";
     std::string body;
     for (size_t i = 0; i < r.node_code.size(); i++) {
         if (r.node_code[i].empty()) continue;
@@ -452,10 +452,7 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
         body += "    // [" + std::to_string(i) + "] " + c_comment(n.name.empty() ? "(unnamed)" : n.name) + ": " +
                 c_comment(n.op_type) + c_comment(shape) + "\n" + r.node_code[i];
     }
-    for (auto& p : r.prologue) {
-        std::string id = p.substr(13, p.find(' ', 13) - 13);  // "ggml_tensor* <id> = ..."
-        src << "    " << p << "\n    (void)" << id << ";\n";
-    }
+    for (auto& p : r.prologue) src << "    [[maybe_unused]] " << p << "\n";
     std::string tail;
     for (auto& e : r.epilogue) tail += "    " + e + "\n";
     src << drop_unread_results(body, tail) << tail;
