@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -84,6 +85,7 @@ struct OpError : std::runtime_error {
 // Generated code prints params as designated initializers; each params struct lists its fields through this.
 struct FieldWriter {
     std::string out;
+    std::vector<std::pair<std::string, std::string>> items;  // (name, literal) in order
     void field(const char* name, const std::string& literal);
     void operator()(const char* name, int64_t v);
     void operator()(const char* name, int v) { (*this)(name, int64_t(v)); }
@@ -92,6 +94,11 @@ struct FieldWriter {
     void operator()(const char* name, const Ints& v);
     void operator()(const char* name, const std::vector<float>& v);
     std::string str() const { return "{" + out + "}"; }
+    // An int field that stands for an enum, written by name ("o2g::AUTO_PAD_VALID"); names[i] names value i.
+    void enum_field(const char* name, int v, std::initializer_list<const char*> names) {
+        if (v >= 0 && size_t(v) < names.size()) field(name, std::string("o2g::") + names.begin()[v]);
+        else (*this)(name, v);
+    }
 };
 std::string float_literal(float f);
 std::string ints_literal(const Ints& v);

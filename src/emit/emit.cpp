@@ -71,6 +71,46 @@ extern const char* const kCMake;
 
 namespace {
 
+// Identifiers of C++ code with their use counts (string literals and // comments skipped).
+std::map<std::string, int> identifier_counts(const std::string& code) {
+    std::map<std::string, int> n;
+    auto word = [](char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t i = 0; i < code.size();) {
+        char c = code[i];
+        if (c == '"') {
+            for (i++; i < code.size() && code[i] != '"'; i++)
+                if (code[i] == '\\') i++;
+            i++;
+        } else if (c == '/' && i + 1 < code.size() && code[i + 1] == '/') {
+            i = code.find('\n', i);
+            if (i == std::string::npos) break;
+        } else if (word(c)) {
+            size_t b = i;
+            while (i < code.size() && word(code[i])) i++;
+            n[code.substr(b, i - b)]++;
+        } else i++;
+    }
+    return n;
+}
+
+// A named result nothing reads (a dead value of a branch) becomes a plain `cb(...);` statement, so that the
+// program has no unused variable.
+std::string drop_unread_results(const std::string& body, const std::string& tail) {
+    std::map<std::string, int> uses = identifier_counts(body + tail);
+    std::string out, line;
+    std::istringstream in(body);
+    const std::string decl = "ggml_tensor* ";
+    while (std::getline(in, line)) {
+        size_t b = line.find_first_not_of(' ');
+        size_t eq = line.find(" = cb(");
+        if (b != std::string::npos && line.compare(b, decl.size(), decl) == 0 && eq != std::string::npos &&
+            uses[line.substr(b + decl.size(), eq - b - decl.size())] == 1)
+            line.erase(b, eq + 3 - b);
+        out += line + "\n";
+    }
+    return out;
+}
+
 void write_file(const std::string& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     O2G_CHECK(f, "cannot write '", path, "'");
@@ -386,6 +426,9 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
         << "// serves every input shape.\n"
         << "#include \"" << name << ".h\"\n\n#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstdio>\n"
         << "#include <memory>\n\n#include \"onnx2ggml/ops.h\"\n#include \"onnx2ggml/program.h\"\n\nnamespace " << name << "_graph {\n\n";
+    src << "// Names a result after its ONNX value, so that graph dumps and debuggers show ONNX names.\n"
+        << "[[maybe_unused]] static ggml_tensor* cb(ggml_tensor* t, const char* name) {\n"
+        << "    ggml_set_name(t, name);\n    return t;\n}\n\n";
     src << "// Weights and constants, loaded from " << name << ".gguf by ONNX name.\nstruct Weights {\n";
     for (auto& w : r.weights)
         src << "    ggml_tensor* " << w.field << " = nullptr;  // " << c_comment(w.key) << "\n";
@@ -394,10 +437,10 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
     src << "    (void)f;\n    return w;\n}\n\n";
     src << "// Builds the graph for the shapes of `in` (and the data of `hin`, the inputs read on the host); fills `out`,\n"
         << "// or `hout` for outputs computed on the host, in graph-output order.\n"
-        << "void build(o2g::Ctx& ctx, const void* weights, ggml_tensor* const* in, const o2g::HostTensor* hin,\n"
-        << "           ggml_tensor** out, o2g::HostTensor* hout) {\n"
-        << "    const Weights& w = *static_cast<const Weights*>(weights);\n    (void)w;\n    (void)ctx;\n"
-        << "    (void)in;\n    (void)hin;\n    (void)out;\n    (void)hout;\n";
+        << "void build([[maybe_unused]] o2g::Ctx& ctx, const void* weights, [[maybe_unused]] ggml_tensor* const* in,\n"
+        << "           [[maybe_unused]] const o2g::HostTensor* hin, [[maybe_unused]] ggml_tensor** out,\n"
+        << "           [[maybe_unused]] o2g::HostTensor* hout) {\n"
+        << "    [[maybe_unused]] const Weights& w = *static_cast<const Weights*>(weights);\n";
     std::string body;
     for (size_t i = 0; i < r.node_code.size(); i++) {
         if (r.node_code[i].empty()) continue;
@@ -409,12 +452,10 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
         body += "    // [" + std::to_string(i) + "] " + c_comment(n.name.empty() ? "(unnamed)" : n.name) + ": " +
                 c_comment(n.op_type) + c_comment(shape) + "\n" + r.node_code[i];
     }
-    for (auto& p : r.prologue) {
-        std::string id = p.substr(13, p.find(' ', 13) - 13);  // "ggml_tensor* <id> = ..."
-        src << "    " << p << "\n    (void)" << id << ";\n";
-    }
-    src << body;
-    for (auto& e : r.epilogue) src << "    " << e << "\n";
+    for (auto& p : r.prologue) src << "    [[maybe_unused]] " << p << "\n";
+    std::string tail;
+    for (auto& e : r.epilogue) tail += "    " + e + "\n";
+    src << drop_unread_results(body, tail) << tail;
     src << "}\n\n";
     src << "}  // namespace " << name << "_graph\n\n";
 }

@@ -27,5 +27,7 @@ void write_weights_gguf(const Model& m, const std::string& path);
 std::string c_identifier(const std::string& s);
 std::string c_string(const std::string& s);
 std::string c_comment(const std::string& s);
+// One INT64 or FLOAT value of shape {} or {1} in its short form (o2g::host_i64(0), o2g::host_f32(x, {1})); "" else.
+std::string scalar_literal(DType t, const std::string& shape, const std::string& value);
 
 }  // namespace onnx2ggml

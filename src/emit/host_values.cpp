@@ -1,6 +1,7 @@
 // How the compile recorder knows host values (see recorder.h): shape arithmetic over symbolic dims written as C++
 // expressions, and the kind of every host output (constant, expression, host variable, or not expressible).
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "emit/emit.h"
@@ -298,6 +299,40 @@ void ProgramRecorder::classify_host_outputs(Lower& L) {
         host_[name] = r;
         if (out.host) host_by_ptr_[out.host.get()] = r;
     }
+}
+
+std::string scalar_literal(DType t, const std::string& shape, const std::string& value) {
+    if ((t != DType::INT64 && t != DType::FLOAT) || (shape != "{}" && shape != "{1}") || value.empty()) return "";
+    return std::string(t == DType::INT64 ? "o2g::host_i64(" : "o2g::host_f32(") + value + (shape == "{}" ? ")" : ", {1})");
+}
+
+std::string ProgramRecorder::host_literal(const HostTensor& h) {
+    if (h.numel() > 4096) return "";
+    std::string shape = "{", vals = "{";
+    for (size_t i = 0; i < h.shape.size(); i++) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
+    bool is_float = dtype_is_float(h.dtype);
+    for (int64_t k = 0; k < h.numel(); k++) {
+        if (k) vals += ", ";
+        if (!is_float) {
+            int64_t v = h.i64(k);
+            vals += v == INT64_MIN ? std::string("INT64_MIN") : std::to_string(v);
+            continue;
+        }
+        double d = h.f64(k);
+        if (std::isnan(d)) vals += "NAN";
+        else if (std::isinf(d)) vals += d > 0 ? "INFINITY" : "-INFINITY";
+        else {
+            char buf[40];
+            snprintf(buf, sizeof buf, "%.17g", d);
+            std::string x = buf;
+            if (x.find_first_of(".e") == std::string::npos) x += ".0";
+            vals += x;
+        }
+    }
+    std::string one = scalar_literal(h.dtype, shape + "}", vals.substr(1));
+    if (!one.empty()) return one;
+    return std::string(is_float ? "o2g::host_floats(" : "o2g::host_ints(") + arg_text(*this, h.dtype) + ", " +
+           shape + "}, " + vals + "})";
 }
 
 }  // namespace onnx2ggml

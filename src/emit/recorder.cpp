@@ -13,6 +13,23 @@ namespace onnx2ggml {
 
 namespace {
 
+// The value a fused node's first output gets as a C++ variable: the module its node sits in and what the fusion
+// computes ("/up/resnets.0/norm1/InstanceNormalization" fused with SiLU: up_resnets_0_norm1_gn_silu), not the last
+// node of the chain it replaced; "" for other nodes.
+std::string fused_var_name(const Node& n) {
+    const std::string prefix = "onnx2ggml.";
+    size_t slash = n.name.rfind('/');
+    if (n.op_type.rfind(prefix, 0) != 0 || slash == std::string::npos || slash == 0) return "";
+    static const std::map<std::string, std::string> what = {
+        {"GroupNorm", "gn"}, {"Attention", "attn"}, {"MatMulBias", "linear"}, {"ScaleBias", "scale_bias"},
+        {"Gelu", "gelu"}, {"SiLU", "silu"}};
+    std::string op = n.op_type.substr(prefix.size());
+    auto it = what.find(op);
+    std::string w = it != what.end() ? it->second : op;
+    if (op == "GroupNorm" && n.get_int("silu", 0)) w += "_silu";
+    return n.name.substr(0, slash) + "/" + w;
+}
+
 // Names the generated build function uses itself, and C++ words: no ONNX value may take them.
 const char* kReserved[] = {"ctx", "w", "in", "out", "hin", "hout", "weights", "o2g", "std", "int", "float", "double",
                            "char", "bool", "void", "auto", "const", "if", "else", "for", "while", "do", "return",
@@ -139,6 +156,12 @@ void ProgramRecorder::param_field(const Val& v, const std::string& field, char k
     field_vals_.push_back(v.name);
 }
 
+bool ProgramRecorder::wants_field(const std::string& field) {
+    for (auto& f : fields_)
+        if (f.first == field) return true;
+    return false;
+}
+
 // Replaces the literal of params field `.field = ...` in a call's text with `expr`; false if it is not there.
 static bool replace_field(std::string& text, const std::string& field, const std::string& expr) {
     std::string key = "." + field + " = ";
@@ -182,33 +205,6 @@ std::string ProgramRecorder::var_text(const HostExpr& h) {
     const std::string& v = h.e[0];
     if (v.rfind("hin[", 0) == 0) host_inputs.insert(std::stoi(v.substr(4)));
     return v;
-}
-
-std::string ProgramRecorder::host_literal(const HostTensor& h) {
-    if (h.numel() > 4096) return "";
-    std::string shape = "{", vals = "{";
-    for (size_t i = 0; i < h.shape.size(); i++) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
-    bool is_float = dtype_is_float(h.dtype);
-    for (int64_t k = 0; k < h.numel(); k++) {
-        if (k) vals += ", ";
-        if (!is_float) {
-            int64_t v = h.i64(k);
-            vals += v == INT64_MIN ? std::string("INT64_MIN") : std::to_string(v);
-            continue;
-        }
-        double d = h.f64(k);
-        if (std::isnan(d)) vals += "NAN";
-        else if (std::isinf(d)) vals += d > 0 ? "INFINITY" : "-INFINITY";
-        else {
-            char buf[40];
-            snprintf(buf, sizeof buf, "%.17g", d);
-            std::string x = buf;
-            if (x.find_first_of(".e") == std::string::npos) x += ".0";
-            vals += x;
-        }
-    }
-    return std::string(is_float ? "o2g::host_floats(" : "o2g::host_ints(") + arg_text(*this, h.dtype) + ", " +
-           shape + "}, " + vals + "})";
 }
 
 // A float weight the graph reads on the host comes from the weights file too, read back when the graph is built, so
@@ -257,6 +253,8 @@ std::string ProgramRecorder::host_text(const HostArg& a) {
         if (a.src->rank()) shape += std::to_string(a.h->numel());
         shape += "}";
         for (size_t i = 0; i < it->second.e.size(); i++) list += (i ? ", " : "") + it->second.e[i];
+        std::string one = scalar_literal(a.h->dtype, shape, list);
+        if (!one.empty()) return one;
         return std::string(dtype_is_float(a.h->dtype) ? "o2g::host_floats(" : "o2g::host_ints(") +
                arg_text(*this, a.h->dtype) + ", " + shape + ", {" + list + "})";
     }
@@ -460,12 +458,13 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     check_direct_reads(n, device);
     // Names: each output takes its value's name; other results are "<first output>_<k>".
     std::vector<std::string> names(calls_.size());
+    const std::string fused = fused_var_name(n);
     for (size_t o = 0; o < L.outs.size() && o < n.outputs.size(); o++) {
         ggml_tensor* t = L.outs[o].t;
         if (!t || n.outputs[o].empty()) continue;
         for (size_t k = calls_.size(); k-- > 0;)
             if (calls_[k].first == t) {
-                if (names[k].empty()) names[k] = ident(n.outputs[o]);
+                if (names[k].empty()) names[k] = ident(o == 0 && !fused.empty() ? fused : n.outputs[o]);
                 break;
             }
     }
@@ -495,13 +494,16 @@ void ProgramRecorder::node_end(Lower& L, bool on_host) {
     for (auto& h : host_stmts_) code += "    " + h + "\n";
     if (device || !pre_.empty()) {
         for (auto& p : pre_) code += "    " + resolve(p) + "\n";
-        for (size_t k = 0; k < calls_.size(); k++)
-            code += "    ggml_tensor* " + names[k] + " = " + resolve(calls_[k].second) + ";\n";
-        for (size_t o = 0; o < out_vars.size(); o++) {
-            if (out_vars[o].empty()) continue;
-            bool made_here = false;
-            for (auto& nm : names) made_here |= nm == out_vars[o];
-            if (made_here) code += "    ggml_set_name(" + out_vars[o] + ", " + c_string(n.outputs[o]) + ");\n";
+        // An output made here is named after its ONNX value in the same statement, through the generated file's
+        // cb() (llama.cpp's model graphs name theirs so): cb(o2g::add(ctx, a, b), "/x/Add_output_0").
+        std::vector<std::string> value_name(calls_.size());
+        for (size_t o = 0; o < out_vars.size(); o++)
+            for (size_t k = 0; k < calls_.size(); k++)
+                if (!out_vars[o].empty() && names[k] == out_vars[o]) value_name[k] = n.outputs[o];
+        for (size_t k = 0; k < calls_.size(); k++) {
+            std::string call = resolve(calls_[k].second);
+            if (!value_name[k].empty()) call = "cb(" + call + ", " + c_string(value_name[k]) + ")";
+            code += "    ggml_tensor* " + names[k] + " = " + call + ";\n";
         }
     }
     if (!node_fail_.empty()) {

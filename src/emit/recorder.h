@@ -45,6 +45,7 @@ public:
     void use(const Val& v, ggml_tensor* t) override;
     void alias(const std::string& to, const Val& from) override;
     void param_field(const Val& v, const std::string& field, char kind, int rank) override;
+    bool wants_field(const std::string& field) override;
     void host_read(const Val& v) override;
     std::string branch_cond(const Val& v) override;
     void branch_end(int k, const std::vector<Val>& outs) override;

@@ -59,6 +59,7 @@ std::string ints_literal(const Ints& v) {
 
 void FieldWriter::field(const char* name, const std::string& literal) {
     out += std::string(out.empty() ? "" : ", ") + "." + name + " = " + literal;
+    items.emplace_back(name, literal);
 }
 void FieldWriter::operator()(const char* name, int64_t v) {
     field(name, v == INT64_MIN ? std::string("INT64_MIN") : std::to_string(v));

@@ -1,6 +1,8 @@
 // Convolution ONNX ops: Conv (1-22) and ConvTranspose (1-22), 1-D to 3-D, DeformConv (19-22), CausalConvWithState
 // (27), com.microsoft NhwcConv (1, 2-D), and the fused onnx2ggml.ConvClamp (Conv + Relu/Clip). Rows read
 // attributes into params; the lowering is the op library's (src/lib/conv.cpp, conv3d.cpp).
+#include <algorithm>
+
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -35,6 +37,14 @@ P window_params(Lower& L, int sp) {
     p.strides = L.node.get_ints("strides");
     p.dilations = L.node.get_ints("dilations");
     p.group = L.node.get_int("group", 1);
+    // Attributes at their defaults stay empty (the op library's 1 and 0), so that compile writes them as it would by
+    // hand: {.kernel = {3, 3}} rather than {.kernel = {3, 3}, .pads = {0, 0, 0, 0}, .strides = {1, 1}, ...}.
+    auto all = [](const o2g::Ints& v, int64_t x) {
+        return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+    };
+    if (all(p.strides, 1)) p.strides.clear();
+    if (all(p.dilations, 1)) p.dilations.clear();
+    if (all(p.pads, 0) && p.pads.size() == size_t(2 * sp)) p.pads.clear();
     return p;
 }
 
@@ -57,6 +67,7 @@ void lower_Conv(Lower& L) {
     if (sp < 1 || sp > 3) L.error("only 1-D to 3-D convolutions are supported");
     if (L.rank(1) != L.rank(0)) L.error("the weight's rank must be the input's");
     o2g::ConvParams p = conv_params(L, sp);
+    if (p.kernel == o2g::Ints(L.shape(1).begin() + 2, L.shape(1).end())) p.kernel.clear();  // the weight's: no need
     if (L.node.op_type == "onnx2ggml.ConvClamp") {  // Conv + Relu/Clip, from the fuse_conv_activation pass
         p.clamp = true;
         p.clamp_min = L.node.get_float("clamp_min", -INFINITY);

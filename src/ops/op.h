@@ -46,6 +46,8 @@ public:
     // Params field `field` of the next call holds value v's data (kind 'f': one float, 'F': a float vector).
     // 'a': an ONNX axis of a rank-`rank` tensor, as a ggml dim.
     virtual void param_field(const Val& v, const std::string& field, char kind, int rank = 0) = 0;
+    // Whether params field `field` of the next call waits for a param_field value (so is written even at its default).
+    virtual bool wants_field(const std::string& field) = 0;
     // A control-flow lowering bound value `from` under the new name `to` (a subgraph input, a loop counter).
     virtual void alias(const std::string& to, const Val& from) = 0;
     // The lowering took value v's tensor t (through Lower::t).
@@ -80,11 +82,16 @@ std::string arg_text(Recorder& r, ggml_op_pool p);
 std::string arg_text(Recorder& r, const HostArg& a);
 std::string arg_text(Recorder& r, const std::vector<HostArg>& a);
 std::string arg_text(Recorder& r, DType t);
+// A params struct as a designated initializer of the fields that differ from a default-constructed one ("{}" when
+// none), plus those the recorder fills from values (Recorder::param_field).
+std::string params_text(Recorder& r, const o2g::FieldWriter& w, const o2g::FieldWriter& defaults);
 template <typename P>
-auto arg_text(Recorder&, const P& p) -> decltype(p.fields(std::declval<o2g::FieldWriter&>()), std::string()) {
-    o2g::FieldWriter w;
+auto arg_text(Recorder& r, const P& p) -> decltype(p.fields(std::declval<o2g::FieldWriter&>()), std::string()) {
+    o2g::FieldWriter w, d;
     p.fields(w);
-    return w.str();
+    const P defaults{};
+    defaults.fields(d);
+    return params_text(r, w, d);
 }
 inline const HostTensor& call_arg(const HostArg& a) { return *a.h; }
 inline const HostTensor& call_arg(HostArg& a) { return *a.h; }

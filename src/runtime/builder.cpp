@@ -176,6 +176,18 @@ std::string arg_text(Recorder& r, const std::vector<HostArg>& a) {
     }
     return t + "}";
 }
+std::string params_text(Recorder& r, const o2g::FieldWriter& w, const o2g::FieldWriter& defaults) {
+    std::string out;
+    for (const auto& [name, lit] : w.items) {
+        bool is_default = false;
+        for (const auto& [dn, dl] : defaults.items)
+            if (dn == name) is_default = dl == lit;
+        if (is_default && !r.wants_field(name)) continue;
+        out += (out.empty() ? "." : ", .") + name + " = " + lit;
+    }
+    return "{" + out + "}";
+}
+
 std::string arg_text(Recorder&, DType t) { return o2g::dtype_literal(t); }
 
 std::string arg_text(Recorder& r, ggml_tensor* t) { return t ? r.tensor_text(t) : "nullptr"; }

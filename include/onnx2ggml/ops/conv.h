@@ -10,6 +10,9 @@ namespace o2g {
 
 // ONNX auto_pad, as params hold it.
 enum AutoPad : int { AUTO_PAD_NOTSET = 0, AUTO_PAD_SAME_UPPER = 1, AUTO_PAD_SAME_LOWER = 2, AUTO_PAD_VALID = 3 };
+inline void auto_pad_field(FieldWriter& f, int auto_pad) {
+    f.enum_field("auto_pad", auto_pad, {"AUTO_PAD_NOTSET", "AUTO_PAD_SAME_UPPER", "AUTO_PAD_SAME_LOWER", "AUTO_PAD_VALID"});
+}
 // "NOTSET" / "SAME_UPPER" / "SAME_LOWER" / "VALID" -> AutoPad; OpError for anything else.
 int auto_pad_value(const std::string& s);
 
@@ -35,10 +38,10 @@ Ints spatial_sizes(const ggml_tensor* x, int dims);
 struct ConvParams {
     int dims = 2;                  // spatial dims: 1, 2 or 3
     int auto_pad = AUTO_PAD_NOTSET;
-    Ints kernel;                   // kernel_shape; empty: the weight's
-    Ints pads;                     // empty: 0
-    Ints strides;                  // empty: 1
-    Ints dilations;                // empty: 1
+    Ints kernel{};                 // kernel_shape; empty: the weight's
+    Ints pads{};                   // empty: 0
+    Ints strides{};                // empty: 1
+    Ints dilations{};              // empty: 1
     int64_t group = 1;
     int64_t out_channels = 0;      // 3-D: M, which the folded ne[3] (M*N, and the weight's M*C/group) cannot tell
     // A following Relu/Clip fused by the fuse_conv_activation pass: y = clamp(conv, clamp_min, clamp_max).
@@ -46,7 +49,7 @@ struct ConvParams {
     float clamp_min = 0, clamp_max = 0;
     void fields(FieldWriter& f) const {
         f("dims", dims);
-        f("auto_pad", auto_pad);
+        auto_pad_field(f, auto_pad);
         f("kernel", kernel);
         f("pads", pads);
         f("strides", strides);
@@ -78,17 +81,17 @@ ggml_tensor* nhwc_conv_weight(Ctx& ctx, ggml_tensor* w);
 struct ConvTransposeParams {
     int dims = 2;  // spatial dims: 1, 2 or 3
     int auto_pad = AUTO_PAD_NOTSET;
-    Ints kernel;          // kernel_shape; empty: the weight's
-    Ints pads;            // empty: 0
-    Ints strides;         // empty: 1
-    Ints dilations;       // empty: 1
-    Ints output_padding;  // empty: 0
-    Ints output_shape;    // empty: from the other attributes
+    Ints kernel{};        // kernel_shape; empty: the weight's
+    Ints pads{};          // empty: 0
+    Ints strides{};       // empty: 1
+    Ints dilations{};     // empty: 1
+    Ints output_padding{};  // empty: 0
+    Ints output_shape{};  // empty: from the other attributes
     int64_t group = 1;
     int64_t out_channels = 0;  // 3-D: M, which the folded ne[3] cannot tell
     void fields(FieldWriter& f) const {
         f("dims", dims);
-        f("auto_pad", auto_pad);
+        auto_pad_field(f, auto_pad);
         f("kernel", kernel);
         f("pads", pads);
         f("strides", strides);
@@ -106,10 +109,10 @@ struct ConvTransposeParams {
 ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvTransposeParams& p);
 
 struct DeformConvParams {
-    Ints kernel;     // kernel_shape {kH, kW}; empty: the weight's
-    Ints pads;       // empty: 0
-    Ints strides;    // empty: 1
-    Ints dilations;  // empty: 1
+    Ints kernel{};   // kernel_shape {kH, kW}; empty: the weight's
+    Ints pads{};     // empty: 0
+    Ints strides{};  // empty: 1
+    Ints dilations{};  // empty: 1
     int64_t group = 1;
     int64_t offset_group = 1;
     void fields(FieldWriter& f) const {

@@ -160,5 +160,8 @@ std::string dtype_literal(DType t);
 // A host literal in generated code.
 HostTensor host_ints(DType t, const Shape& s, const Ints& v);
 HostTensor host_floats(DType t, const Shape& s, const std::vector<double>& v);
+// One-value literals, as generated code writes scalar constants: host_i64(0), host_f32(-3.4e38), host_f32(x, {1}).
+inline HostTensor host_i64(int64_t v, const Shape& s = {}) { return host_ints(DType::INT64, s, {v}); }
+inline HostTensor host_f32(double v, const Shape& s = {}) { return host_floats(DType::FLOAT, s, {v}); }
 
 }  // namespace o2g

@@ -40,7 +40,11 @@ enum ScatterReduction { SCATTER_NONE = 0, SCATTER_ADD = 1, SCATTER_MUL = 2, SCAT
 struct ScatterNDParams {
     int rank = 0;       // x's ONNX rank (<= 4)
     int reduction = SCATTER_NONE;  // ScatterReduction
-    void fields(FieldWriter& f) const { f("rank", rank); f("reduction", reduction); }
+    void fields(FieldWriter& f) const {
+        f("rank", rank);
+        f.enum_field("reduction", reduction,
+                     {"SCATTER_NONE", "SCATTER_ADD", "SCATTER_MUL", "SCATTER_MAX", "SCATTER_MIN"});
+    }
 };
 // x with the slices addressed by indices replaced by (or reduced with) updates, in index order. CPU only.
 ggml_tensor* scatter_nd(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& indices_shape,
@@ -50,7 +54,12 @@ struct ScatterElementsParams {
     int axis = 0;   // ggml dim of x
     int rank = 0;   // x's ONNX rank (<= 4)
     int reduction = SCATTER_NONE;  // ScatterReduction
-    void fields(FieldWriter& f) const { f("axis", axis); f("rank", rank); f("reduction", reduction); }
+    void fields(FieldWriter& f) const {
+        f("axis", axis);
+        f("rank", rank);
+        f.enum_field("reduction", reduction,
+                     {"SCATTER_NONE", "SCATTER_ADD", "SCATTER_MUL", "SCATTER_MAX", "SCATTER_MIN"});
+    }
 };
 // ScatterElements (and Scatter): updates[i] goes to x at i's coordinates with `axis` replaced by indices[i]. CPU only.
 ggml_tensor* scatter_elements(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Ints& indices_shape,
@@ -104,9 +113,9 @@ ggml_tensor* cumsum(Ctx& ctx, ggml_tensor* x, const CumParams& p);
 ggml_tensor* cumprod(Ctx& ctx, ggml_tensor* x, const CumParams& p);
 
 struct MaxUnpoolParams {
-    Ints kernel;   // ONNX order of the spatial dims
-    Ints strides;  // empty: 1
-    Ints pads;     // [begins..., ends...]; empty: 0
+    Ints kernel{};  // ONNX order of the spatial dims
+    Ints strides{};  // empty: 1
+    Ints pads{};   // [begins..., ends...]; empty: 0
     void fields(FieldWriter& f) const { f("kernel", kernel); f("strides", strides); f("pads", pads); }
 };
 // x [N, C, spatial...] scattered into zeros at the flat positions `indices` of the unpooled shape, which
@@ -115,9 +124,9 @@ ggml_tensor* max_unpool(Ctx& ctx, ggml_tensor* x, const Ints& indices, const Int
                         const MaxUnpoolParams& p);
 
 struct Col2ImParams {
-    Ints dilations;  // empty: 1
-    Ints strides;    // empty: 1
-    Ints pads;       // [begins..., ends...]; empty: 0
+    Ints dilations{};  // empty: 1
+    Ints strides{};  // empty: 1
+    Ints pads{};     // [begins..., ends...]; empty: 0
     void fields(FieldWriter& f) const { f("dilations", dilations); f("strides", strides); f("pads", pads); }
 };
 // x [N, C * prod(block_shape), L] summed into an image [N, C, image_shape...]. CPU only.

@@ -12,7 +12,7 @@ struct NegativeLogLikelihoodLossParams {
     int reduction = 1;  // 0 none, 1 mean, 2 sum
     bool has_ignore_index = false;
     int64_t ignore_index = 0;
-    std::vector<float> weight;     // per class; empty: all 1
+    std::vector<float> weight{};   // per class; empty: all 1
     bool ignored_in_mean = false;  // the mean divides by every target, ignored ones too (onnx.reference's NLL
                                    // with ignore_index -1 and no weight; onnxruntime leaves them out)
     void fields(FieldWriter& f) const {

@@ -49,7 +49,7 @@ ggml_tensor* gemm(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* c, cons
 struct EinsumParams {
     // Subscripts as ASCII letter codes, in ONNX axis order: of the first operand, of the second (empty with
     // one operand), and of the output. "bij,bjk->bik" is {98, 105, 106}, {98, 106, 107}, {98, 105, 107}.
-    Ints a, b, out;
+    Ints a{}, b{}, out{};
     void fields(FieldWriter& f) const { f("a", a); f("b", b); f("out", out); }
 };
 // Einsum of one operand (permutes and sums) or two (a contraction through one batched ggml_mul_mat); no

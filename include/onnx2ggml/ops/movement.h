@@ -52,7 +52,7 @@ Ints unsqueeze_shape(const Ints& shape, const Ints& axes);
 // ---- layout changes ----
 
 struct TransposeParams {
-    Ints perm;  // output ggml dim d is input ggml dim perm[d]; dims past perm.size() stay (see ggml_perm)
+    Ints perm{};  // output ggml dim d is input ggml dim perm[d]; dims past perm.size() stay (see ggml_perm)
     void fields(FieldWriter& f) const { f("perm", perm); }
 };
 // ggml dims for an ONNX perm (output axis i = input axis perm[i]) of rank perm.size() <= 4.
@@ -62,7 +62,7 @@ Ints ggml_perm(const Ints& onnx_perm);
 ggml_tensor* transpose(Ctx& ctx, ggml_tensor* x, const TransposeParams& p);
 
 struct TransposeNdParams {
-    Ints perm;  // ONNX perm: output axis i is input axis perm[i]
+    Ints perm{};  // ONNX perm: output axis i is input axis perm[i]
     void fields(FieldWriter& f) const { f("perm", perm); }
 };
 // ONNX Transpose of any rank up to 6 (dims of size > 1) of a tensor of ONNX shape `shape` (rank > 4: folded, see
@@ -136,7 +136,11 @@ struct PadParams {
     int mode = PAD_CONSTANT;  // PadMode
     float value = 0;          // PAD_CONSTANT fill
     int rank = 0;             // x's ONNX rank (<= 4), which `axes` count from
-    void fields(FieldWriter& f) const { f("mode", mode); f("value", value); f("rank", rank); }
+    void fields(FieldWriter& f) const {
+        f.enum_field("mode", mode, {"PAD_CONSTANT", "PAD_REFLECT", "PAD_EDGE", "PAD_WRAP"});
+        f("value", value);
+        f("rank", rank);
+    }
 };
 // ONNX Pad: pads = [begin of each axis..., end of each axis...] for ONNX `axes` (negative ones count from the end;
 // empty: every axis); negative pads crop.
@@ -144,7 +148,7 @@ ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const Ints& axes, c
 
 struct CenterCropPadParams {
     int rank = 0;  // x's ONNX rank (<= 4)
-    Ints axes;     // ggml dims `shape` refers to, in order
+    Ints axes{};   // ggml dims `shape` refers to, in order
     void fields(FieldWriter& f) const { f("rank", rank); f("axes", axes); }
 };
 // Each axis in p.axes center-cropped or zero-padded to shape[i].
@@ -163,7 +167,9 @@ ggml_tensor* reverse_sequence(Ctx& ctx, ggml_tensor* x, const Ints& lens, const 
 enum CastTo { CAST_FLOAT = 0, CAST_INT = 1, CAST_BOOL = 2, CAST_FLOAT16 = 3, CAST_BFLOAT16 = 4 };
 struct CastParams {
     int to = CAST_FLOAT;  // CastTo: F32; I32 (truncating); F32 0/1; F32 rounded through F16 or BF16
-    void fields(FieldWriter& f) const { f("to", to); }
+    void fields(FieldWriter& f) const {
+        f.enum_field("to", to, {"CAST_FLOAT", "CAST_INT", "CAST_BOOL", "CAST_FLOAT16", "CAST_BFLOAT16"});
+    }
 };
 // x (F32 or I32) converted; returns x when nothing changes (F32 to CAST_FLOAT, I32 to CAST_INT). Integer x to any
 // float kind is a plain conversion to F32. Any family may use it: o2g::cast(ctx, x, {o2g::CAST_FLOAT}).

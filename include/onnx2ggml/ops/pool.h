@@ -9,15 +9,15 @@ namespace o2g {
 struct PoolParams {
     int dims = 2;  // spatial dims: 1, 2 or 3 (3-D: x folded to [W, H, D, N*C])
     int auto_pad = AUTO_PAD_NOTSET;
-    Ints kernel;     // kernel_shape (required)
-    Ints pads;       // empty: 0
-    Ints strides;    // empty: 1
-    Ints dilations;  // empty: 1
+    Ints kernel{};   // kernel_shape (required)
+    Ints pads{};     // empty: 0
+    Ints strides{};  // empty: 1
+    Ints dilations{};  // empty: 1
     bool ceil_mode = false;
     bool count_include_pad = false;  // AveragePool: padding counts in the divisor
     void fields(FieldWriter& f) const {
         f("dims", dims);
-        f("auto_pad", auto_pad);
+        auto_pad_field(f, auto_pad);
         f("kernel", kernel);
         f("pads", pads);
         f("strides", strides);
@@ -39,15 +39,15 @@ ggml_tensor* global_max_pool(Ctx& ctx, ggml_tensor* x, int dims);
 struct LpPoolParams {
     int dims = 2;  // spatial dims: 1, 2 or 3 (3-D: x folded to [W, H, D, N*C])
     int auto_pad = AUTO_PAD_NOTSET;
-    Ints kernel;     // kernel_shape (required)
-    Ints pads;       // empty: 0
-    Ints strides;    // empty: 1
-    Ints dilations;  // empty: 1
+    Ints kernel{};   // kernel_shape (required)
+    Ints pads{};     // empty: 0
+    Ints strides{};  // empty: 1
+    Ints dilations{};  // empty: 1
     bool ceil_mode = false;
     float p = 2;
     void fields(FieldWriter& f) const {
         f("dims", dims);
-        f("auto_pad", auto_pad);
+        auto_pad_field(f, auto_pad);
         f("kernel", kernel);
         f("pads", pads);
         f("strides", strides);

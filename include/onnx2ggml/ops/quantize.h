@@ -74,14 +74,14 @@ ggml_tensor* qlinear_matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* a_scale, ggml
 // (1-D and 2-D), or, for 3-D, x [W, H, D, C] (one image: ggml holds 4 dims) and w [kw, kh, kd, M * C/group].
 // Lists are per spatial dim in ONNX order (outermost first); pads are begins then ends.
 struct ConvIntegerParams {
-    Ints strides, dilations, pads;
+    Ints strides{}, dilations{}, pads{};
     int auto_pad = 0;  // 0 NOTSET (pads), 1 SAME_UPPER, 2 SAME_LOWER, 3 VALID
     int64_t group = 1;
     void fields(FieldWriter& f) const {
         f("strides", strides);
         f("dilations", dilations);
         f("pads", pads);
-        f("auto_pad", auto_pad);
+        auto_pad_field(f, auto_pad);
         f("group", group);
     }
 };
@@ -90,7 +90,7 @@ struct ConvIntegerParams {
 ggml_tensor* conv_integer(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* x_zero_point,
                           ggml_tensor* w_zero_point, const ConvIntegerParams& p);
 struct QLinearConvParams {
-    Ints strides, dilations, pads;
+    Ints strides{}, dilations{}, pads{};
     int auto_pad = 0;
     int64_t group = 1;
     int64_t qmin = 0, qmax = 255;  // saturation range of y's type
@@ -98,7 +98,7 @@ struct QLinearConvParams {
         f("strides", strides);
         f("dilations", dilations);
         f("pads", pads);
-        f("auto_pad", auto_pad);
+        auto_pad_field(f, auto_pad);
         f("group", group);
         f("qmin", qmin);
         f("qmax", qmax);

@@ -16,8 +16,8 @@ struct RecurrentParams {
     int layout = 0;     // 0: X [S, B, I] ggml [I, B, S]; 1: X [B, S, I] ggml [I, S, B] (and states likewise)
     float clip = 0;     // <= 0: none
     // Per direction, the cell's functions in ONNX order (RNN 1, GRU 2, LSTM 3), with their alpha and beta.
-    Ints activations;
-    std::vector<float> activation_alpha, activation_beta;
+    Ints activations{};
+    std::vector<float> activation_alpha{}, activation_beta{};
     bool linear_before_reset = false;  // GRU
     bool input_forget = false;         // LSTM
     void fields(FieldWriter& f) const {

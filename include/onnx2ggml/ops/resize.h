@@ -14,9 +14,9 @@ struct ResizeParams {
     bool exclude_outside = false;
     float extrapolation = 0.0f;  // tf_crop_and_resize: value outside the image
     int aspect = 0;    // with sizes: keep_aspect_ratio_policy 0 stretch, 1 not_larger, 2 not_smaller
-    Ints dims;                  // ggml dims the entries of scales, sizes and roi apply to, in their order
-    std::vector<float> scales;  // per entry of dims (unused when sizes are given)
-    std::vector<float> roi;     // tf_crop_and_resize: starts then ends per entry of dims; empty: 0 and 1
+    Ints dims{};                // ggml dims the entries of scales, sizes and roi apply to, in their order
+    std::vector<float> scales{};  // per entry of dims (unused when sizes are given)
+    std::vector<float> roi{};   // tf_crop_and_resize: starts then ends per entry of dims; empty: 0 and 1
     void fields(FieldWriter& f) const {
         f("mode", mode);
         f("coord", coord);
