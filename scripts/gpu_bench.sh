@@ -24,7 +24,11 @@ FLAGS="-DGGML_MAX_NAME=128"
 if [[ ${1:-} == --pack ]]; then
     set -e
     SDV=build/sdcpp/stable_diffusion_cpp_python-0.4.7/vendor/stable-diffusion.cpp
-    [[ -d $SDV/src ]] || SDCPP_BUILD_ONLY=1 JOBS=1 scripts/sdcpp_bench.sh  # downloads and unpacks the sdist
+    if [[ ! -d $SDV/src ]]; then  # the pinned sdist, as scripts/sdcpp_bench.sh fetches it
+        mkdir -p build/sdcpp
+        python3 -m pip download -q --no-binary :all: --no-deps -d build/sdcpp stable-diffusion-cpp-python==0.4.7
+        tar -C build/sdcpp -xzf build/sdcpp/stable_diffusion_cpp_python-0.4.7.tar.gz
+    fi
     rm -rf .gpu/stage && mkdir -p .gpu/stage/sdcpp .gpu/whl
     tar -C .deps -c --exclude='ggml/src/ggml-*/*' ggml | tar -C .gpu/stage -x  # other backends' folders stay, empty
     cp -r .deps/ggml/src/ggml-cpu .deps/ggml/src/ggml-cuda .gpu/stage/ggml/src/
