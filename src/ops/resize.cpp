@@ -133,12 +133,12 @@ void lower_AffineGrid(Lower& L) {
 
 const std::vector<OpDef>& resize_ops() {
     static const std::vector<OpDef> t = {
-        {.op = "Resize", .since = 10, .accepts = "in=2 out=1",
+        {.op = "Resize", .since = 10, .accepts = "in=2 out=1 t1=float",
          .ggml = lower_Resize_10, .host_inputs = {1}, .math = true},
-        {.op = "Resize", .since = 11, .accepts = "in=1..4 out=1",
+        {.op = "Resize", .since = 11, .accepts = "in=1..4 out=1 t2=float t3=int",
          .ggml = lower_Resize, .host_inputs = {1,2,3}, .math = true},
         {.op = "Upsample", .since = 7, .accepts = "in=1 out=1", .ggml = lower_Upsample_7, .math = true},
-        {.op = "Upsample", .since = 9, .accepts = "in=2 out=1",
+        {.op = "Upsample", .since = 9, .accepts = "in=2 out=1 t1=float",
          .ggml = lower_Resize_10, .host_inputs = {1}, .math = true},
         {.op = "GridSample", .since = 16, .accepts = "in=2 out=1", .ggml = lower_GridSample_16, .math = true},
         {.op = "GridSample", .since = 20, .accepts = "in=2 out=1", .ggml = lower_GridSample, .math = true},
