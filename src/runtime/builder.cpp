@@ -339,6 +339,11 @@ void Builder::run_node(const Node& n) {
         if (plan.need_host.count(o)) in_cone = true;
     L.outs.resize(n.outputs.size());
     check_accepts(L, *def);  // before any lowering indexes a shape or attribute
+    // The graph context holds a fixed number of tensors, sized from the node count; a Loop unrolled many times can
+    // need more, and ggml would abort on the first tensor past it. Refuse while a node's worth of room is left.
+    if (ggml_get_mem_size(ctx) - ggml_used_mem(ctx) < 256 * ggml_tensor_overhead())
+        L.error("the graph needs more ggml tensors than its context holds (" +
+                std::to_string(ggml_get_mem_size(ctx) / ggml_tensor_overhead()) + "); a Loop unrolled too many times?");
 
     bool on_host;
     if (def->shape_only || def->control) on_host = true;
