@@ -315,6 +315,14 @@ void Builder::name_intermediates(const Node& n) {
     }
 }
 
+// The graph context holds a fixed number of tensors, sized from the node count; a Loop unrolled many times can need
+// more, and ggml would abort on the first tensor past it. A node is refused while less than a node's worth is left.
+static void check_context_room(Lower& L, ggml_context* ctx) {
+    if (ggml_get_mem_size(ctx) - ggml_used_mem(ctx) < 256 * ggml_tensor_overhead())
+        L.error("the graph needs more ggml tensors than its context holds (" +
+                std::to_string(ggml_get_mem_size(ctx) / ggml_tensor_overhead()) + "); a Loop unrolled too many times?");
+}
+
 void Builder::run_node(const Node& n) {
     int64_t opset = model.opset(n.domain);
     const OpDef* def = find_op(n.domain, n.op_type, opset);
@@ -339,11 +347,7 @@ void Builder::run_node(const Node& n) {
         if (plan.need_host.count(o)) in_cone = true;
     L.outs.resize(n.outputs.size());
     check_accepts(L, *def);  // before any lowering indexes a shape or attribute
-    // The graph context holds a fixed number of tensors, sized from the node count; a Loop unrolled many times can
-    // need more, and ggml would abort on the first tensor past it. Refuse while a node's worth of room is left.
-    if (ggml_get_mem_size(ctx) - ggml_used_mem(ctx) < 256 * ggml_tensor_overhead())
-        L.error("the graph needs more ggml tensors than its context holds (" +
-                std::to_string(ggml_get_mem_size(ctx) / ggml_tensor_overhead()) + "); a Loop unrolled too many times?");
+    check_context_room(L, ctx);
 
     bool on_host;
     if (def->shape_only || def->control) on_host = true;
