@@ -35,18 +35,24 @@ bool touches_narrow(const Node& n, const std::set<std::string>& narrow) {
 }
 
 // Whether v can be computed when the graph is built: constants and shapes through ops with a host form. A
-// graph input's data is not known then.
+// graph input's data is not known then. Memoized in `seen`: a model's DAG may share inputs many times over.
 bool host_computable(const Model& m, const GraphPlan& plan, const std::map<std::string, int>& producer,
-                     const std::string& v, int depth) {
+                     const std::string& v, int depth, std::map<std::string, bool>& seen) {
+    auto known = seen.find(v);
+    if (known != seen.end()) return known->second;
+    bool ok;
     auto it = producer.find(v);
-    if (it == producer.end()) return m.graph.initializers.count(v) > 0;
-    const Node& n = plan.node(m, it->second);
-    const OpDef* def = find_op(n.domain, n.op_type, m.opset(n.domain));
-    if (!def || !def->host || def->control || depth > 24) return false;
-    if (def->shape_only) return true;
-    for (const auto& i : n.inputs)
-        if (!i.empty() && !host_computable(m, plan, producer, i, depth + 1)) return false;
-    return true;
+    if (it == producer.end()) {
+        ok = m.graph.initializers.count(v) > 0;
+    } else {
+        const Node& n = plan.node(m, it->second);
+        const OpDef* def = find_op(n.domain, n.op_type, m.opset(n.domain));
+        ok = def && def->host && !def->control && depth <= 24;
+        if (ok && !def->shape_only)
+            for (const auto& i : n.inputs)
+                if (!i.empty() && !host_computable(m, plan, producer, i, depth + 1, seen)) ok = false;
+    }
+    return seen[v] = ok;
 }
 
 }  // namespace
@@ -55,6 +61,7 @@ void mark_host_values(const Model& m, GraphPlan& plan) {
     auto& need = plan.need_host;
     const std::set<std::string> narrow = narrow_values(m.graph);
     std::map<std::string, int> producer;
+    std::map<std::string, bool> seen;
     for (int idx : plan.live_nodes)
         for (const auto& o : plan.node(m, idx).outputs) producer[o] = idx;
     for (int idx : plan.live_nodes) {
@@ -65,7 +72,7 @@ void mark_host_values(const Model& m, GraphPlan& plan) {
             if (i < int(n.inputs.size()) && !n.inputs[size_t(i)].empty()) need.insert(n.inputs[size_t(i)]);
         for (int i : def->build_time_inputs)
             if (i < int(n.inputs.size()) && !n.inputs[size_t(i)].empty() &&
-                host_computable(m, plan, producer, n.inputs[size_t(i)], 0))
+                host_computable(m, plan, producer, n.inputs[size_t(i)], 0, seen))
                 need.insert(n.inputs[size_t(i)]);
         if (touches_narrow(n, narrow))
             for (const auto* list : {&n.inputs, &n.outputs})
