@@ -33,7 +33,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 # every machine (native builds took CI's fixed seed elsewhere than a replay here; seed-folder order still varies).
 # FUZZ_KERNEL_ARCH=native fuzzes this machine's own paths (AVX-512 where it has them).
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_FUZZ=ON \
-  -DONNX2GGML_TESTS=OFF -DONNX2GGML_KERNEL_ARCH="${FUZZ_KERNEL_ARCH:-x86-64-v3}" \
+  -DONNX2GGML_TESTS=OFF -DONNX2GGML_NATIVE=ON -DONNX2GGML_KERNEL_ARCH="${FUZZ_KERNEL_ARCH:-x86-64-v3}" \
   -DCMAKE_PREFIX_PATH="$PWD/.deps/ggml-install" "${launcher[@]}" >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_loader fuzz_session fuzz_pickle >/dev/null
 

@@ -8,11 +8,13 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/isa.h"
 #include "kernels/attention.h"
 #include "kernels/custom.h"
 #include "kernels/vexp.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -219,4 +221,5 @@ ggml_tensor* attention_kernel(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_ten
     return o;
 }
 
+O2G_ISA_END
 }  // namespace o2g

@@ -1,15 +1,18 @@
 // Attention CPU kernels (ggml custom ops), for the op library's CPU paths (src/lib/attention.cpp).
 #pragma once
+#include "kernels/isa.h"
 #include <vector>
 
 #include "onnx2ggml/ops.h"
 
 namespace o2g {
 
+O2G_ISA_BEGIN
 // softmax(scale * Q K^T + mask) V: Q [D, H, Tq, B], K [D, H, Tk, B], V [Dv, H, Tk, B] (contiguous F32) ->
 // [Dv, Tq, H, B]. mask (may be null): F32 [Tk, Tq or 1, H or 1, B or 1], contiguous.
 ggml_tensor* attention_kernel(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float scale,
                               ggml_tensor* mask = nullptr);
+O2G_ISA_END
 
 struct LinAttnParams {
     int64_t B, T, Hq, Hkv, Dk, Dv;

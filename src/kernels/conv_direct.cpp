@@ -1,6 +1,7 @@
 // Direct convolution kernel for few input channels per group (see conv_direct.h): depthwise convs, and dense
 // stems such as 3 -> 32 channels. Padded row r of a plane is stored as `sw` phases, phase q holding r[q],
 // r[q + sw], ...: tap kx of output column ox then reads phase kx % sw at ox + kx / sw, contiguous in ox.
+#include "kernels/isa.h"
 #include "kernels/conv_direct.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "kernels/vec8.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -236,4 +238,5 @@ ggml_tensor* conv2d_direct_clamp(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_
     return y;
 }
 
+O2G_ISA_END
 }  // namespace o2g

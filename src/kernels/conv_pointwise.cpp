@@ -1,6 +1,7 @@
 // 1x1 convolution on NCHW (see conv_pointwise.h): Y[M, P] = W[M, C] X[C, P] per image, P = H*W. The weight is
 // packed once into panels of MR output channels ([C][MR] each) so the micro-kernel broadcasts MR weights and streams
 // NR contiguous pixels of each input channel row: MR x NR accumulators stay in registers (6 x 16, 8 x 32 on AVX-512).
+#include "kernels/isa.h"
 #include "kernels/conv_pointwise.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "kernels/vec8.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -155,4 +157,5 @@ ggml_tensor* conv2d_pointwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_ten
     return y;
 }
 
+O2G_ISA_END
 }  // namespace o2g

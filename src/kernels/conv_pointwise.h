@@ -1,6 +1,7 @@
 // 1x1 convolution straight on the NCHW layout, with the bias and a clamp (ReLU, ReLU6/Clip) applied while the
 // output is written: no transpose of the input, no separate bias add or activation pass.
 #pragma once
+#include "kernels/isa.h"
 #include <cmath>
 
 #include "onnx2ggml/ops.h"
@@ -18,6 +19,7 @@ struct ConvClamp {
     }
 };
 
+O2G_ISA_BEGIN
 // x [W, H, C, N] (F32), w a constant weight [1, 1, C, M] (packed once into 6-row panels), bias [M] F32 or null ->
 // y [W, H, M, N]. CPU only (a ggml custom op).
 ggml_tensor* conv2d_pointwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ConvClamp act);
@@ -26,4 +28,5 @@ ggml_tensor* conv2d_pointwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_ten
 // along the strided side). CPU only (a ggml custom op).
 ggml_tensor* transpose_blocked(Ctx& ctx, ggml_tensor* x);
 
+O2G_ISA_END
 }  // namespace o2g

@@ -1,6 +1,7 @@
 // Elementwise passes ggml has no fast form of. Arithmetic with numpy broadcasting of either operand, in one pass: ggml broadcasts only its second
 // operand (the first would be materialized by ggml_repeat), and for a second operand broadcast along ne0 (a
 // scalar, a per-channel [1, 1, C, 1]) it calls its row kernel once per element. Built with native flags.
+#include "kernels/isa.h"
 #include "kernels/elementwise.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "kernels/custom.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -141,4 +143,5 @@ ggml_tensor* broadcast_arith(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ArithK k)
     return y;
 }
 
+O2G_ISA_END
 }  // namespace o2g

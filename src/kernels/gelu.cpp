@@ -1,4 +1,5 @@
 // Exact GELU (see gelu.h): erfc from a fitted polynomial times one exp, all in 8-float vectors.
+#include "kernels/isa.h"
 #include "kernels/gelu.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "kernels/vexp.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -117,4 +119,5 @@ ggml_tensor* gelu_erf_vec(Ctx& ctx, ggml_tensor* x) {
     return y;
 }
 
+O2G_ISA_END
 }  // namespace o2g

@@ -5,6 +5,7 @@
 // the panels' slices stay in cache while the row blocks of X pass over them; threads split (row block, panel
 // group) pairs. Panels of a weight that came as f16 stay f16 and are widened as they load (F16C): the products are
 // those of the f32-widened weight, from half the memory. Built with -march=native (CMakeLists.txt).
+#include "kernels/isa.h"
 #include "kernels/gemm.h"
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include "kernels/vexp.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -415,4 +417,5 @@ ggml_tensor* gemm_batched(Ctx& ctx, ggml_tensor* x, ggml_tensor* panels, int64_t
     return y;
 }
 
+O2G_ISA_END
 }  // namespace o2g

@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/isa.h"
 #include "kernels/custom.h"
 #include "kernels/normalization.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -76,4 +78,5 @@ ggml_tensor* group_norm_kernel(Ctx& ctx, ggml_tensor* x, ggml_tensor* gamma, ggm
     return y;
 }
 
+O2G_ISA_END
 }  // namespace o2g

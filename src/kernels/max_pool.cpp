@@ -2,6 +2,7 @@
 // max of its kernel rows (contiguous: vectorized), then of the column taps in that one row, the interior columns
 // without bounds checks, 8 at a time for strides 1 and 2. `v > m ? v : m` everywhere: a NaN input never wins, in
 // either order. Global average pooling (mean_rows): each plane summed in vector lanes.
+#include "kernels/isa.h"
 #include "kernels/max_pool.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "kernels/vec8.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -115,4 +117,5 @@ ggml_tensor* max_pool2d_kernel(Ctx& ctx, ggml_tensor* x, const MaxPoolGeom& g) {
     return y;
 }
 
+O2G_ISA_END
 }  // namespace o2g

@@ -3,6 +3,7 @@
 // weight the products are one batched ggml_mul_mat by stored forms. Compared with an F32 im2col this does
 // 2.25x (m = 2) or 4x (m = 4) fewer multiply-adds and moves 4x / 2.25x the input instead of 9x. Depthwise: one
 // (image, channel) plane per work item. Built with -march=native (CMakeLists.txt, ONNX2GGML_NATIVE).
+#include "kernels/isa.h"
 #include "kernels/winograd.h"
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "kernels/vec8.h"
 
 namespace o2g {
+O2G_ISA_BEGIN
 
 namespace {
 
@@ -580,4 +582,5 @@ ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, gg
     return m == 2 ? build<2>(ctx, x, w, bias, pw, ph, act) : build<4>(ctx, x, w, bias, pw, ph, act);
 }
 
+O2G_ISA_END
 }  // namespace o2g

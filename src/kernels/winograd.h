@@ -1,6 +1,7 @@
 // CPU convolution kernels (see winograd.cpp): Winograd 3x3 and depthwise, as ggml custom ops. Used by o2g::conv
 // only when ctx.cpu.
 #pragma once
+#include "kernels/isa.h"
 #include <cmath>
 
 #include "kernels/conv_pointwise.h"  // ConvClamp
@@ -8,6 +9,7 @@
 
 namespace o2g {
 
+O2G_ISA_BEGIN
 // Output tile size for a 3x3 stride-1 convolution with OH*OW output pixels per image: 4 or 2, or 0 for the im2col
 // path. Not the batch: an image gives the same bits at any batch size (a UNet with and without guidance).
 // ONNX2GGML_WINOGRAD=0|2|4 forces one choice (measurements, tests).
@@ -22,4 +24,5 @@ ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, gg
 ggml_tensor* conv2d_depthwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh, int pw,
                               int ph);
 
+O2G_ISA_END
 }  // namespace o2g

@@ -13,6 +13,7 @@
 #include "ggml-cpu.h"
 #include "onnx2ggml/program.h"
 
+#include "kernels/cpu_level.h"
 #include "lib/abort_context.h"
 
 namespace o2g {
@@ -38,6 +39,18 @@ static void on_ggml_abort(const char* msg) {
             t_abort_context ? ": " : "", msg ? msg : "");
     fflush(stderr);
     _exit(3);
+}
+
+std::string cpu_code_description() {
+    std::string s = std::string("kernels ") + cpu_level_name() + "; ggml";
+    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
+    auto get = reg ? (ggml_backend_get_features_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features")
+                   : nullptr;
+    // ggml lists each compiled-in feature with value "1" (and a few informative entries we skip).
+    for (const ggml_backend_feature* f = get ? get(reg) : nullptr; f && f->name; f++)
+        if (std::string(f->value) == "1") s += std::string(" ") + f->name;
+    return s;
 }
 
 bool Backends::is_cpu() const {
@@ -127,8 +140,8 @@ std::unique_ptr<Backends> open_backends(const std::string& device, int threads, 
         if (b->cpu) set_threads(b->cpu, b->threads);
     }
     if (!quiet)
-        fprintf(stderr, "onnx2ggml: device %s, %d threads, precision %s\n", b->description.c_str(), b->threads,
-                precision.c_str());
+        fprintf(stderr, "onnx2ggml: device %s, %d threads, precision %s%s%s\n", b->description.c_str(), b->threads,
+                precision.c_str(), b->is_cpu() ? ", CPU " : "", b->is_cpu() ? cpu_code_description().c_str() : "");
     return b;
 }
 

@@ -22,6 +22,7 @@
 #include "ir/ir.h"
 #include "onnx2ggml/npy.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/program.h"
 #include "onnx/mapped_files.h"
 #include "ops/op.h"
 #include "passes/pipeline.h"
@@ -374,7 +375,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     std::sort(sorted.begin(), sorted.end());
     double median = sorted[sorted.size() / 2];
     if (sorted.size() % 2 == 0) median = 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-    printf("model: %s\ndevice: %s\n", model.c_str(), session->device().c_str());
+    printf("model: %s\ndevice: %s\ncpu code: %s\n", model.c_str(), session->device().c_str(),
+           o2g::cpu_code_description().c_str());
     printf("load: %.1f ms, graph build: %.1f ms, first run compute: %.1f ms\n", load_ms, first.build_ms, first.compute_ms);
     if (!new_inputs.empty()) {  // what a user pays on changing resolution in an open session
         auto other = read_inputs(session->model().graph, model, new_inputs);
@@ -490,7 +492,8 @@ int cmd_run(const std::vector<std::string>& args) {
               << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
               << ", \"cache_hit\": " << (s.cache_hit ? "true" : "false")
               << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes
-              << ", \"unread_weight_bytes\": " << s.unread_weight_bytes << ", \"ggml_ops\": {";
+              << ", \"unread_weight_bytes\": " << s.unread_weight_bytes << ", \"cpu_code\": \""
+              << o2g::cpu_code_description() << "\", \"ggml_ops\": {";
             const char* sep = "";
             for (auto& [op, n] : s.ggml_ops) {
                 f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers

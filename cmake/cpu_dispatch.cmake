@@ -1,0 +1,48 @@
+# Run-time CPU dispatch of onnx2ggml's kernel files (see kernels/isa.h). Each level's objects are linked into one
+# relocatable object whose symbols, but for its o2g::isa_vN entry points, are made local: the inline functions and
+# template instances each level compiled (std::vector's, ours) then never stand in for another level's, which
+# would let an AVX-512 copy run on an AVX2 machine.
+set(_o2g_kernel_sources)
+foreach(f ${ONNX2GGML_KERNEL_FILES})
+  list(APPEND _o2g_kernel_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/${f}.cpp)
+endforeach()
+
+set(_o2g_dispatch OFF)
+if(NOT ONNX2GGML_NATIVE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$"
+   AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND NOT WIN32 AND NOT APPLE AND CMAKE_OBJCOPY AND CMAKE_LINKER)
+  set(_o2g_dispatch ON)
+endif()
+
+if(_o2g_dispatch)
+  message(STATUS "onnx2ggml: CPU kernels for x86-64-v2, v3 and v4, picked at run time")
+  list(REMOVE_ITEM ONNX2GGML_OPS_SOURCES ${_o2g_kernel_sources})
+  foreach(level 2 3 4)
+    set(lib o2g_kernels_v${level})
+    add_library(${lib} OBJECT ${_o2g_kernel_sources})
+    target_compile_options(${lib} PRIVATE -march=x86-64-v${level} -mtune=generic -Wall -Wextra -Wno-unused-parameter -Wno-psabi)
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      # Static locals of inline functions would be STB_GNU_UNIQUE, which objcopy cannot make local.
+      target_compile_options(${lib} PRIVATE -fno-gnu-unique)
+    endif()
+    target_compile_definitions(${lib} PRIVATE O2G_ISA=isa_v${level})
+    target_include_directories(${lib} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/src)
+    target_link_libraries(${lib} PRIVATE ${ONNX2GGML_GGML_LIBS})
+    set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    set(obj ${CMAKE_CURRENT_BINARY_DIR}/o2g_kernels_v${level}.o)
+    add_custom_command(OUTPUT ${obj}
+      COMMAND ${CMAKE_LINKER} -r -o ${obj}.tmp $<TARGET_OBJECTS:${lib}>
+      COMMAND ${CMAKE_OBJCOPY} --wildcard "--keep-global-symbol=_ZN3o2g6isa_v${level}*" --remove-section=.group
+              ${obj}.tmp ${obj}
+      DEPENDS ${lib} $<TARGET_OBJECTS:${lib}> COMMAND_EXPAND_LISTS VERBATIM
+      COMMENT "Kernels for x86-64-v${level}, their other symbols local")
+    list(APPEND ONNX2GGML_OPS_SOURCES ${obj})
+  endforeach()
+  set(_o2g_ops_defs O2G_CPU_DISPATCH=1)
+elseif(ONNX2GGML_NATIVE AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  message(STATUS "onnx2ggml: CPU kernels built with -march=${ONNX2GGML_KERNEL_ARCH}")
+  set_source_files_properties(${_o2g_kernel_sources} PROPERTIES COMPILE_OPTIONS "-march=${ONNX2GGML_KERNEL_ARCH}")
+  set(_o2g_ops_defs O2G_NATIVE_KERNELS=1)
+else()
+  message(STATUS "onnx2ggml: CPU kernels built for the compiler's default target")
+  set(_o2g_ops_defs)
+endif()
