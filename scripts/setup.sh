@@ -67,15 +67,51 @@ if [ ! -f "$CLIP_VOCAB" ]; then
   echo "$CLIP_PYPI_PKG==$CLIP_PYPI_VER" > .deps/clip/SOURCE
 fi
 
+# ggml's CPU backend once per x86-64 level (v2: SSE4.2; v3: AVX2, FMA, F16C; v4: AVX-512), in one archive
+# whose members keep only their registration function global (ggml_backend_cpu_reg_v2/_v3/_v4): onnx2ggml
+# registers the one the running CPU can execute (src/lib/devices.cpp), so what is built here runs on any x86-64-v2
+# machine at that machine's best level. $1: the ggml install prefix that gets lib/libggml-cpu-levels.a.
+ggml_cpu_levels() {
+  local prefix=$1 objs=() level
+  [ "$(uname -m)" = x86_64 ] || return 0
+  for level in 2 3 4; do
+    local b=.deps/ggml-cpu-v$level-build on=OFF avx512=OFF
+    [ $level -ge 3 ] && on=ON
+    [ $level -ge 4 ] && avx512=ON
+    # Static locals of inline functions must not be STB_GNU_UNIQUE, which objcopy cannot make local.
+    cmake -S .deps/ggml -B $b -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=ON \
+      -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_CXX_FLAGS=-fno-gnu-unique \
+      -DGGML_SSE42=ON -DGGML_AVX=$on -DGGML_AVX2=$on -DGGML_FMA=$on -DGGML_F16C=$on -DGGML_BMI2=$on \
+      -DGGML_AVX512=$avx512 "${CCACHE_ARGS[@]}" >/dev/null
+    cmake --build $b --target ggml-cpu -j"$(nproc)" >$b/build.log 2>&1 || { tail -40 $b/build.log; exit 1; }
+    ld -r --whole-archive $b/src/libggml-cpu.a -o $b/cpu.o
+    objcopy --keep-global-symbol=ggml_backend_cpu_reg --remove-section=.group $b/cpu.o $b/cpu-local.o
+    objcopy --redefine-sym ggml_backend_cpu_reg=ggml_backend_cpu_reg_v$level $b/cpu-local.o $b/ggml-cpu-v$level.o
+    objs+=($b/ggml-cpu-v$level.o)
+  done
+  rm -f "$prefix/lib/libggml-cpu-levels.a"
+  ar rcs "$prefix/lib/libggml-cpu-levels.a" "${objs[@]}"
+}
+CCACHE_ARGS=()
+command -v ccache >/dev/null && CCACHE_ARGS=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# ggml's own CPU backend is built only where the level archive cannot be (other CPUs than x86-64).
+GGML_OWN_CPU=OFF
+[ "$(uname -m)" = x86_64 ] || GGML_OWN_CPU=ON
+
 # ggml as an installed CMake package: onnx2ggml and the programs `onnx2ggml compile` writes build against it, so
-# ggml compiles once per machine rather than once per build folder.
-if [ ! -f .deps/ggml-install/lib/cmake/ggml/ggml-config.cmake ]; then
+# ggml compiles once per machine rather than once per build folder. An install without the CPU level archive is
+# from before run-time dispatch: rebuilt.
+if [ ! -f .deps/ggml-install/lib/cmake/ggml/ggml-config.cmake ] || \
+   { [ "$(uname -m)" = x86_64 ] && [ ! -f .deps/ggml-install/lib/libggml-cpu-levels.a ]; }; then
   # The sdist leaves out the pkg-config template that ggml's install step reads.
   [ -f .deps/ggml/ggml.pc.in ] || printf 'Name: ggml\nDescription: ggml\nVersion: @GGML_VERSION@\nLibs: -L@CMAKE_INSTALL_FULL_LIBDIR@ -lggml -lggml-base\nCflags: -I@CMAKE_INSTALL_FULL_INCLUDEDIR@\n' > .deps/ggml/ggml.pc.in
-  cmake -S .deps/ggml -B .deps/ggml-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON \
-    -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF >/dev/null
+  rm -rf .deps/ggml-build .deps/ggml-install
+  cmake -S .deps/ggml -B .deps/ggml-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=ON \
+    -DGGML_CPU=$GGML_OWN_CPU -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
+    "${CCACHE_ARGS[@]}" >/dev/null
   cmake --build .deps/ggml-build -j"$(nproc)" >/dev/null
   cmake --install .deps/ggml-build --prefix "$PWD/.deps/ggml-install" >/dev/null
+  ggml_cpu_levels "$PWD/.deps/ggml-install"
 fi
 
 # Python oracles for tests (onnx ships the backend node-test data; onnxruntime is the reference).
@@ -116,13 +152,17 @@ if [ $WITH_VULKAN = 1 ]; then
     rm -rf .deps/vulkan && mkdir -p .deps/vulkan
     for deb in "$apt_dir"/libvulkan-dev_*.deb "$apt_dir"/spirv-headers_*.deb; do dpkg -x "$deb" .deps/vulkan; done
   fi
-  if [ ! -f .deps/ggml-vulkan-install/lib/cmake/ggml/ggml-config.cmake ]; then
-    cmake -S .deps/ggml -B .deps/ggml-vulkan-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON \
-      -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_VULKAN=ON \
+  if [ ! -f .deps/ggml-vulkan-install/lib/cmake/ggml/ggml-config.cmake ] || \
+     { [ "$(uname -m)" = x86_64 ] && [ ! -f .deps/ggml-vulkan-install/lib/libggml-cpu-levels.a ]; }; then
+    rm -rf .deps/ggml-vulkan-build .deps/ggml-vulkan-install
+    cmake -S .deps/ggml -B .deps/ggml-vulkan-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=ON \
+      -DGGML_CPU=$GGML_OWN_CPU -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_VULKAN=ON \
       -DVulkan_INCLUDE_DIR="$PWD/.deps/vulkan/usr/include" -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 / && !p {p=$NF} END {print p}')" \
       -DCMAKE_PREFIX_PATH="$PWD/.deps/vulkan/usr" >/dev/null
     cmake --build .deps/ggml-vulkan-build -j"$(nproc)" >/dev/null
     cmake --install .deps/ggml-vulkan-build --prefix "$PWD/.deps/ggml-vulkan-install" >/dev/null
+    # The same CPU level archive as the CPU-only install (ggml-base is the same source).
+    [ -f .deps/ggml-install/lib/libggml-cpu-levels.a ] && cp .deps/ggml-install/lib/libggml-cpu-levels.a .deps/ggml-vulkan-install/lib/
   fi
 fi
 echo "setup: ok (ggml from $(cat .deps/ggml/SOURCE))"

@@ -34,6 +34,8 @@ struct Backends {
 // The CPU code in use: our kernels' x86-64 level and ggml's CPU features, e.g.
 // "kernels x86-64-v4 (AVX-512); ggml AVX2 AVX512 FMA F16C" (ONNX2GGML_CPU picks a lower kernel level).
 std::string cpu_code_description();
+// ggml's set_n_threads of the backend's registry, where it has one.
+void set_backend_threads(ggml_backend_t backend, int n);
 // ggml's backend registry and abort hook, set up once per process; safe to call from several threads.
 void load_backends();
 // Opens a ggml device by name ("" picks the first GPU, else the CPU) and prints which one unless quiet.

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "ggml-cpu.h"
 #include "onnx2ggml/program.h"
 
 #include "kernels/cpu_level.h"
@@ -20,7 +19,7 @@ namespace o2g {
 
 using onnx2ggml::fail;
 
-static void set_threads(ggml_backend_t backend, int n) {
+void set_backend_threads(ggml_backend_t backend, int n) {
     ggml_backend_dev_t dev = ggml_backend_get_device(backend);
     if (!dev) return;
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
@@ -42,6 +41,7 @@ static void on_ggml_abort(const char* msg) {
 }
 
 std::string cpu_code_description() {
+    load_backends();
     std::string s = std::string("kernels ") + cpu_level_name() + "; ggml";
     ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
@@ -89,10 +89,27 @@ static void set_device_precision(ggml_backend_dev_t dev, const std::string& prec
 }
 
 // Sessions open on several threads at once: ggml's registry and abort hook are process-wide, set up once.
+#if defined(O2G_GGML_CPU_LEVELS)
+// ggml's CPU backend built once per x86-64 level (scripts/setup.sh): the one for the level our kernels run at.
+extern "C" ggml_backend_reg_t ggml_backend_cpu_reg_v2(void);
+extern "C" ggml_backend_reg_t ggml_backend_cpu_reg_v3(void);
+extern "C" ggml_backend_reg_t ggml_backend_cpu_reg_v4(void);
+static ggml_backend_reg_t cpu_reg_for_level() {
+    switch (cpu_level()) {
+        case 4: return ggml_backend_cpu_reg_v4();
+        case 3: return ggml_backend_cpu_reg_v3();
+        default: return ggml_backend_cpu_reg_v2();
+    }
+}
+#endif
+
 void load_backends() {
     static std::once_flag once;
     std::call_once(once, [] {
         ggml_set_abort_callback(on_ggml_abort);
+#if defined(O2G_GGML_CPU_LEVELS)
+        ggml_backend_register(cpu_reg_for_level());
+#endif
         ggml_backend_load_all();
     });
 }
@@ -123,13 +140,13 @@ std::unique_ptr<Backends> open_backends(const std::string& device, int threads, 
     b->description = std::string(ggml_backend_dev_name(dev)) + " (" + ggml_backend_dev_description(dev) + ")";
     b->threads = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
     if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
-        set_threads(b->main, b->threads);
+        set_backend_threads(b->main, b->threads);
         if (getenv("ONNX2GGML_NO_BLAS") == nullptr)
             for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
                 ggml_backend_dev_t d = ggml_backend_dev_get(i);
                 if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_ACCEL) continue;
                 if (ggml_backend_t a = ggml_backend_dev_init(d, nullptr)) {
-                    set_threads(a, b->threads);
+                    set_backend_threads(a, b->threads);
                     b->accel = a;
                     b->description += " + " + std::string(ggml_backend_dev_name(d));
                     break;
@@ -137,7 +154,7 @@ std::unique_ptr<Backends> open_backends(const std::string& device, int threads, 
             }
     } else {
         b->cpu = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
-        if (b->cpu) set_threads(b->cpu, b->threads);
+        if (b->cpu) set_backend_threads(b->cpu, b->threads);
     }
     if (!quiet)
         fprintf(stderr, "onnx2ggml: device %s, %d threads, precision %s%s%s\n", b->description.c_str(), b->threads,

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "common/error.h"
-#include "ggml-cpu.h"
 #include "ggml.h"
 #include "lib/safetensors.h"
+#include "onnx2ggml/program.h"
 
 namespace onnx2ggml {
 
@@ -132,11 +132,17 @@ std::vector<float> lora_product(const std::vector<float>& up, const std::vector<
     ggml_tensor* prod = in_out ? ggml_mul_mat(ctx, u, dt) : ggml_mul_mat(ctx, dt, u);  // [cols, out] / [out, cols]
     ggml_cgraph* g = ggml_new_graph(ctx);
     ggml_build_forward_expand(g, prod);
-    int threads = int(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
-    ggml_cplan plan = ggml_graph_plan(g, threads, nullptr);
-    std::vector<uint8_t> work(plan.work_size);
-    plan.work_data = work.data();
-    if (ggml_graph_compute(g, &plan) != GGML_STATUS_SUCCESS) {
+    // ggml's CPU backend through the registry: the CPU code registered for this machine's level.
+    load_backends();
+    ggml_backend_t cpu = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
+    if (!cpu) {
+        ggml_free(ctx);
+        fail("no ggml CPU backend to merge a LoRA module");
+    }
+    set_backend_threads(cpu, int(std::max(1u, std::min(16u, std::thread::hardware_concurrency()))));
+    const ggml_status st = ggml_backend_graph_compute(cpu, g);
+    ggml_backend_free(cpu);
+    if (st != GGML_STATUS_SUCCESS) {
         ggml_free(ctx);
         fail("ggml failed merging a LoRA module");
     }
