@@ -34,6 +34,8 @@ done
 [ -f /usr/include/zlib.h ] || need_apt+=(zlib1g-dev)   # PNG output of examples/txt2img
 # ccache is optional (scripts/build.sh uses it when present): installed where we may, never required.
 if ! command -v ccache >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt+=(ccache); fi
+# QEMU's x86-64 user-mode emulator has no AVX-512: scripts/test.sh runs the default binary under it.
+if ! command -v qemu-x86_64 >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt+=(qemu-user); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${need_apt[@]}" | sed 's/^python3$/python3 python3-venv/' | tr '\n' ' ')
   if [ "$(id -u)" = 0 ]; then

@@ -70,6 +70,14 @@ run env ONNX2GGML_PORTABLE=1 $PY tests/model_tests.py --threads 2
 run env ONNX2GGML_PORTABLE=1 $PY tests/node_tests.py -j 2 -q --check
 run env ONNX2GGML_PORTABLE=1 $PY tests/flavour_tests.py --threads 2 --portable --no-compile --flavours 'dynamo|optimum|mmdit|t5|^olive-fp32$|^amuse-fp16-io16$|^fp16-f32ops-io32$'
 
+# Run-time CPU dispatch: the same binary with our kernels and ggml's CPU code at each lower x86-64 level, and
+# under QEMU's x86-64 emulator, which has no AVX-512 (an AVX-512 instruction would stop it; docs/platforms.md).
+run env ONNX2GGML_CPU=v2 $PY tests/op_tests.py -j 2 -q
+run env ONNX2GGML_CPU=v2 $PY tests/model_tests.py --threads 2
+run env ONNX2GGML_CPU=v3 $PY tests/op_tests.py -j 2 -q
+run env ONNX2GGML_CPU=v3 $PY tests/sd15_tests.py --threads 2
+run $PY tests/cpu_level_test.py --emulator "qemu-x86_64 -cpu max"
+
 # diffusers' ONNX pipeline on onnx2ggml against onnxruntime. torch comes in here, after every other CPU test, because
 # tests/lora_tests.py changes what it checks when torch is importable (the Vulkan tests below do not import it).
 run scripts/setup.sh --with-torch
