@@ -82,7 +82,7 @@ ggml_cpu_levels() {
     [ $level -ge 4 ] && avx512=ON
     # Static locals of inline functions must not be STB_GNU_UNIQUE, which objcopy cannot make local.
     cmake -S .deps/ggml -B $b -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=ON \
-      -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_CXX_FLAGS=-fno-gnu-unique \
+      -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_CXX_FLAGS=-fno-gnu-unique \
       -DGGML_SSE42=ON -DGGML_AVX=$on -DGGML_AVX2=$on -DGGML_FMA=$on -DGGML_F16C=$on -DGGML_BMI2=$on \
       -DGGML_AVX512=$avx512 "${CCACHE_ARGS[@]}" >/dev/null
     cmake --build $b --target ggml-cpu -j"$(nproc)" >$b/build.log 2>&1 || { tail -40 $b/build.log; exit 1; }
@@ -100,8 +100,9 @@ command -v ccache >/dev/null && CCACHE_ARGS=(-DCMAKE_C_COMPILER_LAUNCHER=ccache 
 GGML_OWN_CPU=OFF
 [ "$(uname -m)" = x86_64 ] || GGML_OWN_CPU=ON
 
-# ggml as an installed CMake package: onnx2ggml and the programs `onnx2ggml compile` writes build against it, so
-# ggml compiles once per machine rather than once per build folder. An install without the CPU level archive is
+# ggml as an installed CMake package: onnx2ggml, its Python module and the programs `onnx2ggml compile` writes build
+# against it, so ggml compiles once per machine rather than once per build folder. Position-independent, for the
+# Python module (a shared object). An install without the CPU level archive is
 # from before run-time dispatch: rebuilt.
 if [ ! -f .deps/ggml-install/lib/cmake/ggml/ggml-config.cmake ] || \
    { [ "$(uname -m)" = x86_64 ] && [ ! -f .deps/ggml-install/lib/libggml-cpu-levels.a ]; }; then
@@ -109,7 +110,7 @@ if [ ! -f .deps/ggml-install/lib/cmake/ggml/ggml-config.cmake ] || \
   [ -f .deps/ggml/ggml.pc.in ] || printf 'Name: ggml\nDescription: ggml\nVersion: @GGML_VERSION@\nLibs: -L@CMAKE_INSTALL_FULL_LIBDIR@ -lggml -lggml-base\nCflags: -I@CMAKE_INSTALL_FULL_INCLUDEDIR@\n' > .deps/ggml/ggml.pc.in
   rm -rf .deps/ggml-build .deps/ggml-install
   cmake -S .deps/ggml -B .deps/ggml-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=ON \
-    -DGGML_CPU=$GGML_OWN_CPU -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
+    -DGGML_CPU=$GGML_OWN_CPU -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
     "${CCACHE_ARGS[@]}" >/dev/null
   cmake --build .deps/ggml-build -j"$(nproc)" >/dev/null
   cmake --install .deps/ggml-build --prefix "$PWD/.deps/ggml-install" >/dev/null
@@ -158,7 +159,7 @@ if [ $WITH_VULKAN = 1 ]; then
      { [ "$(uname -m)" = x86_64 ] && [ ! -f .deps/ggml-vulkan-install/lib/libggml-cpu-levels.a ]; }; then
     rm -rf .deps/ggml-vulkan-build .deps/ggml-vulkan-install
     cmake -S .deps/ggml -B .deps/ggml-vulkan-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=ON \
-      -DGGML_CPU=$GGML_OWN_CPU -DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_VULKAN=ON \
+      -DGGML_CPU=$GGML_OWN_CPU -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_VULKAN=ON \
       -DVulkan_INCLUDE_DIR="$PWD/.deps/vulkan/usr/include" -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 / && !p {p=$NF} END {print p}')" \
       -DCMAKE_PREFIX_PATH="$PWD/.deps/vulkan/usr" >/dev/null
     cmake --build .deps/ggml-vulkan-build -j"$(nproc)" >/dev/null
