@@ -7,13 +7,14 @@
 #include <cstring>
 #include <initializer_list>
 
-#if defined(O2G_CPU_DISPATCH)
+#if defined(__x86_64__) && defined(__GNUC__)
+#define O2G_X86_LEVELS 1
 #include <cpuid.h>
 #endif
 
 namespace o2g {
 
-#if defined(O2G_CPU_DISPATCH)
+#if defined(O2G_X86_LEVELS)
 namespace {
 
 bool bits(unsigned reg, std::initializer_list<int> b) {
@@ -74,22 +75,22 @@ int cpu_level() {
     return level;
 }
 
+#else
+int cpu_level() { return 0; }
+#endif
+
 const char* cpu_level_name() {
+#if defined(O2G_CPU_DISPATCH)
     switch (cpu_level()) {
         case 4: return "x86-64-v4 (AVX-512)";
         case 3: return "x86-64-v3 (AVX2, FMA)";
         default: return "x86-64-v2 (SSE4.2)";
     }
-}
-#else
-int cpu_level() { return 0; }
-const char* cpu_level_name() {
-#if defined(O2G_NATIVE_KERNELS)
-    return "native";
+#elif defined(O2G_NATIVE_KERNELS)
+    return "built for one -march (ONNX2GGML_NATIVE)";
 #else
     return "generic";
 #endif
 }
-#endif
 
 }  // namespace o2g

@@ -4,9 +4,9 @@
 
 namespace o2g {
 
-// 2, 3 or 4 where the build dispatches at run time; 0 where it has one kernel build (-march=native, non-x86).
+// 2, 3 or 4 on x86-64 (what the dispatched kernels and ggml's CPU code per level run at); 0 on other CPUs.
 int cpu_level();
-// What the kernels were built for: "x86-64-v4 (AVX-512)", ..., "native", "generic".
+// What the kernels run as: "x86-64-v4 (AVX-512)", ..., or their one build (-march=native, other CPUs).
 const char* cpu_level_name();
 
 }  // namespace o2g

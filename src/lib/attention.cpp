@@ -182,7 +182,7 @@ ggml_tensor* minus_inf_where(Ctx& ctx, int64_t n0, int64_t n1, int64_t n2, int64
 void scores(Ctx& ctx, const Heads& h, ggml_tensor* mask, const Ints& nonpad, const AttentionParams& p,
             ggml_tensor*& qk0, ggml_tensor*& qk) {
     const float scale = p.scale != 0.0f ? p.scale : float(1.0 / std::sqrt(double(h.D)));
-    qk = ggml_mul_mat(ctx, cont(ctx, h.k), cont(ctx, h.q));  // kv head i / (Hq / Hkv)
+    qk = device_mul_mat(ctx, cont(ctx, h.k), cont(ctx, h.q));  // kv head i / (Hq / Hkv)
     qk = ggml_scale(ctx, qk, scale);
     if (p.softcap > 0) qk = ggml_scale(ctx, ggml_tanh(ctx, ggml_scale(ctx, qk, 1.0f / p.softcap)), p.softcap);
     qk0 = qk;
@@ -260,7 +260,7 @@ ggml_tensor* attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
     scores(ctx, h, mask, nonpad_kv_seqlen, p, qk0, qk);
     ggml_tensor* pr = ggml_soft_max(ctx, cont(ctx, qk));
     ggml_tensor* vt = ggml_cont(ctx, ggml_transpose(ctx, cont(ctx, h.v)));  // [T, Dv, Hkv, B]
-    ggml_tensor* y = ggml_mul_mat(ctx, vt, pr);                             // [Dv, S, Hq, B]
+    ggml_tensor* y = device_mul_mat(ctx, vt, pr);                             // [Dv, S, Hq, B]
     if (p.q_heads > 0) {
         y = ggml_cont(ctx, ggml_permute(ctx, y, 0, 2, 1, 3));  // [Dv, Hq, S, B]
         y = ggml_reshape_3d(ctx, y, y->ne[0] * y->ne[1], y->ne[2], y->ne[3]);

@@ -66,7 +66,7 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
                                                    std::copy(src, src + n, dst);
                                                });
         ggml_tensor* col = im2col(ctx, k, x, sw, sh, pw, ph, dw, dh);
-        ggml_tensor* yt = ggml_mul_mat(ctx, kr, ggml_reshape_2d(ctx, col, CKK, col->ne[1] * col->ne[2] * col->ne[3]));
+        ggml_tensor* yt = device_mul_mat(ctx, kr, ggml_reshape_2d(ctx, col, CKK, col->ne[1] * col->ne[2] * col->ne[3]));
         yt = ggml_reshape_3d(ctx, yt, M, col->ne[1] * col->ne[2], col->ne[3]);
         yt = ctx.cpu ? transpose_blocked(ctx, yt) : ggml_cont(ctx, ggml_permute(ctx, yt, 1, 0, 2, 3));
         return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
@@ -420,7 +420,7 @@ ggml_tensor* deform_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* 
     const int64_t K = (d.ic / d.g) * KK, ocg = oc / d.g;
     ggml_tensor* cols = deform_cols_kernel(ctx, x, offset, mask, d);  // [K, P, g, n]
     ggml_tensor* wt = ggml_reshape_4d(ctx, f32_cont(ctx, w), K, ocg, d.g, 1);
-    ggml_tensor* y = ggml_mul_mat(ctx, wt, cols);               // [ocg, P, g, n]
+    ggml_tensor* y = device_mul_mat(ctx, wt, cols);               // [ocg, P, g, n]
     y = ggml_cont(ctx, ggml_permute(ctx, y, 1, 0, 2, 3));       // [P, ocg, g, n]
     y = ggml_reshape_4d(ctx, y, d.ow, d.oh, oc, d.n);
     if (bias) y = add(ctx, y, ggml_reshape_4d(ctx, f32_cont(ctx, bias), 1, 1, oc, 1));

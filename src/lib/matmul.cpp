@@ -57,6 +57,10 @@ ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
         a = pad_rows(ctx, a, pad);
         b = pad_rows(ctx, b, pad);
     }
+    return device_mul_mat(ctx, a, b);
+}
+
+ggml_tensor* device_mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
     // Exact mode off the CPU: CUDA's mmf kernel takes F32 products whose second operand has 4 to 16 columns (a
     // conv with 4 to 16 output channels, a short sequence) in TF32, whatever NVIDIA_TF32_OVERRIDE says. The
     // operands swapped give the product transposed, which cuBLAS computes in F32; the copy back is small.

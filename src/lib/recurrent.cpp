@@ -51,7 +51,7 @@ ggml_tensor* recurrent(Ctx& ctx, Cell cell, ggml_tensor* x, ggml_tensor* w, ggml
     // X * W^T for every step and direction on the device: [GH, rows, D].
     ggml_tensor* x2 = ggml_reshape_3d(ctx, f32_cont(ctx, x), I, k.S * k.B, 1);
     if (k.D > 1) x2 = ggml_repeat_4d(ctx, x2, I, k.S * k.B, k.D, 1);
-    ggml_tensor* xw = ggml_mul_mat(ctx, ggml_reshape_3d(ctx, f32_cont(ctx, w), I, GH, k.D), x2);
+    ggml_tensor* xw = device_mul_mat(ctx, ggml_reshape_3d(ctx, f32_cont(ctx, w), I, GH, k.D), x2);
     std::vector<ggml_tensor*> args = {xw, f32_cont(ctx, r)};
     k.i_r = 1;
     k.i_b = k.i_len = k.i_h0 = k.i_c0 = k.i_p = -1;

@@ -291,7 +291,7 @@ ggml_tensor* affine_grid(Ctx& ctx, ggml_tensor* theta, const Ints& size, const A
         bg = bg ? ggml_concat(ctx, bg, c, 0) : c;
     }
     bg = ggml_repeat_4d(ctx, ggml_reshape_3d(ctx, bg, k + 1, P, 1), k + 1, P, N, 1);
-    ggml_tensor* y = ggml_mul_mat(ctx, f32_cont(ctx, theta), bg);  // [k, P, N]
+    ggml_tensor* y = device_mul_mat(ctx, f32_cont(ctx, theta), bg);  // [k, P, N]
     // ONNX [N, spatial..., k]; rank 5 folds N into the first spatial dim.
     int64_t ne[4] = {k, 1, 1, 1};
     for (int i = 0; i < k; i++) ne[std::min(i + 1, 3)] *= sp[size_t(k - 1 - i)];

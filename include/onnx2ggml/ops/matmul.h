@@ -9,6 +9,9 @@ namespace o2g {
 // is large, both operands are zero-padded to one first: ggml's fast F32 sgemm (llamafile) needs it and its
 // fallback is several times slower.
 ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b);
+// ggml_mul_mat as every backend must compute it at the session's precision (exact mode: no TF32 on CUDA), with no
+// CPU padding: for products whose operands are not worth copying (im2col columns, attention probabilities).
+ggml_tensor* device_mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b);
 
 // Storage type of constant weight w in a product over shared dim K (MatMul, Gemm, convolutions): ctx.matmul_type
 // (SessionOptions::weights) where w is F32 and ggml's kernels take rows of K (multiples of 32), else F32.
