@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -93,13 +94,19 @@ def from_npy(arr: np.ndarray, elem_type: int) -> np.ndarray:
     return arr
 
 
+def cli_prefix(cli: str) -> list[str]:
+    """argv prefix that runs the CLI binary: ONNX2GGML_CLI_WRAPPER (a command line, e.g.
+    "qemu-aarch64-static -L /usr/aarch64-linux-gnu" for a cross-built binary) goes in front of it."""
+    return shlex.split(os.environ.get("ONNX2GGML_CLI_WRAPPER", "")) + [os.path.abspath(cli)]
+
+
 def runner_prefix(cli: str, runner: str) -> list[str]:
     """argv prefix for the program under test."""
     if runner == "ort":
         return [sys.executable, ORT_RUNNER]
     if runner != "cli":
         raise ValueError(f"unknown runner {runner!r}")
-    return [cli]
+    return cli_prefix(cli)
 
 
 @dataclass

@@ -44,6 +44,7 @@ from cli_common import (  # noqa: E402
     NPY_DTYPES,
     REPO_ROOT,
     TESTS_DIR,
+    cli_prefix,
     elem_type_name,
     from_npy,
     one_line,
@@ -533,7 +534,7 @@ def main() -> int:
         names = [n for n in names if re.search(args.filter, n)]
     if not names:
         sys.exit("no tests selected")
-    prefix = [os.path.abspath(args.cli)] if args.runner == "cli" else runner_prefix(args.cli, "ort")
+    prefix = cli_prefix(args.cli) if args.runner == "cli" else runner_prefix(args.cli, "ort")
 
     start = time.monotonic()
     if args.from_json:

@@ -4,7 +4,8 @@
 // into FMAs: no horizontal sums (ggml's F32 tiles end every output with one) and no padding of X. K is blocked so
 // the panels' slices stay in cache while the row blocks of X pass over them; threads split (row block, panel
 // group) pairs. Panels of a weight that came as f16 stay f16 and are widened as they load (F16C): the products are
-// those of the f32-widened weight, from half the memory. Built with -march=native (CMakeLists.txt).
+// those of the f32-widened weight, from half the memory. Built per x86-64 level (cmake/cpu_dispatch.cmake); on
+// AArch64 with NEON intrinsics (baseline ARMv8-A, any -march).
 #include "kernels/isa.h"
 #include "kernels/gemm.h"
 
@@ -18,6 +19,8 @@
 
 #if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))
 #include <immintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
 #endif
 
 #include "ggml.h"
@@ -116,9 +119,20 @@ inline Vec vload(const ggml_fp16_t* p) {
     return _mm256_load_ps(f);
 }
 #endif
+#elif defined(__ARM_NEON)
+// AArch64: 32 4-float registers, so 6 rows x 16 columns is 24 accumulators + 4 for the panel row + 1 broadcast.
+// Blocks as on AVX2 (tuned there, not on an ARM machine: only checked for correctness under QEMU).
+using Vec = float32x4_t;
+constexpr int MR = 6, PW = 1;
+constexpr int64_t KC = 256, MC = 96;
+inline Vec vload(const float* p) { return vld1q_f32(p); }
+inline void vstore(float* p, Vec v) { vst1q_f32(p, v); }
+inline Vec vbroadcast(const float* p) { return vld1q_dup_f32(p); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return vfmaq_f32(c, a, b); }
+inline Vec vload(const ggml_fp16_t* p) { return vcvt_f32_f16(vld1_f16(reinterpret_cast<const float16_t*>(p))); }
 #endif
 
-#if defined(__AVX512F__) || defined(O2G_WIDE16) || (defined(__AVX__) && defined(__FMA__))
+#if defined(__AVX512F__) || defined(O2G_WIDE16) || (defined(__AVX__) && defined(__FMA__)) || defined(__ARM_NEON)
 template <int R, int P, typename T>
 void tile(const float* x, int64_t ldx, const T* w, int64_t ws, int64_t kc, float* c, int64_t ldc, int64_t cs,
           const float* start) {

@@ -261,7 +261,11 @@ long peak_rss_kb() {
         if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+#if defined(__APPLE__)
+    return ru.ru_maxrss / 1024;  // bytes on macOS (no /proc there), KiB on Linux
+#else
     return ru.ru_maxrss;
+#endif
 }
 
 std::map<std::string, Tensor> read_inputs(const Graph& g, const std::string& model,
