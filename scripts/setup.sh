@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Idempotent set-up: system tools, ggml sources from a pinned PyPI sdist, and the Python test venv.
-# Usage: scripts/setup.sh [--with-torch] [--with-vulkan] [--with-bench]
+# Usage: scripts/setup.sh [--with-torch] [--with-vulkan] [--with-bench] [--with-cross]
 #   --with-torch   torch, diffusers, transformers, peft: to re-export model fixtures and to check --lora against
 #                  diffusers
 #   --with-vulkan  Mesa's software Vulkan device (lavapipe), glslc, Vulkan headers, and ggml built with Vulkan
 #   --with-bench   .venv-bench: the newest onnxruntime (the benchmark's opponent; the test venv pins an older one)
+#   --with-cross   the ARM64 cross compiler and QEMU's ARM64 emulator (scripts/cross_arm64.sh; docs/platforms.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WITH_TORCH=0 WITH_VULKAN=0 WITH_BENCH=0
+WITH_TORCH=0 WITH_VULKAN=0 WITH_BENCH=0 WITH_CROSS=0
 for a in "$@"; do
   case "$a" in
     --with-torch) WITH_TORCH=1 ;;
     --with-vulkan) WITH_VULKAN=1 ;;
     --with-bench) WITH_BENCH=1 ;;
+    --with-cross) WITH_CROSS=1 ;;
     *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +38,10 @@ done
 if ! command -v ccache >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt+=(ccache); fi
 # QEMU's x86-64 user-mode emulator has no AVX-512: scripts/test.sh runs the default binary under it.
 if ! command -v qemu-x86_64 >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt+=(qemu-user); fi
+if [ $WITH_CROSS = 1 ]; then
+  command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || need_apt+=(g++-aarch64-linux-gnu)
+  command -v qemu-aarch64-static >/dev/null 2>&1 || need_apt+=(qemu-user-static)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${need_apt[@]}" | sed 's/^python3$/python3 python3-venv/' | tr '\n' ' ')
   if [ "$(id -u)" = 0 ]; then

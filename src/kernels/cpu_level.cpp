@@ -88,6 +88,8 @@ const char* cpu_level_name() {
     }
 #elif defined(O2G_NATIVE_KERNELS)
     return "built for one -march (ONNX2GGML_NATIVE)";
+#elif defined(__aarch64__)
+    return "AArch64 NEON";
 #else
     return "generic";
 #endif
