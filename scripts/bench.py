@@ -34,14 +34,17 @@ sys.path.insert(0, os.path.join(REPO, "scripts"))
 import fetch_corpus  # noqa: E402
 
 
-def side_by_side(cli, model, feeds, threads, runs, warmup, tmp, procs=1):
+def side_by_side(cli, model, feeds, threads, runs, warmup, tmp, procs=1, levels=(None,)):
     """`procs` processes of each runtime, alternating (ours, onnxruntime, ours, ...), so that both see the same
     phases of this VM, which speeds up and slows down by 20-40 % for minutes at a time. Each runtime's time is the
     median over its processes of each process's median, and the overall min.
-    Returns ((median, min, note) for ours or (None, None, error), (median, min, note) for onnxruntime)."""
-    res, ort_res = [], []
+    `levels`: ours once per x86-64 level (ONNX2GGML_CPU) in each round, None for the CPU's own.
+    Returns ([(median, min, note) or (None, None, error) for ours at each level], (median, min, note) for
+    onnxruntime)."""
+    res, ort_res = {lv: [] for lv in levels}, []
     for _ in range(procs):
-        res.append(ours_once(cli, model, feeds, threads, runs, warmup, tmp))
+        for lv in levels:
+            res[lv].append(ours_once(cli, model, feeds, threads, runs, warmup, tmp, lv))
         ort_res.append(onnxruntime(model, feeds, threads, runs, warmup, tmp))
 
     def summary(results, note, label):  # results: (median, min, ...) per process
@@ -51,18 +54,21 @@ def side_by_side(cli, model, feeds, threads, runs, warmup, tmp, procs=1):
         return statistics.median(meds), min(r[1] for r in results), note
 
     ort_out = summary(ort_res, f"ort rss {max(r[2] for r in ort_res):.0f} MB", "ort ")
-    if any(r[0] is None for r in res):
-        return next(r for r in res if r[0] is None), ort_out
-    return summary(res, res[-1][2], ""), ort_out
+    ours = []
+    for lv in levels:
+        bad = [r for r in res[lv] if r[0] is None]
+        ours.append(bad[0] if bad else summary(res[lv], res[lv][-1][2], ""))
+    return ours, ort_out
 
 
-def ours_once(cli, model, feeds, threads, runs, warmup, tmp):
+def ours_once(cli, model, feeds, threads, runs, warmup, tmp, level=None):
     args = [cli, "bench", model, "--threads", str(threads), "--runs", str(runs), "--warmup", str(warmup)]
+    env = {**os.environ, "ONNX2GGML_CPU": level} if level else None
     for name, arr in feeds.items():
         p = os.path.join(tmp, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
         np.save(p, arr)
         args += ["--input", f"{name}={p}"]
-    r = subprocess.run(args, capture_output=True, text=True)
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         return None, None, r.stderr.strip().splitlines()[-1]
     m = re.search(r"median_ms=([\d.]+) min_ms=([\d.]+)", r.stdout)
@@ -253,6 +259,9 @@ def main():
                          "77 tokens")
     ap.add_argument("--peak", type=float, default=0.0,
                     help="this machine's fp32 peak in GFLOP/s (scripts/peak_flops.sh) to print the share reached")
+    ap.add_argument("--cpu-levels", default="",
+                    help="comma-separated x86-64 levels (v4,v3,v2) to run ours at, each against the same "
+                         "onnxruntime runs (ONNX2GGML_CPU; onnxruntime keeps the CPU's own level)")
     ap.add_argument("--corpus", action="store_true",
                     help="only the real models of tests/corpus.json (fetched into .deps/corpus when missing), with "
                          "parity against onnxruntime and the share of elementwise/REPEAT/CONT time")
@@ -303,7 +312,16 @@ def collect_jobs(a):
 
 def bench_one(a, label, path, feeds, entry, tmp):
     """Times one model and prints its line; for a corpus entry, also its parity. Returns the corpus table row."""
-    (om, on, note), (rm, rn, ort_note) = side_by_side(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp, a.procs)
+    levels = tuple(a.cpu_levels.split(",")) if a.cpu_levels else (None,)
+    ours, (rm, rn, ort_note) = side_by_side(a.cli, path, feeds, a.threads, a.runs, a.warmup, tmp, a.procs, levels)
+    row = None
+    for lv, (om, on, note) in zip(levels, ours):
+        row = print_one(a, label + (f" [{lv}]" if lv else ""), path, feeds, entry, tmp, om, on, note, rm, rn, ort_note)
+    return row
+
+
+def print_one(a, label, path, feeds, entry, tmp, om, on, note, rm, rn, ort_note):
+    """Prints one line of ours against onnxruntime; for a corpus entry, also its parity. Returns its table row."""
     note = f"{note}; {ort_note}"
     par = parity(a.cli, path, feeds, a.threads, tmp, a.peak) if entry else None
     if par:
