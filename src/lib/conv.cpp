@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "kernels/conv_pointwise.h"
 #include "kernels/conv_direct.h"
@@ -54,8 +55,52 @@ struct Epilogue {
 };
 
 ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
-                        Epilogue* ep = nullptr) {
+                        Epilogue* ep = nullptr);
+
+// Off the CPU, an im2col larger than this is made for bands of output rows, one after the other: the compute
+// buffer then holds one band's (a 256x256 SD VAE decoder's 256 -> 128 conv needs 604 MB at once; stable-diffusion.cpp
+// holds it in F16, 302 MB).
+constexpr int64_t IM2COL_BAND_BYTES = 64ll << 20;
+
+// Concatenation of bands along H, pairwise: each output row is copied about log2(bands) times, not bands / 2.
+ggml_tensor* concat_rows(Ctx& ctx, std::vector<ggml_tensor*> parts) {
+    while (parts.size() > 1) {
+        std::vector<ggml_tensor*> next;
+        for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(ggml_concat(ctx, parts[i], parts[i + 1], 1));
+        if (parts.size() % 2) next.push_back(parts.back());
+        parts = std::move(next);
+    }
+    return parts[0];
+}
+
+// The convolution in bands of `band` output rows: the input padded in H once, each band's rows (with their halo)
+// convolved on their own, unpadded in H.
+ggml_tensor* conv2d_banded(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
+                           int64_t OH, int64_t band) {
+    ggml_tensor* xp = ph ? ggml_pad_ext(ctx, cont(ctx, x), 0, 0, ph, ph, 0, 0, 0, 0) : cont(ctx, x);
+    std::vector<ggml_tensor*> parts;
+    for (int64_t r0 = 0; r0 < OH; r0 += band) {
+        const int64_t r1 = std::min(OH, r0 + band), i0 = r0 * sh, rows = (r1 - 1 - r0) * sh + dh * (k->ne[1] - 1) + 1;
+        ggml_tensor* xb = ggml_cont(ctx, ggml_view_4d(ctx, xp, xp->ne[0], rows, xp->ne[2], xp->ne[3], xp->nb[1],
+                                                      xp->nb[2], xp->nb[3], size_t(i0) * xp->nb[1]));
+        parts.push_back(conv2d_f32(ctx, k, xb, sw, sh, pw, 0, dw, dh));
+    }
+    return concat_rows(ctx, parts);
+}
+
+ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
+                        Epilogue* ep) {
     int64_t M = k->ne[3], CKK = k->ne[0] * k->ne[1] * k->ne[2];
+    if (!ctx.cpu && (k->ne[0] > 1 || k->ne[1] > 1)) {
+        const int64_t OW = (x->ne[0] + 2 * pw - dw * (k->ne[0] - 1) - 1) / sw + 1;
+        const int64_t OH = (x->ne[1] + 2 * ph - dh * (k->ne[1] - 1) - 1) / sh + 1;
+        const int64_t row_bytes = CKK * OW * x->ne[3] * int64_t(sizeof(float));
+        const int64_t band = std::max<int64_t>(1, IM2COL_BAND_BYTES / std::max<int64_t>(row_bytes, 1));
+        if (OH > 1 && band < OH) {
+            const int64_t bands = (OH + band - 1) / band;  // bands of equal height
+            return conv2d_banded(ctx, k, x, sw, sh, pw, ph, dw, dh, OH, (OH + bands - 1) / bands);
+        }
+    }
     const bool constant_k = ctx.weights && ctx.weights->is_weight(k);
     if (constant_k && product_weight_type(ctx, k, CKK) != GGML_TYPE_F32) {
         // --weights f16|bf16|q8_0: the weight kept at that type goes first (ggml takes reduced types as src0),
