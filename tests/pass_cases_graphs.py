@@ -213,7 +213,9 @@ def gelu_erf_cases():
 # inputs), plain and with some ops kept in f32 between Casts: the same nodes must run, the same kernels fire (or
 # not, for the near misses). onnxruntime computes those files in f16 and the fused kernels in f32, hence the wider
 # bar (about 4 f16 roundings of the largest value).
-FP16_PICKS = ("fuse_group_norm: own GroupNorm, targets from Shape/Gather/Concat, + SiLU",
+FP16_PICKS = ("fold_conv_affine: Conv -> Mul -> Add -> BN -> Div -> Sub, initializer weights: one Conv",
+              "fold_conv_affine: grouped ConvTranspose (stride 2) -> BN -> Mul, Constant-node weights: one ConvTranspose",
+              "fuse_group_norm: own GroupNorm, targets from Shape/Gather/Concat, + SiLU",
               "fuse_group_norm: own GroupNorm, weights as Constant nodes",
               "fuse_layer_norm: decomposed LayerNorm (Pow, Div) becomes one ggml_norm",
               "fuse_layer_norm: decomposed RMSNorm (Pow, Div) becomes one ggml_rms_norm",

@@ -1,7 +1,8 @@
 // fold_conv_affine: a Conv or ConvTranspose with constant weights, followed by any chain of per-output-channel
 // affine steps with constant parameters (inference BatchNormalization; Mul or Div by, Add or Sub of, a scalar or
 // a [M, 1, ...] constant), becomes one convolution with scaled weights and a shifted bias, computed once when the
-// model is planned. The parameters may be initializers or Constant nodes (paddle2onnx and tf2onnx write those).
+// model is planned. The parameters may be initializers or Constant nodes (paddle2onnx and tf2onnx write those),
+// f32 or an fp16 converter's f16/bf16 (the folded weight keeps the type the conv reads).
 #include <cmath>
 #include <cstring>
 
@@ -11,27 +12,38 @@ namespace onnx2ggml {
 
 namespace {
 
+// A float constant's values (f32, or an fp16 converter's f16/bf16), widened exactly.
 std::vector<double> doubles(const TensorData& t) {
-    std::vector<float> f(static_cast<size_t>(t.numel()));
-    if (!f.empty()) std::memcpy(f.data(), t.data, f.size() * 4);
-    return std::vector<double>(f.begin(), f.end());
+    HostTensor h;
+    h.dtype = t.dtype;
+    h.shape = t.dims;
+    h.data = t.data;
+    h.nbytes = t.nbytes;
+    return t.numel() ? h.to_f64() : std::vector<double>{};
 }
 
-std::shared_ptr<TensorData> make(const std::string& name, const std::vector<int64_t>& dims, std::vector<float> v) {
-    auto buf = std::make_shared<std::vector<float>>(std::move(v));
+// A new initializer of element type `type`, each value rounded once from double.
+std::shared_ptr<TensorData> make(const std::string& name, const std::vector<int64_t>& dims, DType type,
+                                 const std::vector<double>& v) {
+    HostTensor h = HostTensor::from_f64(type, dims, v);
     auto t = std::make_shared<TensorData>();
     t->name = name;
-    t->dtype = DType::FLOAT;
+    t->dtype = type;
     t->dims = dims;
-    t->data = reinterpret_cast<const uint8_t*>(buf->data());
-    t->nbytes = buf->size() * 4;
-    t->keep = buf;
+    t->data = h.data;
+    t->nbytes = h.nbytes;
+    t->keep = h.keep;
     return t;
 }
 
 const TensorData* float_constant(GraphIndex& g, const std::string& v) {
     const TensorData* t = v.empty() ? nullptr : g.constant(v);
-    return t && t->dtype == DType::FLOAT && (t->data || !t->numel()) ? t : nullptr;
+    return t && float_dtype(t->dtype) && (t->data || !t->numel()) ? t : nullptr;
+}
+
+// The element type the conv reads its weight as: the constant's own, or f32 where an fp16 file widens it by a Cast.
+DType seen_type(GraphIndex& g, const std::string& v, const TensorData& t) {
+    return g.producer_of(g.through_identity(v), "Cast") ? DType::FLOAT : t.dtype;
 }
 
 // A constant that broadcasts to one value per channel of a rank-`rank` NC... tensor with M channels: M values
@@ -120,17 +132,18 @@ void fold_conv_affine(const Model& m, GraphPlan& plan) {
         std::vector<double> W = doubles(*w), bias = b ? doubles(*b) : std::vector<double>(size_t(M), 0.0);
         const int64_t per = w->numel() / w->dims[0];  // one row of dim 0
         const int64_t cin_g = w->dims[0] / group, m_g = transposed ? w->dims[1] : 0, taps = transposed ? per / m_g : 0;
-        std::vector<float> Wf(W.size()), Bf(static_cast<size_t>(M));
         for (int64_t r = 0; r < w->dims[0]; r++)
             for (int64_t k = 0; k < per; k++) {
                 // Conv: dim 0 is the output channel. ConvTranspose: [C, M/group, taps], output (C / cin_g) * m_g + j.
                 const int64_t o = transposed ? (r / cin_g) * m_g + k / taps : r;
-                Wf[size_t(r * per + k)] = float(W[size_t(r * per + k)] * A[size_t(o)]);
+                W[size_t(r * per + k)] *= A[size_t(o)];
             }
-        for (size_t o = 0; o < size_t(M); o++) Bf[o] = float(bias[o] * A[o] + B[o]);
+        for (size_t o = 0; o < size_t(M); o++) bias[o] = bias[o] * A[o] + B[o];
+        // Kept at the weight's type (an fp16 file's conv reads f16): rounded once, after the fold.
+        const DType wt = seen_type(g, conv.inputs[1], *w);
         std::string wn = conv.inputs[1] + "#fold:" + y, bname = wn + ":bias";
-        plan.initializers[wn] = make(wn, w->dims, std::move(Wf));
-        plan.initializers[bname] = make(bname, {M}, std::move(Bf));
+        plan.initializers[wn] = make(wn, w->dims, wt, W);
+        plan.initializers[bname] = make(bname, {M}, b ? seen_type(g, conv.inputs[2], *b) : wt, bias);
         Node fused = conv;
         fused.inputs = {conv.inputs[0], wn, bname};
         fused.outputs = {y};
