@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -93,13 +94,19 @@ def from_npy(arr: np.ndarray, elem_type: int) -> np.ndarray:
     return arr
 
 
+def cli_prefix(cli: str) -> list[str]:
+    """argv prefix that runs the CLI binary: ONNX2GGML_CLI_WRAPPER (split like a shell command, e.g. "wine" for a
+    Windows build, see docs/platforms.md) goes before it."""
+    return shlex.split(os.environ.get("ONNX2GGML_CLI_WRAPPER", "")) + [os.path.abspath(cli)]
+
+
 def runner_prefix(cli: str, runner: str) -> list[str]:
     """argv prefix for the program under test."""
     if runner == "ort":
         return [sys.executable, ORT_RUNNER]
     if runner != "cli":
         raise ValueError(f"unknown runner {runner!r}")
-    return [cli]
+    return cli_prefix(cli)
 
 
 @dataclass
@@ -118,6 +125,8 @@ class CliResult:
         not a crash; a signal or sanitizer report is."""
         if self.returncode is not None and self.returncode < 0:
             return f"killed by signal {-self.returncode}"
+        if self.returncode is not None and self.returncode >= 0xC0000000:  # a Windows NTSTATUS (access violation...)
+            return f"Windows exception 0x{self.returncode:08X}"
         for marker in SANITIZER_MARKERS:
             if marker in self.stderr:
                 line = next(l for l in self.stderr.splitlines() if marker in l)

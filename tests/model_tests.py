@@ -31,7 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from cli_common import off_device  # noqa: E402
+from cli_common import cli_prefix, off_device  # noqa: E402
 import metrics  # noqa: E402
 import model_data  # noqa: E402
 
@@ -178,7 +178,7 @@ def main(argv=None):
         if not os.access(args.cli, os.X_OK):
             print(f"error: CLI not found or not executable: {args.cli}", file=sys.stderr)
             return 2
-        args.cmd_prefix = [os.path.abspath(args.cli)]
+        args.cmd_prefix = cli_prefix(args.cli)
 
     with open(args.manifest) as f:
         manifest = json.load(f)

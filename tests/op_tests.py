@@ -36,7 +36,7 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import metrics  # noqa: E402
-from cli_common import DEFAULT_CLI, from_npy, one_line, run_model, runner_prefix, sanitize_name, to_npy  # noqa: E402
+from cli_common import DEFAULT_CLI, cli_prefix, from_npy, one_line, run_model, runner_prefix, sanitize_name, to_npy  # noqa: E402
 
 from op_case import CASES, DEFAULT_OPSET, DEFAULT_TOL, Case, In, I64, K, R, V, W, case, op_name  # noqa: E402,F401
 
@@ -692,7 +692,7 @@ def main() -> int:
     args = p.parse_args()
     if args.coverage:
         import subprocess
-        ops = subprocess.run([args.cli, "ops"], capture_output=True, text=True, check=True).stdout.split()
+        ops = subprocess.run(cli_prefix(args.cli) + ["ops"], capture_output=True, text=True, check=True).stdout.split()
         tested = tested_ops()
         missing = [op for op in ops if op not in tested and not op.startswith("onnx2ggml.")]
         print(f"op coverage: {len(ops) - len(missing)}/{len(ops)} registered ops have a case"
@@ -709,7 +709,7 @@ def main() -> int:
         return 0
     if args.runner == "cli" and not os.access(args.cli, os.X_OK):
         sys.exit(f"CLI not found or not executable: {args.cli} (build it, or pass --cli / --runner ort)")
-    prefix = [os.path.abspath(args.cli)] if args.runner == "cli" else runner_prefix(args.cli, "ort")
+    prefix = cli_prefix(args.cli) if args.runner == "cli" else runner_prefix(args.cli, "ort")
 
     by_id = {c.id: c for c in cases}
     failed, xfailed, xpassed = [], [], []
