@@ -53,7 +53,8 @@ bool map_file(const std::string& path, FileMap& out, std::string& err) {
     if (f == INVALID_HANDLE_VALUE) {
         // A directory cannot be opened without FILE_FLAG_BACKUP_SEMANTICS: say what POSIX says.
         DWORD a = GetFileAttributesW(wide(path).c_str());
-        err = a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY) ? "not a regular file" : "cannot open file";
+        const bool dir = a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY);
+        err = dir ? "not a regular file" : "cannot open file";
         return false;
     }
     LARGE_INTEGER size;

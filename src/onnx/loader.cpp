@@ -22,11 +22,9 @@ constexpr int64_t kMaxRank = 64;
 
 struct Mapping {
     platform::FileMap map;
-    void* addr = nullptr;
-    size_t size = 0;
     ~Mapping() {
-        if (addr && size) {
-            unregister_mapping(addr);
+        if (map.addr) {
+            unregister_mapping(map.addr);
             platform::unmap_file(map);
         }
     }
@@ -35,9 +33,7 @@ struct Mapping {
 std::shared_ptr<Mapping> map_file(const std::string& path, std::string& err) {
     auto m = std::make_shared<Mapping>();
     if (!platform::map_file(path, m->map, err)) return nullptr;
-    m->addr = m->map.addr;
-    m->size = m->map.size;
-    register_mapping(m->addr, m->size, path);
+    register_mapping(m->map.addr, m->map.size, path);
     return m;
 }
 
@@ -171,11 +167,11 @@ struct Parser {
         O2G_CHECK(uint64_t(length) == need, path, ": tensor '", tname, "': external data length ", length,
                   " does not match its shape (", need, " bytes)");
         // Written so that offset + need cannot wrap.
-        O2G_CHECK(uint64_t(offset) <= m->size && need <= m->size - uint64_t(offset), path, ": tensor '",
+        O2G_CHECK(uint64_t(offset) <= m->map.size && need <= m->map.size - uint64_t(offset), path, ": tensor '",
                   tname, "': external data [", offset, ", +", need, ") runs past the end of '", location,
-                  "' (", m->size, " bytes)");
+                  "' (", m->map.size, " bytes)");
         hold = m;
-        return static_cast<const uint8_t*>(m->addr) + offset;
+        return static_cast<const uint8_t*>(m->map.addr) + offset;
     }
 
     // 4- and 2-bit elements come packed, low bits first; the runtime holds one per byte.
@@ -489,8 +485,8 @@ std::shared_ptr<Model> load_model(const std::string& path) {
     std::string err;
     auto m = map_file(path, err);
     O2G_CHECK(m, path, ": ", err);
-    O2G_CHECK(m->size > 0, path, ": not a valid ONNX model: file is empty");
-    return parse_model(static_cast<const uint8_t*>(m->addr), m->size, path, dir_of(path), m);
+    O2G_CHECK(m->map.size > 0, path, ": not a valid ONNX model: file is empty");
+    return parse_model(static_cast<const uint8_t*>(m->map.addr), m->map.size, path, dir_of(path), m);
 }
 
 }  // namespace onnx2ggml
