@@ -95,8 +95,8 @@ def from_npy(arr: np.ndarray, elem_type: int) -> np.ndarray:
 
 
 def cli_prefix(cli: str) -> list[str]:
-    """argv prefix that runs the CLI binary: ONNX2GGML_CLI_WRAPPER (a command line, e.g.
-    "qemu-aarch64-static -L /usr/aarch64-linux-gnu" for a cross-built binary) goes in front of it."""
+    """argv prefix that runs the CLI binary: ONNX2GGML_CLI_WRAPPER (split like a shell command: "wine" for a Windows
+    build, "qemu-aarch64-static -L /usr/aarch64-linux-gnu" for an ARM64 one; docs/platforms.md) goes before it."""
     return shlex.split(os.environ.get("ONNX2GGML_CLI_WRAPPER", "")) + [os.path.abspath(cli)]
 
 
@@ -125,6 +125,8 @@ class CliResult:
         not a crash; a signal or sanitizer report is."""
         if self.returncode is not None and self.returncode < 0:
             return f"killed by signal {-self.returncode}"
+        if self.returncode is not None and self.returncode >= 0xC0000000:  # a Windows NTSTATUS (access violation...)
+            return f"Windows exception 0x{self.returncode:08X}"
         for marker in SANITIZER_MARKERS:
             if marker in self.stderr:
                 line = next(l for l in self.stderr.splitlines() if marker in l)

@@ -36,7 +36,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import metrics  # noqa: E402
 from malformed_limits import run_limit_cases  # noqa: E402
-from cli_common import DEFAULT_CLI, ERROR_PREFIX, CliResult, one_line, run_cli, runner_prefix  # noqa: E402
+from cli_common import DEFAULT_CLI, ERROR_PREFIX, CliResult, cli_prefix, one_line, run_cli, runner_prefix  # noqa: E402
 
 INPUT_NAME = "pixel_values"  # distinctive, so "the message names the input" is checkable
 INPUT_SHAPE = (1, 3, 4, 4)
@@ -431,7 +431,7 @@ def main() -> int:
     args = p.parse_args()
     if args.runner == "cli" and not os.access(args.cli, os.X_OK):
         sys.exit(f"CLI not found or not executable: {args.cli}")
-    prefix = [os.path.abspath(args.cli)] if args.runner == "cli" else runner_prefix(args.cli, "ort")
+    prefix = cli_prefix(args.cli) if args.runner == "cli" else runner_prefix(args.cli, "ort")
 
     work = tempfile.mkdtemp(prefix="o2g_malformed_")
     try:

@@ -105,7 +105,8 @@ public:
 // next read of a lost page into SIGBUS. This installs a process-wide SIGBUS handler that reports such a fault as
 // one line, "onnx2ggml: error: FILE: the file shrank while it was mapped ...", and exits with status 1; a SIGBUS
 // outside our mappings goes to the handler that was there before. The library never installs it by itself (signal
-// handlers belong to the program): the CLI and the Python package do, an embedding program may.
+// handlers belong to the program): the CLI and the Python package do, an embedding program may. On Windows it is a
+// vectored exception handler for the same fault (EXCEPTION_IN_PAGE_ERROR, or a read access violation under wine).
 void install_sigbus_guard();
 
 }  // namespace onnx2ggml

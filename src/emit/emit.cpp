@@ -3,16 +3,16 @@
 // identifiers made of [A-Za-z0-9_] (c_identifier).
 #include "emit/emit.h"
 
-#include <sys/stat.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
 
+#include "common/platform.h"
 #include "common/error.h"
 #include "emit/lora_table.h"
 #include "emit/recorder.h"
@@ -112,7 +112,7 @@ std::string drop_unread_results(const std::string& body, const std::string& tail
 }
 
 void write_file(const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    std::ofstream f(platform::fs_path(path), std::ios::binary | std::ios::trunc);
     O2G_CHECK(f, "cannot write '", path, "'");
     f << text;
     O2G_CHECK(f, "write to '", path, "' failed");
@@ -407,13 +407,13 @@ std::vector<Probe> record_program(const Model& m, const GraphPlan& plan, const C
 
 // Creates dir and its parents (like mkdir -p), or checks it is a directory.
 void make_dirs(const std::string& dir) {
-    struct stat st;
-    if (stat(dir.c_str(), &st) != 0) {
-        for (size_t p = 1; p <= dir.size(); p++)  // like mkdir -p
-            if (p == dir.size() || dir[p] == '/') mkdir(dir.substr(0, p).c_str(), 0755);
-        O2G_CHECK(stat(dir.c_str(), &st) == 0, "cannot create '", dir, "'");
+    const std::filesystem::path p = platform::fs_path(dir);
+    std::error_code ec;
+    if (!std::filesystem::exists(p, ec)) {
+        std::filesystem::create_directories(p, ec);
+        O2G_CHECK(std::filesystem::exists(p, ec), "cannot create '", dir, "'");
     } else
-        O2G_CHECK(S_ISDIR(st.st_mode), "'", dir, "' is not a directory");
+        O2G_CHECK(std::filesystem::is_directory(p, ec), "'", dir, "' is not a directory");
 }
 
 // The model's graph as code: its weights struct, their loader, and build() with one block per node.

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <set>
 #include <thread>
-#include <unistd.h>
 
 #include "common/error.h"
+#include "common/platform.h"
 #include "onnx2ggml/program.h"
 
 #include "kernels/cpu_level.h"
@@ -37,7 +37,7 @@ static void on_ggml_abort(const char* msg) {
     fprintf(stderr, "onnx2ggml: error: %s%sinternal ggml failure: %s\n", t_abort_context ? t_abort_context->c_str() : "",
             t_abort_context ? ": " : "", msg ? msg : "");
     fflush(stderr);
-    _exit(3);
+    onnx2ggml::platform::exit_now(3);
 }
 
 std::string cpu_code_description() {
@@ -85,7 +85,7 @@ static void set_device_precision(ggml_backend_dev_t dev, const std::string& prec
         fail("precision '", precision, "' on ", name, ": this process already opened ", vulkan ? "Vulkan" : "CUDA",
              " with '", was, "', and ggml's backend fixes it per process");
     was = precision;
-    if (precision == "exact") setenv(vulkan ? "GGML_VK_DISABLE_F16" : "NVIDIA_TF32_OVERRIDE", vulkan ? "1" : "0", 1);
+    if (precision == "exact") onnx2ggml::platform::set_env(vulkan ? "GGML_VK_DISABLE_F16" : "NVIDIA_TF32_OVERRIDE", vulkan ? "1" : "0");
 }
 
 // Sessions open on several threads at once: ggml's registry and abort hook are process-wide, set up once.

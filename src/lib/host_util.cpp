@@ -1,12 +1,11 @@
 // Index helpers shared by host evaluation in the op library and in op-table rows.
 #include "lib/host_util.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 
+#include "common/platform.h"
 #include "onnx2ggml/ops.h"
 
 namespace onnx2ggml {
@@ -21,8 +20,8 @@ int64_t host_axis(int64_t axis, int64_t rank, const char* what) {
 
 size_t machine_memory() {
     static const size_t bytes = [] {
-        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-        size_t m = pages > 0 && page > 0 ? size_t(pages) * size_t(page) : ~size_t(0);
+        const uint64_t phys = platform::physical_memory();
+        size_t m = phys > 0 ? size_t(phys) : ~size_t(0);
         // A container's limit (cgroup v2, then v1) is what actually bounds us.
         for (const char* f : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
             std::ifstream in(f);

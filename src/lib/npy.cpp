@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/platform.h"
 #include "ir/dtype.h"
 
 namespace onnx2ggml {
@@ -48,7 +49,7 @@ static DType dtype_of(std::string d, const std::string& path) {
 }
 
 Tensor read_npy(const std::string& path, DType want) {
-    std::ifstream f(path, std::ios::binary);
+    std::ifstream f(platform::fs_path(path), std::ios::binary);
     O2G_CHECK(f, path, ": cannot open");
     char magic[8];
     f.read(magic, 8);
@@ -113,7 +114,7 @@ void write_npy(const std::string& path, const Tensor& t) {
     std::string h = std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': " + shape + ", }";
     size_t total = 10 + h.size() + 1;
     h += std::string((64 - total % 64) % 64, ' ') + "\n";
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    std::ofstream f(platform::fs_path(path), std::ios::binary | std::ios::trunc);
     O2G_CHECK(f, path, ": cannot write");
     f.write("\x93NUMPY\x01\x00", 8);
     unsigned char len[2] = {uint8_t(h.size() & 0xff), uint8_t(h.size() >> 8)};

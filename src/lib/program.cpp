@@ -1,11 +1,7 @@
 // Runtime of generated programs: devices, GGUF weights and the per-shape graph cache (include/onnx2ggml/program.h).
 #include "onnx2ggml/program.h"
 
-#include <fcntl.h>
-#include <strings.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "common/platform.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +19,7 @@
 namespace o2g {
 
 using onnx2ggml::fail;
+namespace platform = onnx2ggml::platform;
 using onnx2ggml::HostTensor;
 
 // ---- weights ----
@@ -98,15 +95,11 @@ WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool nat
     int64_t k_names = gguf_find_key(m.gguf, "onnx2ggml.names");
     if (k_names < 0 || gguf_get_arr_type(m.gguf, k_names) != GGUF_TYPE_STRING)
         fail(path, ": not an onnx2ggml weights file (no onnx2ggml.names)");
-    int fd = open(path.c_str(), O_RDONLY);
-    if (fd < 0) fail(path, ": cannot open");
-    struct stat st;
-    fstat(fd, &st);
-    m.map_size = size_t(st.st_size);
-    void* p = m.map_size ? mmap(nullptr, m.map_size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
-    close(fd);
-    if (p == MAP_FAILED) fail(path, ": cannot map");
-    m.map = static_cast<const uint8_t*>(p);
+    platform::FileMap fm;
+    std::string err;
+    if (!platform::map_file(path, fm, err)) fail(path, ": ", err);
+    m.map_size = fm.size;
+    m.map = static_cast<const uint8_t*>(fm.addr);
     size_t data0 = gguf_get_data_offset(m.gguf);
     size_t n = gguf_get_arr_n(m.gguf, k_names);
     if (ggml_get_first_tensor(m.meta)) {
@@ -138,7 +131,7 @@ WeightFile::~WeightFile() {
     for (auto c : m.extra) ggml_free(c);
     if (m.meta) ggml_free(m.meta);
     if (m.gguf) gguf_free(m.gguf);
-    if (m.map) munmap(const_cast<uint8_t*>(m.map), m.map_size);
+    if (m.map) platform::unmap_file({const_cast<uint8_t*>(m.map), m.map_size});
 }
 
 ggml_tensor* WeightFile::get(const std::string& name) const {

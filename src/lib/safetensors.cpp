@@ -1,10 +1,7 @@
 // safetensors reader (src/lib/safetensors.h).
 #include "lib/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "common/platform.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -19,6 +16,7 @@
 namespace o2g {
 
 using onnx2ggml::fail;
+namespace platform = onnx2ggml::platform;
 
 int64_t SafeTensor::numel() const {
     int64_t n = 1;
@@ -94,23 +92,11 @@ SafeTensor header_entry(const std::string& path, const std::string& name, const 
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-    int fd = open(path.c_str(), O_RDONLY);
-    if (fd < 0) fail(path, ": cannot open (", std::strerror(errno), ")");
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        fail(path, ": not a regular file");
-    }
-    size_ = size_t(st.st_size);
-    if (size_ > 0) {
-        void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            close(fd);
-            fail(path, ": cannot map (", std::strerror(errno), ")");
-        }
-        map_ = static_cast<const uint8_t*>(p);
-    }
-    close(fd);
+    platform::FileMap fm;
+    std::string err;
+    if (!platform::map_file(path, fm, err)) fail(path, ": ", err);
+    map_ = static_cast<const uint8_t*>(fm.addr);
+    size_ = fm.size;
     try {
         if (is_torch_zip(map_, size_)) {  // a torch.save file (.ckpt, .pt): read without running its pickle
             tensors_ = read_torch_checkpoint(map_, size_, path);
@@ -150,14 +136,14 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
             tensors_.push_back(std::move(t));
         }
     } catch (...) {
-        if (map_) munmap(const_cast<uint8_t*>(map_), size_);
+        if (map_) platform::unmap_file({const_cast<uint8_t*>(map_), size_});
         map_ = nullptr;
         throw;
     }
 }
 
 SafetensorsFile::~SafetensorsFile() {
-    if (map_) munmap(const_cast<uint8_t*>(map_), size_);
+    if (map_) platform::unmap_file({const_cast<uint8_t*>(map_), size_});
 }
 
 const SafeTensor* SafetensorsFile::find(const std::string& name) const {

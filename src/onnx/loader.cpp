@@ -1,15 +1,11 @@
 // ONNX ModelProto → IR, with a bounds-checked zero-copy protobuf reader and safe external data.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <limits>
 
 #include "common/error.h"
+#include "common/platform.h"
 #include "onnx/tidy_graph.h"
 #include "ir/ir.h"
 #include "onnx/mapped_files.h"
@@ -25,42 +21,19 @@ constexpr int kMaxGraphDepth = 32;    // nested subgraphs; bounds recursion on h
 constexpr int64_t kMaxRank = 64;
 
 struct Mapping {
-    void* addr = nullptr;
-    size_t size = 0;
+    platform::FileMap map;
     ~Mapping() {
-        if (addr && size) {
-            unregister_mapping(addr);
-            munmap(addr, size);
+        if (map.addr) {
+            unregister_mapping(map.addr);
+            platform::unmap_file(map);
         }
     }
 };
 
 std::shared_ptr<Mapping> map_file(const std::string& path, std::string& err) {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        err = "cannot open file";
-        return nullptr;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        err = "not a regular file";
-        return nullptr;
-    }
     auto m = std::make_shared<Mapping>();
-    m->size = size_t(st.st_size);
-    if (m->size > 0) {
-        m->addr = mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m->addr == MAP_FAILED) {
-            m->addr = nullptr;
-            m->size = 0;
-            close(fd);
-            err = "mmap failed";
-            return nullptr;
-        }
-        register_mapping(m->addr, m->size, path);
-    }
-    close(fd);
+    if (!platform::map_file(path, m->map, err)) return nullptr;
+    register_mapping(m->map.addr, m->map.size, path);
     return m;
 }
 
@@ -74,7 +47,7 @@ std::string dims_str(const std::vector<int64_t>& dims) {
 }
 
 std::string dir_of(const std::string& path) {
-    auto pos = path.find_last_of('/');
+    auto pos = path.find_last_of(platform::kPathSeparators);
     if (pos == std::string::npos) return ".";
     if (pos == 0) return "/";
     return path.substr(0, pos);
@@ -175,10 +148,9 @@ struct Parser {
             start = end + 1;
         }
         std::string full = base_dir + "/" + location;
-        char rb[PATH_MAX], rf[PATH_MAX];
-        O2G_CHECK(realpath(base_dir.c_str(), rb) && realpath(full.c_str(), rf), path, ": tensor '", tname,
-                  "': external data file '", location, "' not found next to the model");
-        std::string sb(rb), sf(rf);
+        std::string sb = platform::real_path(base_dir), sf = platform::real_path(full);
+        O2G_CHECK(!sb.empty() && !sf.empty(), path, ": tensor '", tname, "': external data file '", location,
+                  "' not found next to the model");
         O2G_CHECK(sf.size() > sb.size() && sf.compare(0, sb.size(), sb) == 0 && sf[sb.size()] == '/',
                   path, ": tensor '", tname, "': external data path '", location,
                   "' resolves outside the model's folder");
@@ -195,11 +167,11 @@ struct Parser {
         O2G_CHECK(uint64_t(length) == need, path, ": tensor '", tname, "': external data length ", length,
                   " does not match its shape (", need, " bytes)");
         // Written so that offset + need cannot wrap.
-        O2G_CHECK(uint64_t(offset) <= m->size && need <= m->size - uint64_t(offset), path, ": tensor '",
+        O2G_CHECK(uint64_t(offset) <= m->map.size && need <= m->map.size - uint64_t(offset), path, ": tensor '",
                   tname, "': external data [", offset, ", +", need, ") runs past the end of '", location,
-                  "' (", m->size, " bytes)");
+                  "' (", m->map.size, " bytes)");
         hold = m;
-        return static_cast<const uint8_t*>(m->addr) + offset;
+        return static_cast<const uint8_t*>(m->map.addr) + offset;
     }
 
     // 4- and 2-bit elements come packed, low bits first; the runtime holds one per byte.
@@ -513,8 +485,8 @@ std::shared_ptr<Model> load_model(const std::string& path) {
     std::string err;
     auto m = map_file(path, err);
     O2G_CHECK(m, path, ": ", err);
-    O2G_CHECK(m->size > 0, path, ": not a valid ONNX model: file is empty");
-    return parse_model(static_cast<const uint8_t*>(m->addr), m->size, path, dir_of(path), m);
+    O2G_CHECK(m->map.size > 0, path, ": not a valid ONNX model: file is empty");
+    return parse_model(static_cast<const uint8_t*>(m->map.addr), m->map.size, path, dir_of(path), m);
 }
 
 }  // namespace onnx2ggml

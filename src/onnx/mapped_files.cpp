@@ -1,4 +1,5 @@
-// A fixed table of mapped files that a signal handler can read, and the SIGBUS guard that uses it.
+// A fixed table of mapped files that a signal handler can read, and the SIGBUS guard that uses it (on Windows the
+// same report comes from EXCEPTION_IN_PAGE_ERROR: common/platform_windows.cpp).
 //
 // Why a guard: weights are read in place from the mapping (zero-copy, also by ggml's worker threads), so a file
 // truncated after it was opened turns the next read of a lost page into SIGBUS. Sizes are checked when a file
@@ -6,8 +7,7 @@
 // would double the memory of large models.
 #include "onnx/mapped_files.h"
 
-#include <signal.h>
-#include <unistd.h>
+#include "common/platform.h"
 
 #include <atomic>
 #include <cstdint>
@@ -26,7 +26,6 @@ struct Slot {
     char path[480] = {};
 };
 Slot g_slots[kSlots];
-struct sigaction g_previous;
 
 // Async-signal-safe message building.
 struct Line {
@@ -43,8 +42,9 @@ struct Line {
     }
 };
 
-void on_sigbus(int sig, siginfo_t* info, void* ctx) {
-    uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+// Called from the fault handler: async-signal-safe. Exits when the address lies in one of our mappings.
+void report_mapped_fault(const void* addr) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     for (Slot& s : g_slots) {
         uintptr_t base = s.addr.load(std::memory_order_acquire);
         if (base <= kClaimed || a < base || a - base >= s.size) continue;
@@ -56,18 +56,9 @@ void on_sigbus(int sig, siginfo_t* info, void* ctx) {
         l.add(" of the ");
         l.add_u64(s.size);
         l.add(" it had when opened is gone); was it truncated or rewritten in place?\n");
-        ssize_t w = write(STDERR_FILENO, l.buf, l.n);
-        (void)w;
-        _exit(1);
+        platform::write_stderr(l.buf, l.n);
+        platform::exit_now(1);
     }
-    // Not ours: what was there before.
-    if (g_previous.sa_flags & SA_SIGINFO) {
-        if (g_previous.sa_sigaction) return g_previous.sa_sigaction(sig, info, ctx);
-    } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
-        return g_previous.sa_handler(sig);
-    }
-    signal(SIGBUS, SIG_DFL);
-    raise(SIGBUS);
 }
 
 }  // namespace
@@ -95,13 +86,6 @@ void unregister_mapping(const void* addr) {
     }
 }
 
-void install_sigbus_guard() {
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = on_sigbus;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, &g_previous);
-}
+void install_sigbus_guard() { platform::install_mapped_fault_handler(report_mapped_fault); }
 
 }  // namespace onnx2ggml

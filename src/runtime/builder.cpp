@@ -1,8 +1,5 @@
 #include "runtime/builder.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

@@ -1,10 +1,10 @@
 #include "runtime/load_progress.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+
+#include "common/platform.h"
 
 namespace onnx2ggml {
 
@@ -27,7 +27,7 @@ std::string base_name(const std::string& path) {
 bool load_progress_wanted(const Model& m, bool force) {
     size_t total = 0;
     for (const auto& [name, t] : m.graph.initializers) total += t->nbytes;
-    return total >= kLoadProgressBytes && (force || isatty(STDERR_FILENO));
+    return total >= kLoadProgressBytes && (force || platform::stderr_is_terminal());
 }
 
 void read_weights_with_progress(const Model& m) {
@@ -35,7 +35,7 @@ void read_weights_with_progress(const Model& m) {
     for (const auto& [name, t] : m.graph.initializers)
         if (t->mapped) total += t->nbytes;
     LoadProgress progress("reading " + base_name(m.path), total, true);
-    const size_t page = size_t(sysconf(_SC_PAGESIZE)), piece = size_t(16) << 20;
+    const size_t page = platform::page_size(), piece = size_t(16) << 20;
     unsigned sum = 0;
     for (const auto& [name, t] : m.graph.initializers) {
         if (!t->mapped) continue;

@@ -6,7 +6,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-#include <unistd.h>
 
 #include "common/error.h"
 #include "ggml-alloc.h"

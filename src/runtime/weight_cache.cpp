@@ -1,14 +1,12 @@
 // WeightCache: the session's weights on the device, read in place from the file mapping where they can be, and
 // their derived forms (packed panels, transposes, reduced types), made once.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <set>
 #include <cstdlib>
 #include <cstring>
 
 #include "common/error.h"
+#include "common/platform.h"
 #include "ggml-cpu.h"
 #include "lib/host_util.h"
 #include "runtime/builder.h"
@@ -54,22 +52,20 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
 }
 
 void drop_pages(const uint8_t* p, size_t n) {
-    uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    uintptr_t page = uintptr_t(platform::page_size());
     uintptr_t b = (uintptr_t(p) + page - 1) & ~(page - 1), e = (uintptr_t(p) + n) & ~(page - 1);
-    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+    if (e > b) platform::advise_dont_need(reinterpret_cast<void*>(b), e - b);
 }
 
 std::shared_ptr<void> HugeArena::take(size_t n) {
     n = (n + 63) & ~size_t(63);
     O2G_CHECK(n <= CHUNK, "internal: a ", bytes_str(double(n)), " weight in a huge-page chunk");
     if (!chunk || used + n > CHUNK) {
-        void* p = nullptr;
-        O2G_CHECK(posix_memalign(&p, HUGE_PAGE, CHUNK) == 0, "out of memory for a ", bytes_str(double(CHUNK)),
+        void* p = platform::aligned_alloc_bytes(HUGE_PAGE, CHUNK);
+        O2G_CHECK(p, "out of memory for a ", bytes_str(double(CHUNK)),
                   " chunk of derived weights");
-#ifdef MADV_HUGEPAGE
-        madvise(p, CHUNK, MADV_HUGEPAGE);  // a hint: failure is harmless; untouched pages stay unmapped
-#endif
-        chunk = std::shared_ptr<void>(p, std::free);
+        platform::advise_huge_pages(p, CHUNK);  // a hint: failure is harmless; untouched pages stay unmapped
+        chunk = std::shared_ptr<void>(p, platform::aligned_free);
         used = 0;
     }
     std::shared_ptr<void> part(chunk, static_cast<uint8_t*>(chunk.get()) + used);  // keeps the chunk alive
@@ -96,13 +92,11 @@ HostTensor aligned_host(const int64_t ne[4], DType dtype, HugeArena& arena) {
         return h;
     }
     const size_t align = h.nbytes >= 2 * huge ? huge : 64;
-    void* p = nullptr;
-    O2G_CHECK(posix_memalign(&p, align, std::max<size_t>(h.nbytes, 64)) == 0, "out of memory for a ",
+    void* p = platform::aligned_alloc_bytes(align, std::max<size_t>(h.nbytes, 64));
+    O2G_CHECK(p, "out of memory for a ",
               bytes_str(double(h.nbytes)), " derived weight");
-#ifdef MADV_HUGEPAGE
-    if (align == huge) madvise(p, h.nbytes & ~(huge - 1), MADV_HUGEPAGE);  // a hint: failure is harmless
-#endif
-    h.keep = std::shared_ptr<void>(p, std::free);
+    if (align == huge) platform::advise_huge_pages(p, h.nbytes & ~(huge - 1));  // a hint: failure is harmless
+    h.keep = std::shared_ptr<void>(p, platform::aligned_free);
     h.data = static_cast<const uint8_t*>(p);
     return h;
 }
@@ -156,17 +150,13 @@ ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind,
 }
 
 void advise_huge_pages(ggml_backend_buffer_t buf) {
-#ifdef MADV_HUGEPAGE
     if (!buf || !ggml_backend_buffer_is_host(buf)) return;
     const uintptr_t huge = uintptr_t(2) << 20;
     uintptr_t b = uintptr_t(ggml_backend_buffer_get_base(buf));
     uintptr_t e = b + ggml_backend_buffer_get_size(buf);
     b = (b + huge - 1) & ~(huge - 1);
     e &= ~(huge - 1);
-    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);  // a hint: failure is harmless
-#else
-    (void)buf;
-#endif
+    if (e > b) platform::advise_huge_pages(reinterpret_cast<void*>(b), e - b);  // a hint: failure is harmless
 }
 
 ggml_type WeightCache::source_type(const ggml_tensor* w) {

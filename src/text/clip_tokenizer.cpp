@@ -1,13 +1,11 @@
 // CLIP BPE tokenizer: the merges file, text cleanup, CLIP's pre-token pattern, byte-level BPE.
 #include "onnx2ggml/clip_tokenizer.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
+#include "common/platform.h"
 #include "text/unicode.h"
 
 #ifdef ONNX2GGML_HAVE_ZLIB
@@ -35,7 +33,7 @@ std::string read_file(const std::string& path) {
     if (bad) throw std::runtime_error(path + ": corrupt gzip data");
     return s;
 #else
-    FILE* f = fopen(path.c_str(), "rb");
+    FILE* f = platform::open_file(path, "rb");
     if (!f) throw std::runtime_error(path + ": cannot open the CLIP merges file");
     std::string s;
     char buf[1 << 16];
@@ -240,18 +238,16 @@ std::vector<int64_t> ClipTokenizer::tokenize(const std::string& text, int64_t pa
 
 std::string default_clip_vocab_path() {
     auto exists = [](const std::string& p) {
-        struct stat st;
-        return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+        std::error_code ec;
+        return std::filesystem::is_regular_file(platform::fs_path(p), ec);
     };
     if (const char* env = std::getenv("ONNX2GGML_CLIP_VOCAB")) return env;
     const std::string rel = "/.deps/clip/bpe_simple_vocab_16e6.txt.gz";
 #ifdef ONNX2GGML_SOURCE_DIR
     if (exists(ONNX2GGML_SOURCE_DIR + rel)) return ONNX2GGML_SOURCE_DIR + rel;
 #endif
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        std::string dir(exe, size_t(n));
+    std::string dir = platform::executable_path();
+    if (!dir.empty()) {
         for (int up = 0; up < 3 && dir.find('/') != std::string::npos; up++) {
             dir = dir.substr(0, dir.rfind('/'));
             if (exists(dir + rel)) return dir + rel;

@@ -1,7 +1,4 @@
 // onnx2ggml CLI: run and inspect ONNX models on ggml.
-#include <sys/resource.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/platform.h"
 #include "emit/emit.h"
 #include "ir/ir.h"
 #include "onnx2ggml/npy.h"
@@ -253,20 +252,6 @@ double env_peak() {
     return p ? std::atof(p) : 0;
 }
 
-// Peak resident set of this process (VmHWM; getrusage's maxrss survives exec and can report the parent's).
-long peak_rss_kb() {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-#if defined(__APPLE__)
-    return ru.ru_maxrss / 1024;  // bytes on macOS (no /proc there), KiB on Linux
-#else
-    return ru.ru_maxrss;
-#endif
-}
 
 std::map<std::string, Tensor> read_inputs(const Graph& g, const std::string& model,
                                           const std::vector<std::pair<std::string, std::string>>& inputs) {
@@ -397,7 +382,7 @@ int cmd_bench(const std::vector<std::string>& args) {
            first.weights_mb, first.compute_buffer_mb, first.unshared_mb);
     printf("work: %.2f GFLOP per run (dense conv/matmul/attention), %.1f GFLOP/s at the median\n", first.gflop,
            first.gflop / (median / 1e3));
-    printf("peak RSS: %.1f MB\n", double(peak_rss_kb()) / 1024.0);
+    printf("peak RSS: %.1f MB\n", double(platform::peak_resident_bytes()) / (1024.0 * 1024.0));
     if (opts.profile) {
         print_profile(*session);
         print_verdict(*session, first.gflop, median, peak);
@@ -469,10 +454,11 @@ int cmd_run(const std::vector<std::string>& args) {
         const std::string& stats_path = r.stats_path;
         auto feeds = read_inputs(session->model().graph, model, r.inputs);
         auto outs = session->run(feeds);
-        struct stat st;
-        if (stat(out_dir.c_str(), &st) != 0) {
-            if (mkdir(out_dir.c_str(), 0755) != 0) throw Error("cannot create output directory '" + out_dir + "'");
-        } else if (!S_ISDIR(st.st_mode)) throw Error("'" + out_dir + "' is not a directory");
+        const std::filesystem::path dir = platform::fs_path(out_dir);
+        std::error_code ec;
+        if (!std::filesystem::exists(dir, ec)) {
+            if (!std::filesystem::create_directory(dir, ec)) throw Error("cannot create output directory '" + out_dir + "'");
+        } else if (!std::filesystem::is_directory(dir, ec)) throw Error("'" + out_dir + "' is not a directory");
         std::set<std::string> used;
         for (size_t i = 0; i < outs.size(); i++) {
             std::string base = sanitize(g.outputs[i].name), f = base;
@@ -489,7 +475,7 @@ int cmd_run(const std::vector<std::string>& args) {
             print_verdict(*session, s.gflop, s.compute_ms, env_peak());
         }
         if (!stats_path.empty()) {
-            std::ofstream f(stats_path);
+            std::ofstream f(platform::fs_path(stats_path));
             f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
               << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
               << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms
@@ -521,12 +507,13 @@ int cmd_run(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2) {
+    const std::vector<std::string> argv8 = platform::utf8_args(argc, argv);  // file names as UTF-8 everywhere
+    if (argv8.size() < 2) {
         fputs(kUsage, stderr);
         return 2;
     }
-    std::string cmd = argv[1];
-    std::vector<std::string> args(argv + 2, argv + argc);
+    std::string cmd = argv8[1];
+    std::vector<std::string> args(argv8.begin() + 2, argv8.end());
     install_sigbus_guard();  // a weights file truncated while mapped: an error naming it, not a crash
     // What the command was working on, for the out-of-memory errors that carry no context of their own.
     std::string subject = cmd;
