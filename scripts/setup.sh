@@ -5,7 +5,8 @@
 #                  diffusers
 #   --with-vulkan  Mesa's software Vulkan device (lavapipe), glslc, Vulkan headers, and ggml built with Vulkan
 #   --with-bench   .venv-bench: the newest onnxruntime (the benchmark's opponent; the test venv pins an older one)
-#   --with-cross   the ARM64 cross compiler and QEMU's ARM64 emulator (scripts/cross_arm64.sh; docs/platforms.md)
+#   --with-cross   the ARM64 and Windows (mingw-w64) cross compilers, QEMU's ARM64 emulator and wine
+#                  (scripts/cross_arm64.sh, scripts/cross_windows.sh; docs/platforms.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_TORCH=0 WITH_VULKAN=0 WITH_BENCH=0 WITH_CROSS=0
@@ -41,6 +42,8 @@ if ! command -v qemu-x86_64 >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt
 if [ $WITH_CROSS = 1 ]; then
   command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || need_apt+=(g++-aarch64-linux-gnu)
   command -v qemu-aarch64-static >/dev/null 2>&1 || need_apt+=(qemu-user-static)
+  command -v x86_64-w64-mingw32-g++-posix >/dev/null 2>&1 || need_apt+=(g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix)
+  command -v wine >/dev/null 2>&1 || need_apt+=(wine wine64)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${need_apt[@]}" | sed 's/^python3$/python3 python3-venv/' | tr '\n' ' ')

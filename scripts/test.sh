@@ -78,9 +78,11 @@ run env ONNX2GGML_CPU=v3 $PY tests/op_tests.py -j 2 -q
 run env ONNX2GGML_CPU=v3 $PY tests/sd15_tests.py --threads 2
 run $PY tests/cpu_level_test.py --emulator "qemu-x86_64 -cpu max"
 
-# ARM64: the cross-built CLI under QEMU's ARM64 emulator, op and model tests (docs/platforms.md).
+# ARM64 and Windows: the cross-built CLIs under QEMU's ARM64 emulator and under wine, op and model tests (and the
+# hostile-input suite on Windows: its file mappings and fault guard are its own; docs/platforms.md).
 run scripts/setup.sh --with-cross
 run scripts/cross_arm64.sh
+run scripts/cross_windows.sh
 
 # diffusers' ONNX pipeline on onnx2ggml against onnxruntime. torch comes in here, after every other CPU test, because
 # tests/lora_tests.py changes what it checks when torch is importable (the Vulkan tests below do not import it).
