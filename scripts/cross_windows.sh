@@ -17,11 +17,11 @@ fi
 # ggml from source, portable: AVX2/FMA/F16C, no -march=native (the .exe must run on other machines), no OpenMP
 # (ggml's own thread pool; no libgomp DLL to ship). _WIN32_WINNT=0x0601 for ggml's C files only: Debian's mingw
 # headers lack THREAD_POWER_THROTTLING_STATE, which ggml-cpu.c uses from 0x0602 on (it only opts threads out of
-# Windows 11's power throttling). Our own kernels get x86-64-v3 (AVX2) for the same reason.
+# Windows 11's power throttling). Our own kernels are built for x86-64-v2, v3 and v4 and picked at run time.
 # shellcheck disable=SC2086
 cmake -S . -B "$B" -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DCMAKE_BUILD_TYPE=Release \
   -DGGML_SOURCE_DIR="$PWD/.deps/ggml" -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
-  -DGGML_OPENMP=OFF -DCMAKE_C_FLAGS="-D_WIN32_WINNT=0x0601" -DONNX2GGML_NATIVE=ON -DONNX2GGML_KERNEL_ARCH=x86-64-v3 \
+  -DGGML_OPENMP=OFF -DCMAKE_C_FLAGS="-D_WIN32_WINNT=0x0601" \
   -DONNX2GGML_TESTS=OFF "${EXTRA[@]}" ${CROSS_CMAKE_ARGS:-} >/dev/null
 cmake --build "$B" -j"${JOBS:-2}" --target onnx2ggml_cli
 EXE="$PWD/$B/onnx2ggml.exe"

@@ -150,17 +150,24 @@ class CliResult:
 
 def run_cli(prefix: list[str], args: list[str], timeout: float) -> CliResult:
     argv = prefix + args
-    try:
-        proc = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as exc:
-        return CliResult(argv, None, _text(exc.stdout), _text(exc.stderr))
-    except OSError as exc:  # e.g. the binary is being relinked right now
-        return CliResult(argv, 127, "", f"cannot execute {argv[0]}: {exc}")
+    for attempt in range(2):
+        try:
+            proc = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return CliResult(argv, None, _text(exc.stdout), _text(exc.stderr))
+        except OSError as exc:  # e.g. the binary is being relinked right now
+            return CliResult(argv, 127, "", f"cannot execute {argv[0]}: {exc}")
+        # Under an emulator (wine, about 1 start in 2000), a failure with no output at all is the emulator not
+        # starting the binary: the CLI prints a line whenever it fails. Such a start is tried once more, and said.
+        silent = proc.returncode not in (0, None) and not proc.stdout and not proc.stderr
+        if not (silent and attempt == 0 and os.environ.get("ONNX2GGML_CLI_WRAPPER")):
+            break
+        print(f"note: {' '.join(prefix)} exited {proc.returncode} with no output; run once more", file=sys.stderr)
     return CliResult(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr))
 
 
