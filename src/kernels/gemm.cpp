@@ -86,19 +86,26 @@ inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
 inline Vec vload(const ggml_fp16_t* p) {
     return _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
-#elif defined(O2G_WIDE16)
+#elif defined(O2G_WIDE16) || (defined(__SSE2__) && !(defined(__AVX__) && defined(__FMA__)))
 #pragma GCC diagnostic ignored "-Wpsabi"
+#if defined(O2G_WIDE16)
 // The AVX-512 tile shape with generic 16-float vectors, so that configuration is tested on AVX2 machines.
-typedef float Vec __attribute__((vector_size(64), aligned(4)));
-constexpr int MR = 12, PW = 2;
+constexpr int VBYTES = 64, MR = 12, PW = 2;
 constexpr int64_t KC = 384, MC = 192;
+#else
+// x86-64 without AVX2/FMA (the x86-64-v2 build): 16 xmm registers, so 2 rows x 16 columns is 8 accumulators + 4
+// for the panel row + 1 broadcast; a multiply and an add (no FMA).
+constexpr int VBYTES = 16, MR = 2, PW = 1;
+constexpr int64_t KC = 256, MC = 96;
+#endif
+typedef float Vec __attribute__((vector_size(VBYTES), aligned(4)));
 inline Vec vload(const float* p) { Vec v; std::memcpy(&v, p, sizeof v); return v; }
 inline void vstore(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 inline Vec vbroadcast(const float* p) { return Vec{} + *p; }
 inline Vec vfma(Vec a, Vec b, Vec c) { return a * b + c; }
 inline Vec vload(const ggml_fp16_t* p) {
     Vec v;
-    for (int i = 0; i < 16; i++) v[i] = ggml_fp16_to_fp32(p[i]);
+    for (int i = 0; i < VBYTES / 4; i++) v[i] = ggml_fp16_to_fp32(p[i]);
     return v;
 }
 #elif defined(__AVX__) && defined(__FMA__)
@@ -130,21 +137,6 @@ inline void vstore(float* p, Vec v) { vst1q_f32(p, v); }
 inline Vec vbroadcast(const float* p) { return vld1q_dup_f32(p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return vfmaq_f32(c, a, b); }
 inline Vec vload(const ggml_fp16_t* p) { return vcvt_f32_f16(vld1_f16(reinterpret_cast<const float16_t*>(p))); }
-#elif defined(__SSE2__)
-// x86-64 without AVX2/FMA (the x86-64-v2 build): 16 xmm registers, so 2 rows x 16 columns is 8 accumulators + 4
-// for the panel row + 1 broadcast; a multiply and an add (no FMA).
-typedef float Vec __attribute__((vector_size(16), aligned(4)));
-constexpr int MR = 2, PW = 1;
-constexpr int64_t KC = 256, MC = 96;
-inline Vec vload(const float* p) { Vec v; std::memcpy(&v, p, sizeof v); return v; }
-inline void vstore(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
-inline Vec vbroadcast(const float* p) { return Vec{} + *p; }
-inline Vec vfma(Vec a, Vec b, Vec c) { return a * b + c; }
-inline Vec vload(const ggml_fp16_t* p) {
-    Vec v;
-    for (int i = 0; i < 4; i++) v[i] = ggml_fp16_to_fp32(p[i]);
-    return v;
-}
 #endif
 
 #if defined(__AVX512F__) || defined(O2G_WIDE16) || (defined(__AVX__) && defined(__FMA__)) || defined(__ARM_NEON) || \
