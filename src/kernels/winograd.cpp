@@ -388,7 +388,10 @@ void product_run(ggml_tensor* dst, int ith, int nth, void* ud) {
     int64_t runs = std::max((NP + FUSED_PANELS - 1) / FUSED_PANELS, (2 * nth + MB - 1) / MB);
     if (MB < 2 * nth) runs = (runs + nth - 1) / nth * nth;  // whole rounds of items (5 items on 2 threads: 3 + 2)
     runs = std::min(NP, runs);
-    const int64_t per = std::min(NP, ((NP + runs - 1) / runs + gt.panels - 1) / gt.panels * gt.panels);
+    int64_t per = std::min(NP, ((NP + runs - 1) / runs + gt.panels - 1) / gt.panels * gt.panels);
+    // Rounding to whole tiles can leave an odd count of items (a 64x64 image's 20 panels: 5 runs of 4): shorter
+    // runs until the threads get equal shares (10 runs of 2), as the single row block cannot be split instead.
+    while (MB < 2 * nth && per > gt.panels && ((NP + per - 1) / per * MB) % nth) per -= gt.panels;
     runs = (NP + per - 1) / per;
     const int64_t PANEL = FUSED_K * GEMM_PANEL, KB = (CI + FUSED_K - 1) / FUSED_K;  // PANEL: floats in a form's slice
     // Blocks of input channels whose forms are made together: all of them up to FUSED_FORMS bytes.
