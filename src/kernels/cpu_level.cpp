@@ -7,6 +7,8 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "common/error.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define O2G_X86_LEVELS 1
 #include <cpuid.h>
@@ -46,10 +48,7 @@ int detect_level() {
 
 int pick_level() {
     const int have = detect_level();
-    if (have < 2) {
-        std::fprintf(stderr, "onnx2ggml: this CPU lacks x86-64-v2 (SSE4.2, POPCNT); the kernels need it\n");
-        std::abort();
-    }
+    if (have < 2) onnx2ggml::fail("this CPU lacks x86-64-v2 (SSE4.2, POPCNT), which onnx2ggml's CPU code needs");
     const char* want = std::getenv("ONNX2GGML_CPU");
     if (!want || !*want) return have;
     int w = 0;
