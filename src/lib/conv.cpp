@@ -91,9 +91,9 @@ ggml_tensor* conv2d_banded(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int
 ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
                         Epilogue* ep) {
     int64_t M = k->ne[3], CKK = k->ne[0] * k->ne[1] * k->ne[2];
+    const int64_t OW = (x->ne[0] + 2 * pw - dw * (k->ne[0] - 1) - 1) / sw + 1;
+    const int64_t OH = (x->ne[1] + 2 * ph - dh * (k->ne[1] - 1) - 1) / sh + 1;
     if (!ctx.cpu && (k->ne[0] > 1 || k->ne[1] > 1)) {
-        const int64_t OW = (x->ne[0] + 2 * pw - dw * (k->ne[0] - 1) - 1) / sw + 1;
-        const int64_t OH = (x->ne[1] + 2 * ph - dh * (k->ne[1] - 1) - 1) / sh + 1;
         const int64_t row_bytes = CKK * OW * x->ne[3] * int64_t(sizeof(float));
         const int64_t band = std::max<int64_t>(1, IM2COL_BAND_BYTES / std::max<int64_t>(row_bytes, 1));
         if (OH > 1 && band < OH) {
@@ -123,8 +123,6 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         ggml_tensor* xt = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, cont(ctx, x), W * H, C)));
         return ggml_reshape_4d(ctx, mul_mat(ctx, xt, k2), W, H, M, 1);  // [W*H, M]
     }
-    const int64_t OW = (x->ne[0] + 2 * pw - dw * (k->ne[0] - 1) - 1) / sw + 1;
-    const int64_t OH = (x->ne[1] + 2 * ph - dh * (k->ne[1] - 1) - 1) / sh + 1;
     const bool gemm = ctx.cpu && constant_k && k->type == GGML_TYPE_F32 && gemm_available() &&
                       gemm_wanted(OW * OH * x->ne[3], CKK, M);
     ggml_tensor* col = gemm ? im2col(ctx, k, x, sw, sh, pw, ph, dw, dh)

@@ -85,7 +85,8 @@ static void set_device_precision(ggml_backend_dev_t dev, const std::string& prec
         fail("precision '", precision, "' on ", name, ": this process already opened ", vulkan ? "Vulkan" : "CUDA",
              " with '", was, "', and ggml's backend fixes it per process");
     was = precision;
-    if (precision == "exact") onnx2ggml::platform::set_env(vulkan ? "GGML_VK_DISABLE_F16" : "NVIDIA_TF32_OVERRIDE", vulkan ? "1" : "0");
+    if (precision == "exact")
+        onnx2ggml::platform::set_env(vulkan ? "GGML_VK_DISABLE_F16" : "NVIDIA_TF32_OVERRIDE", vulkan ? "1" : "0");
 }
 
 // Sessions open on several threads at once: ggml's registry and abort hook are process-wide, set up once.
