@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross-builds the CLI for 64-bit ARM Linux (ggml from .deps/ggml as static libraries, no native flags) into build-arm64/,
 # then runs the op and model tests with that binary under QEMU user-mode emulation (all of them: about 3.5 minutes
-# on 2 cores); the onnxruntime references run natively. Needs g++-aarch64-linux-gnu and qemu-user-static (docs/platforms.md).
+# on 2 cores); the onnxruntime references run natively. Needs g++-aarch64-linux-gnu and qemu-user (docs/platforms.md).
 #   scripts/cross_arm64.sh [--build-only | --test-only] [extra CMake arguments]
 # Environment: ARM64_MARCH (default armv8.2-a+fp16+dotprod; armv8-a for a Raspberry Pi 4), JOBS (default nproc),
 # ARM64_OP_FILTER / ARM64_MODEL_FILTER (the test subset, regexes as tests/op_tests.py and model_tests.py take).
@@ -11,9 +11,12 @@ B=build-arm64 MODE=all
 case "${1:-}" in --build-only | --test-only) MODE=${1#--}; shift ;; esac
 MARCH=${ARM64_MARCH:-armv8.2-a+fp16+dotprod}
 SYSROOT=/usr/aarch64-linux-gnu
-export ONNX2GGML_CLI_WRAPPER="qemu-aarch64-static -L $SYSROOT"
-for tool in aarch64-linux-gnu-g++ qemu-aarch64-static; do
-  command -v $tool >/dev/null || { echo "$tool not found: apt-get install g++-aarch64-linux-gnu qemu-user-static" >&2; exit 2; }
+# qemu-user's emulator with the cross compiler's sysroot (qemu-user-static's does the same, and is taken if it is the
+# one installed).
+QEMU=$(command -v qemu-aarch64 || command -v qemu-aarch64-static || true)
+export ONNX2GGML_CLI_WRAPPER="${QEMU:-qemu-aarch64} -L $SYSROOT"
+for tool in aarch64-linux-gnu-g++ "${QEMU:-qemu-aarch64}"; do
+  command -v $tool >/dev/null || { echo "$tool not found: apt-get install g++-aarch64-linux-gnu qemu-user" >&2; exit 2; }
 done
 
 if [ "$MODE" != test-only ]; then

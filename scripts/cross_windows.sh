@@ -28,8 +28,11 @@ EXE="$PWD/$B/onnx2ggml.exe"
 echo "built $EXE"
 [ "$MODE" = "--build-only" ] && exit 0
 
-# A wine prefix of our own (the first start makes it, ~10 s), and no wine debug chatter in the tests' stderr.
-export WINEPREFIX="${WINEPREFIX:-/tmp/onnx2ggml-wine}" WINEDEBUG=-all ONNX2GGML_CLI_WRAPPER="${ONNX2GGML_CLI_WRAPPER:-wine}"
+# A wine prefix of our own (the first start makes it, ~10 s; 700 MB, removed at the end), and no wine debug
+# chatter in the tests' stderr.
+OWN_PREFIX=0
+[ -n "${WINEPREFIX:-}" ] || { OWN_PREFIX=1; WINEPREFIX=$(mktemp -d /tmp/onnx2ggml-wine.XXXXXX); }
+export WINEPREFIX WINEDEBUG=-all ONNX2GGML_CLI_WRAPPER="${ONNX2GGML_CLI_WRAPPER:-wine}"
 export LANG="${LANG:-C.UTF-8}"  # wine turns argv into UTF-16 by the locale: non-ASCII paths need UTF-8
 # A wineserver (and wine's helper processes) started by a test's run would inherit that run's stdout and stderr
 # pipes, and the driver would wait for their EOF until the server exits: 3 s per run, or a timeout while other runs
@@ -44,4 +47,5 @@ rc=0  # every suite runs; the exit status says whether any failed
 $PY tests/op_tests.py --cli "$EXE" -j 2 -q || rc=1
 $PY tests/model_tests.py --cli "$EXE" --threads 2 --data-dir "$DATA" || rc=1
 $PY tests/malformed_tests.py --cli "$EXE" || rc=1
+[ $OWN_PREFIX = 0 ] || { wineserver -k 2>/dev/null || true; rm -rf "$WINEPREFIX"; }
 exit $rc

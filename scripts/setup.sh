@@ -9,6 +9,7 @@
 #                  (scripts/cross_arm64.sh, scripts/cross_windows.sh; docs/platforms.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PIP_NO_CACHE_DIR=1  # wheels are not kept twice: torch's CUDA wheels alone are about 3 GB
 WITH_TORCH=0 WITH_VULKAN=0 WITH_BENCH=0 WITH_CROSS=0
 for a in "$@"; do
   case "$a" in
@@ -41,14 +42,14 @@ if ! command -v ccache >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt+=(cc
 if ! command -v qemu-x86_64 >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt+=(qemu-user); fi
 if [ $WITH_CROSS = 1 ]; then
   command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || need_apt+=(g++-aarch64-linux-gnu)
-  command -v qemu-aarch64-static >/dev/null 2>&1 || need_apt+=(qemu-user-static)
+  command -v qemu-aarch64 >/dev/null 2>&1 || command -v qemu-aarch64-static >/dev/null 2>&1 || need_apt+=(qemu-user)
   command -v x86_64-w64-mingw32-g++-posix >/dev/null 2>&1 || need_apt+=(g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix)
   command -v wine >/dev/null 2>&1 || need_apt+=(wine wine64)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${need_apt[@]}" | sed 's/^python3$/python3 python3-venv/' | tr '\n' ' ')
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -q && apt-get install -y -q $pkgs
+    apt-get update -q && apt-get install -y -q $pkgs && apt-get clean  # no .deb archives kept (CI's disk is finite)
   else
     echo "missing tools; run: sudo apt-get install -y $pkgs" >&2
     exit 1
@@ -126,6 +127,23 @@ if [ ! -f .deps/ggml-install/lib/cmake/ggml/ggml-config.cmake ] || \
   ggml_cpu_levels "$PWD/.deps/ggml-install"
 fi
 
+# pip fetches every wheel of an install before it unpacks one: torch's (6 GB unpacked) would need 9 GB at once.
+# The resolved set goes in one big wheel at a time (torch, triton, nvidia-*), then the rest together.
+pip_install_in_parts() {
+  local report big rest
+  report=$(mktemp)
+  .venv/bin/pip install -q --dry-run --report "$report" "$@"
+  big=$(.venv/bin/python -c 'import json, sys
+for i in json.load(open(sys.argv[1]))["install"]:
+    m = i["metadata"]; print(m["name"] + "==" + m["version"])' "$report")
+  rm -f "$report"
+  rest=$(echo "$big" | grep -v -E '^(torch|torchvision|triton|nvidia-[a-z0-9-]*)==' || true)
+  for req in $(echo "$big" | grep -E '^(torch|torchvision|triton|nvidia-[a-z0-9-]*)==' || true); do
+    .venv/bin/pip install -q --no-deps "$req"
+  done
+  [ -z "$rest" ] || .venv/bin/pip install -q --no-deps $rest
+}
+
 # Python oracles for tests (onnx ships the backend node-test data; onnxruntime is the reference).
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
@@ -141,7 +159,7 @@ if [ $WITH_BENCH = 1 ]; then
     || .venv-bench/bin/pip install -q $BENCH_PKGS
 fi
 if [ $WITH_TORCH = 1 ]; then
-  .venv/bin/python -c "import torch, torchvision, diffusers, transformers, peft" 2>/dev/null || .venv/bin/pip install -q $TORCH_PKGS
+  .venv/bin/python -c "import torch, torchvision, diffusers, transformers, peft" 2>/dev/null || pip_install_in_parts $TORCH_PKGS
 fi
 # Vulkan on this machine: lavapipe, the loader and glslc from the system's Debian release. Its Vulkan headers
 # (bookworm: 1.3.239) are too old for ggml's Vulkan backend, so the headers (and SPIRV-Headers) come from Debian
@@ -151,7 +169,7 @@ VK_SUITE=trixie
 if [ $WITH_VULKAN = 1 ]; then
   if ! { [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] && command -v glslc >/dev/null && ldconfig -p | grep -c libvulkan.so.1 >/dev/null; }; then
     [ "$(id -u)" = 0 ] || { echo "run: sudo apt-get install -y mesa-vulkan-drivers libvulkan1 glslc" >&2; exit 1; }
-    apt-get update -q && apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 glslc
+    apt-get update -q && apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 glslc && apt-get clean
   fi
   if [ ! -f .deps/vulkan/usr/include/vulkan/vulkan.hpp ] || [ ! -d .deps/vulkan/usr/share/cmake/SPIRV-Headers ]; then
     apt_dir="$PWD/.deps/dl/apt-$VK_SUITE"

@@ -7,6 +7,8 @@
 # (docs/backends.md). ONNX2GGML_NO_VULKAN=1 skips the Vulkan job.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+free_gb() { df -Pk . | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }'; }
+free0=$(free_gb)
 scripts/setup.sh
 scripts/build.sh
 # A sanitizer build of the CLI for the hostile-input tests (ggml itself is not instrumented).
@@ -22,13 +24,14 @@ setup_s=$SECONDS
 status=0
 failed=()
 times=()
-# Each step's wall time goes into a table at the end (CI has 90 minutes; the suite should stay under 60).
+# Each step's wall time goes into a table at the end (CI has 90 minutes; the suite should stay under 60), with the
+# disk left after it (CI's disk is finite: a full one fails whichever step comes next).
 # A failed step's last lines are repeated at the end, where a CI log's tail shows them.
 LOGS=$(mktemp -d)
 run() {
   echo; echo "=== $*"; local t0=$SECONDS log="$LOGS/step${#times[@]}.log"
   "$@" 2>&1 | tee "$log" || { echo "FAILED: $*"; status=1; failed+=("$*"); failed_logs+=("$log"); }
-  times+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$*")")
+  times+=("$(printf '%5d s %5s GB free  %s' $((SECONDS - t0)) "$(free_gb)" "$*")")
 }
 failed_logs=()
 run ctest --test-dir build --output-on-failure
@@ -108,7 +111,7 @@ if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
   #   $PY tests/compile_tests.py --vulkan 'sd15_vae_decoder|vae_decoder_like'   (docs/backends.md)
 fi
 echo
-echo "step times (set-up and builds before the first step: $setup_s s; total $SECONDS s):"
+echo "step times (set-up and builds before the first step: $setup_s s; total $SECONDS s; disk free at the start $free0 GB):"
 printf '%s\n' "${times[@]}"
 echo
 # The failed steps last, with their output's last lines, so the tail of a CI log names them and shows why.

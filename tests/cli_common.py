@@ -96,7 +96,7 @@ def from_npy(arr: np.ndarray, elem_type: int) -> np.ndarray:
 
 def cli_prefix(cli: str) -> list[str]:
     """argv prefix that runs the CLI binary: ONNX2GGML_CLI_WRAPPER (split like a shell command: "wine" for a Windows
-    build, "qemu-aarch64-static -L /usr/aarch64-linux-gnu" for an ARM64 one; docs/platforms.md) goes before it."""
+    build, "qemu-aarch64 -L /usr/aarch64-linux-gnu" for an ARM64 one; docs/platforms.md) goes before it."""
     return shlex.split(os.environ.get("ONNX2GGML_CLI_WRAPPER", "")) + [os.path.abspath(cli)]
 
 
