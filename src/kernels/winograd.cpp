@@ -54,7 +54,16 @@ struct Params {
     bool co_fastest = false;
     bool blocked = false;  // co_fastest as 16-channel blocks: M [16, T, M_out/16, A*A] (product_kernel)
     ConvClamp act;  // a fused clamp (ReLU, ReLU6) on the outputs
+    int64_t CO = 0;      // output channels
+    int64_t vs = 0, ms = 0;  // floats from one of the A*A slices of V, and of blocked M, to the next
 };
+
+// Floats from one A*A slice to the next, padded (the blocked path, whose kernels are the only readers) to an odd
+// number of cache lines: slices a multiple of 4 KB apart put the transforms' 36 streams in one L1 and L2 set.
+int64_t slice_stride(int64_t floats, bool pad) {
+    const int64_t lines = (floats + 15) / 16;
+    return pad ? (lines | 1) * 16 : floats;
+}
 
 // x [W, H, C, N] -> V [C, T, A*A], T = N*TH*TW tiles; each work item is one tile row and 16 channels.
 template <int M>
@@ -65,7 +74,7 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const ggml_tensor* xt = dst->src[0];
     const float* x = static_cast<const float*>(xt->data);
     float* v = static_cast<float*>(dst->data);
-    const int64_t T = p.N * p.TH * p.TW, CB = (p.C + LANES - 1) / LANES;
+    const int64_t CB = (p.C + LANES - 1) / LANES;
     const int64_t items = p.N * p.TH * CB, per = (items + nth - 1) / nth;
     const int64_t i0 = std::min(items, per * ith), i1 = std::min(items, i0 + per);
     alignas(64) float d[A][A][LANES], t[A][A][LANES];
@@ -118,7 +127,7 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                         if (c == 0) continue;
                         for (int l = 0; l < LANES; l++) acc[l] += c * t[a][j][l];
                     }
-                    float* o = v + (size_t(a * A + b) * size_t(T) + size_t(tile)) * size_t(p.C) + size_t(c0);
+                    float* o = v + size_t(a * A + b) * size_t(p.vs) + size_t(tile) * size_t(p.C) + size_t(c0);
                     if (nc == LANES) std::memcpy(o, acc, sizeof acc);  // fixed size: two/four vector stores
                     else
                         for (int64_t l = 0; l < nc; l++) o[l] = acc[l];
@@ -232,7 +241,7 @@ void output_kernel_co(ggml_tensor* dst, int ith, int nth, void* ud) {
                 for (int a = 0; a < A; a++)
                     for (int b = 0; b < A; b++) {
                         const size_t ab = size_t(a * A + b);
-                        const float* src = p.blocked ? mm + ((ab * size_t(CB) + size_t(cb)) * size_t(T) + size_t(tile)) * LANES
+                        const float* src = p.blocked ? mm + ab * size_t(p.ms) + (size_t(cb) * size_t(T) + size_t(tile)) * LANES
                                                      : mm + (ab * size_t(T) + size_t(tile)) * size_t(CO) + size_t(co0);
                         // 36 streams, more than the hardware prefetcher follows (half this kernel's time waited on
                         // these loads)
@@ -340,35 +349,53 @@ constexpr int64_t FUSED_PANELS = 8;  // 16-channel panels per work item, at most
 constexpr int64_t FUSED_FORMS = 0;   // one block at a time (the grouping measured 3-5 % slower on the UNet's)
 #endif
 
+typedef float v16 __attribute__((vector_size(64)));  // one zmm on AVX-512, two ymm on AVX2
+
+// (Results through references: a 64-byte vector by value is an ABI warning below AVX-512.)
+template <typename T>
+inline void load16(v16& r, const T* p) {
+    const v8 lo = load8(p), hi = load8(p + 8);
+    r = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+// r = g[0] x0 + g[1] x1 + g[2] x2, the zero coefficients skipped (constants once unrolled; a third of G's entries).
+inline void row3(v16& r, const double (&g)[3], const v16& x0, const v16& x1, const v16& x2) {
+    const v16* x[3] = {&x0, &x1, &x2};
+    bool any = false;
+    #pragma GCC unroll 3
+    for (int i = 0; i < 3; i++)
+        if (g[i] != 0) {
+            r = any ? r + float(g[i]) * *x[i] : float(g[i]) * *x[i];
+            any = true;
+        }
+}
+
 // The forms of one input channel for a panel's 16 output channels (taps: 9 x 16, f32 or f16: made in f32 either
-// way, so f16 taps give the forms of their f32-widened weight), into u[ab * ld + lane].
+// way, so f16 taps give the forms of their f32-widened weight), into u[ab * ld + lane]. 16 lanes at once and no
+// multiply by G's zeros: making forms was 8 % of the UNet's 640-channel products (128 tiles per form).
 template <int M, typename T>
 inline void forms_lanes(const T* taps, float* u, int64_t ld) {
     using K = Mat<M>;
     constexpr int A = K::A;
     static_assert(LANES == GEMM_PANEL, "one lane per panel column");
-    v8 kk[9][2], gk[A][3][2];
-    for (int j = 0; j < 9; j++)
-        for (int h = 0; h < 2; h++) kk[j][h] = load8(taps + j * 16 + h * 8);
+    v16 kk[9], gk[A][3];
+    for (int j = 0; j < 9; j++) load16(kk[j], taps + j * 16);
     #pragma GCC unroll 6
     for (int a = 0; a < A; a++)
         #pragma GCC unroll 3
-        for (int j = 0; j < 3; j++)
-            for (int h = 0; h < 2; h++)
-                gk[a][j][h] = float(K::G[a][0]) * kk[j][h] + float(K::G[a][1]) * kk[3 + j][h] +
-                              float(K::G[a][2]) * kk[6 + j][h];
+        for (int j = 0; j < 3; j++) row3(gk[a][j], K::G[a], kk[j], kk[3 + j], kk[6 + j]);
     #pragma GCC unroll 6
     for (int a = 0; a < A; a++)
         #pragma GCC unroll 6
-        for (int b = 0; b < A; b++)
-            for (int h = 0; h < 2; h++) {
-                const v8 r = gk[a][0][h] * float(K::G[b][0]) + gk[a][1][h] * float(K::G[b][1]) +
-                             gk[a][2][h] * float(K::G[b][2]);
-                std::memcpy(u + (a * A + b) * ld + h * 8, &r, sizeof r);
-            }
+        for (int b = 0; b < A; b++) {
+            v16 r;
+            row3(r, K::G[b], gk[a][0], gk[a][1], gk[a][2]);
+            std::memcpy(u + (a * A + b) * ld, &r, sizeof r);
+        }
 }
 
-// src0 V [CI, T, A*A], src1 the weight's taps [16, CI*9, CO/16] (gemm_row_panels), ud: CO -> M [16, T, CO/16, A*A].
+// src0 V [CI, T] x A*A (slices p.vs apart), src1 the weight's taps [16, CI*9, CO/16] (gemm_row_panels) -> M [16, T,
+// CO/16] x A*A (slices p.ms apart).
 // A work item is a block of rows and a run of panels. It makes those panels' forms for a group of input-channel
 // blocks (all of them up to FUSED_FORMS), then runs each product over the group's blocks: the product's output
 // block stays in L2 across the blocks (one block at a time wrote each output block back to L3 once per block: the
@@ -380,8 +407,8 @@ void product_run(ggml_tensor* dst, int ith, int nth, void* ud) {
     const float* v = static_cast<const float*>(dst->src[0]->data);
     const WT* taps = static_cast<const WT*>(dst->src[1]->data);
     float* y = static_cast<float*>(dst->data);
-    const int64_t CI = dst->src[0]->ne[0], T = dst->src[0]->ne[1], NP = dst->ne[2];
-    const int64_t CO = *static_cast<const int64_t*>(ud);
+    const Params& p = *static_cast<const Params*>(ud);
+    const int64_t CI = p.C, T = p.N * p.TH * p.TW, CO = p.CO, NP = (CO + GEMM_PANEL - 1) / GEMM_PANEL;
     const GemmTile gt = gemm_tile();  // row blocks and panel runs in whole register tiles
     const int64_t MB = (T + FUSED_ROWS - 1) / FUSED_ROWS, mc = ((T + MB - 1) / MB + gt.rows - 1) / gt.rows * gt.rows;
     // Few row blocks (the UNet's 32x32 layers: one): more panel runs, so that each thread has two items.
@@ -393,10 +420,12 @@ void product_run(ggml_tensor* dst, int ith, int nth, void* ud) {
     // runs until the threads get equal shares (10 runs of 2), as the single row block cannot be split instead.
     while (MB < 2 * nth && per > gt.panels && ((NP + per - 1) / per * MB) % nth) per -= gt.panels;
     runs = (NP + per - 1) / per;
-    const int64_t PANEL = FUSED_K * GEMM_PANEL, KB = (CI + FUSED_K - 1) / FUSED_K;  // PANEL: floats in a form's slice
+    // A form slice (one ab, 16 channels, a block of inputs) is FUSED_K lines, and one line more apart: at 6 or 8 KB
+    // apart forms_lanes' 36 stores fell in two L1 sets (5x slower; making forms took 20 % of the UNet's products).
+    const int64_t SLICE = FUSED_K * GEMM_PANEL + GEMM_PANEL, KB = (CI + FUSED_K - 1) / FUSED_K;
     // Blocks of input channels whose forms are made together: all of them up to FUSED_FORMS bytes.
-    const int64_t KG = std::max<int64_t>(1, std::min(KB, FUSED_FORMS / int64_t(per * AA * PANEL * sizeof(float))));
-    std::vector<float> forms(size_t(KG * per * AA * PANEL));  // [KG][per][AA][PANEL]
+    const int64_t KG = std::max<int64_t>(1, std::min(KB, FUSED_FORMS / int64_t(per * AA * SLICE * sizeof(float))));
+    std::vector<float> forms(size_t(KG * per * AA * SLICE));  // [KG][per][AA][SLICE]
     // With all of a run's forms made at once, a thread takes a run's row blocks one after the other and makes its
     // forms once.
     const bool keep = KG == KB;
@@ -412,17 +441,17 @@ void product_run(ggml_tensor* dst, int ith, int nth, void* ud) {
                 const int64_t k0 = kb * FUSED_K, kc = std::min(FUSED_K, CI - k0);
                 for (int64_t pi = p0; pi < p1; pi++) {
                     const WT* t = taps + (pi * CI + k0) * 9 * GEMM_PANEL;
-                    float* f = &forms[size_t(((kb - g0) * per + pi - p0) * AA * PANEL)];
-                    for (int64_t k = 0; k < kc; k++) forms_lanes<M, WT>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, PANEL);
+                    float* f = &forms[size_t(((kb - g0) * per + pi - p0) * AA * SLICE)];
+                    for (int64_t k = 0; k < kc; k++) forms_lanes<M, WT>(t + k * 9 * GEMM_PANEL, f + k * GEMM_PANEL, SLICE);
                 }
             }
             made = run;
             for (int ab = 0; ab < AA; ab++)
                 for (int64_t kb = g0; kb < g1; kb++) {  // in order: the same sums as one pass over CI
                     const int64_t k0 = kb * FUSED_K, kc = std::min(FUSED_K, CI - k0);
-                    const float* f = &forms[size_t(((kb - g0) * per * AA + ab) * PANEL)];
-                    gemm_panel_rows(v + (ab * T + m0) * CI + k0, CI, f, AA * PANEL, p1 - p0, kc,
-                                    y + ((ab * NP + p0) * T + m0) * GEMM_PANEL, GEMM_PANEL, T * GEMM_PANEL, rows,
+                    const float* f = &forms[size_t(((kb - g0) * per * AA + ab) * SLICE)];
+                    gemm_panel_rows(v + ab * p.vs + m0 * CI + k0, CI, f, AA * SLICE, p1 - p0, kc,
+                                    y + ab * p.ms + (p0 * T + m0) * GEMM_PANEL, GEMM_PANEL, T * GEMM_PANEL, rows,
                                     int(std::min<int64_t>(GEMM_PANEL, CO - (p1 - 1) * GEMM_PANEL)), k0 == 0);
                 }
         }
@@ -469,17 +498,23 @@ ggml_tensor* build(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, 
     const bool fused = packed && fused_forms();
     p.co_fastest = ut != GGML_TYPE_F32 || fused;
     p.blocked = fused;
+    p.CO = CO;
+    p.vs = slice_stride(CI * T, fused);
+    p.ms = slice_stride((CO + GEMM_PANEL - 1) / GEMM_PANEL * GEMM_PANEL * T, fused);
     const Params* pp = keep_params(p);
     ggml_tensor* args[1] = {x};
-    ggml_tensor* v = ggml_custom_4d(ctx, GGML_TYPE_F32, p.C, T, A * A, 1, args, 1, input_kernel<M>,
-                                    GGML_N_TASKS_MAX, const_cast<Params*>(pp));
+    // Blocked: V as A*A padded slices (only our product reads it); else [CI, T, A*A] for ggml's products.
+    ggml_tensor* v = fused ? ggml_custom_4d(ctx, GGML_TYPE_F32, p.vs, A * A, 1, 1, args, 1, input_kernel<M>,
+                                            GGML_N_TASKS_MAX, const_cast<Params*>(pp))
+                           : ggml_custom_4d(ctx, GGML_TYPE_F32, p.C, T, A * A, 1, args, 1, input_kernel<M>,
+                                            GGML_N_TASKS_MAX, const_cast<Params*>(pp));
     ggml_format_name(v, "%s#wino_in", ggml_get_name(w));
     ctx.label(v, M == 2 ? "winograd2_input" : "winograd4_input");
     ggml_tensor* mt;
     if (fused) {
         ggml_tensor* fargs[2] = {v, gemm_row_panels(ctx, w, CO)};
-        mt = ggml_custom_4d(ctx, GGML_TYPE_F32, GEMM_PANEL, T, (CO + GEMM_PANEL - 1) / GEMM_PANEL, A * A, fargs, 2,
-                            product_kernel<M>, GGML_N_TASKS_MAX, keep_params(CO));  // [16, T, CO/16, A*A]
+        mt = ggml_custom_4d(ctx, GGML_TYPE_F32, p.ms, A * A, 1, 1, fargs, 2, product_kernel<M>, GGML_N_TASKS_MAX,
+                            const_cast<Params*>(pp));
         ggml_format_name(mt, "%s#wino_prod", ggml_get_name(w));
         ctx.label(mt, M == 2 ? "winograd2_product" : "winograd4_product");
     } else {
