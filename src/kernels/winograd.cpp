@@ -78,28 +78,32 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const int64_t items = p.N * p.TH * CB, per = (items + nth - 1) / nth;
     const int64_t i0 = std::min(items, per * ith), i1 = std::min(items, i0 + per);
     alignas(64) float d[A][A][LANES], t[A][A][LANES];
+    // The tile row's A input rows of 16 channels, zero-padded, copied whole first: gathered tile by tile from 16
+    // planes a whole image apart (one L1 set at 32 x 32), they thrashed L1.
+    const int64_t BW = p.TW * M + 2;  // every tile's A columns, from column -pw
+    thread_local std::vector<float> rows;
+    rows.resize(size_t(LANES * A * BW));
     for (int64_t it = i0; it < i1; it++) {
         const int64_t cb = it % CB, row = it / CB, ty = row % p.TH, n = row / p.TH;
         const int64_t c0 = cb * LANES, nc = std::min<int64_t>(LANES, p.C - c0);
         const int64_t y0 = ty * M - p.ph;
-        for (int64_t tx = 0; tx < p.TW; tx++) {
-            const int64_t x0 = tx * M - p.pw;
-            const bool inside = y0 >= 0 && x0 >= 0 && y0 + A <= p.H && x0 + A <= p.W;
-            for (int64_t l = 0; l < LANES; l++) {
-                if (l >= nc) {
-                    for (int i = 0; i < A; i++)
-                        for (int j = 0; j < A; j++) d[i][j][l] = 0;
+        for (int64_t l = 0; l < LANES; l++)
+            for (int i = 0; i < A; i++) {
+                float* r = &rows[size_t((l * A + i) * BW)];
+                const int64_t yy = y0 + i, lo = std::min<int64_t>(BW, p.pw), hi = std::min<int64_t>(BW, p.pw + p.W);
+                if (l >= nc || yy < 0 || yy >= p.H) {
+                    std::fill(r, r + BW, 0.f);
                     continue;
                 }
-                const float* plane = x + size_t(((n * p.C) + c0 + l) * p.H) * size_t(p.W);
-                for (int i = 0; i < A; i++) {
-                    const int64_t yy = y0 + i;
-                    for (int j = 0; j < A; j++) {
-                        const int64_t xx = x0 + j;
-                        d[i][j][l] = inside || (yy >= 0 && yy < p.H && xx >= 0 && xx < p.W) ? plane[yy * p.W + xx] : 0.f;
-                    }
-                }
+                const float* src = x + size_t(((n * p.C) + c0 + l) * p.H + yy) * size_t(p.W);
+                std::fill(r, r + lo, 0.f);
+                std::memcpy(r + lo, src, size_t(hi - lo) * sizeof(float));
+                std::fill(r + hi, r + BW, 0.f);
             }
+        for (int64_t tx = 0; tx < p.TW; tx++) {
+            for (int64_t l = 0; l < LANES; l++)
+                for (int i = 0; i < A; i++)
+                    for (int j = 0; j < A; j++) d[i][j][l] = rows[size_t((l * A + i) * BW + tx * M + j)];
             // t = B^T d, then v = t B, 16 channels per vector. Loops unrolled so the zero coefficients fold away
             // (else GCC tests them at run time and leaves parts scalar).
             #pragma GCC unroll 6
@@ -230,6 +234,9 @@ void output_kernel_co(ggml_tensor* dst, int ith, int nth, void* ud) {
     const int64_t T = p.N * p.TH * p.TW, CO = dst->ne[2], CB = (CO + LANES - 1) / LANES;
     const WorkSpan w = work_span(p.N * p.TH, ith, nth);
     alignas(64) float s[A][A][LANES], r[M][M][LANES], b0[LANES];
+    const int64_t RW = p.TW * M;  // a staged output row: whole tiles
+    thread_local std::vector<float> row;
+    row.resize(size_t(LANES * M * RW));
     for (int64_t it = w.b; it < w.e; it++)
         for (int64_t cb = 0; cb < CB; cb++)  // then the tiles: 16 channels' output rows are written in order
             for (int64_t tx = 0; tx < p.TW; tx++) {
@@ -252,12 +259,16 @@ void output_kernel_co(ggml_tensor* dst, int ith, int nth, void* ud) {
                     }
                 output_tile<M>(s, b0, r);
                 if (p.act.active()) p.act.apply(&r[0][0][0], M * M * LANES);  // after the transform: inside, 4x slower
+                for (int64_t l = 0; l < LANES; l++)
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < M; j++) row[size_t((l * M + i) * RW + tx * M + j)] = r[i][j][l];
+                if (tx + 1 < p.TW) continue;
+                // The tile row's 16 channels x M output rows, each written whole: scattered as M-float pieces of 16
+                // planes, a whole image apart (one L1 set at 32 x 32), they thrashed L1.
                 for (int64_t l = 0; l < nc; l++) {
                     float* plane = y + size_t((n * CO + co0 + l) * p.OH) * size_t(p.OW);
-                    for (int i = 0; i < M && ty * M + i < p.OH; i++) {
-                        float* orow = plane + (ty * M + i) * p.OW + tx * M;
-                        for (int j = 0; j < M && tx * M + j < p.OW; j++) orow[j] = r[i][j][l];
-                    }
+                    for (int i = 0; i < M && ty * M + i < p.OH; i++)
+                        std::memcpy(plane + (ty * M + i) * p.OW, &row[size_t((l * M + i) * RW)], size_t(p.OW) * sizeof(float));
                 }
             }
 }
