@@ -6,6 +6,7 @@
 #include "kernels/conv_direct.h"
 #include "kernels/conv_pointwise.h"
 #include "kernels/cpu_level.h"
+#include "kernels/depthwise.h"
 #include "kernels/elementwise.h"
 #include "kernels/gelu.h"
 #include "kernels/gemm.h"

@@ -1,4 +1,4 @@
-// CPU convolution kernels (see winograd.cpp): Winograd 3x3 and depthwise, as ggml custom ops. Used by o2g::conv
+// CPU convolution kernels (see winograd.cpp): Winograd 3x3, as ggml custom ops. Used by o2g::conv
 // only when ctx.cpu.
 #pragma once
 #include "kernels/isa.h"
@@ -19,10 +19,6 @@ int winograd_tile(int64_t image_pixels);
 // pw, ph; act: a clamp applied in the output transform.
 ggml_tensor* conv2d_winograd(Ctx& ctx, int m, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, int pw, int ph,
                              ConvClamp act = {});
-
-// Depthwise 2-D convolution (dilation 1): x [W, H, C, N], k F32 [kW, kH, 1, C], bias F32 [C] or null.
-ggml_tensor* conv2d_depthwise(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, ggml_tensor* bias, int sw, int sh, int pw,
-                              int ph);
 
 O2G_ISA_END
 }  // namespace o2g

@@ -8,6 +8,7 @@
 #include "kernels/conv_direct.h"
 #include "kernels/gemm.h"
 #include "kernels/window.h"
+#include "kernels/depthwise.h"
 #include "kernels/winograd.h"
 #include "lib/conv_plan.h"
 #include "lib/window.h"

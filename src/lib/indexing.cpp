@@ -1,11 +1,10 @@
 // Op library: indexing (see include/onnx2ggml/ops/indexing.h). Index data known at build time becomes row tables
-// for ggml_get_rows; scatters, TopK and running products are our own CPU kernels.
+// for ggml_get_rows; scatters, TopK and running products run our CPU kernels (kernels/indexing.h).
 #include <algorithm>
-#include <cstring>
-#include <numeric>
 #include <string>
 
 #include "kernels/custom.h"
+#include "kernels/indexing.h"
 #include "lib/index_maps.h"
 #include "lib/row_gather.h"
 
@@ -17,36 +16,6 @@ int64_t wrap_index(int64_t v, int64_t n, const char* op) {
     if (v < -n || v >= n)
         throw OpError(std::string(op) + ": index " + std::to_string(v) + " out of range for a dim of " + std::to_string(n));
     return v < 0 ? v + n : v;
-}
-
-// ---- scatter kernel: out = data; out[off[k]] = reduce(out[off[k]], upd[k]) in order ----
-template <typename T>
-T reduce(int r, T a, T b) {
-    switch (r) {
-        case SCATTER_ADD: return a + b;
-        case SCATTER_MUL: return a * b;
-        case SCATTER_MAX: return std::max(a, b);
-        case SCATTER_MIN: return std::min(a, b);
-        default: return b;
-    }
-}
-struct ScatterK { int red; };
-void scatter_kernel(ggml_tensor* dst, int ith, int, void* ud) {
-    if (ith != 0) return;
-    int r = static_cast<const ScatterK*>(ud)->red;
-    const ggml_tensor *d = dst->src[0], *u = dst->src[1], *o = dst->src[2];
-    int64_t n = ggml_nelements(d), m = ggml_nelements(u);
-    std::memcpy(dst->data, d->data, size_t(n) * 4);
-    const int32_t* off = static_cast<const int32_t*>(o->data);
-    if (dst->type == GGML_TYPE_F32) {
-        float* y = static_cast<float*>(dst->data);
-        const float* v = static_cast<const float*>(u->data);
-        for (int64_t k = 0; k < m; k++) y[off[k]] = reduce(r, y[off[k]], v[k]);
-    } else {
-        int32_t* y = static_cast<int32_t*>(dst->data);
-        const int32_t* v = static_cast<const int32_t*>(u->data);
-        for (int64_t k = 0; k < m; k++) y[off[k]] = reduce(r, y[off[k]], v[k]);
-    }
 }
 
 ggml_tensor* offsets_tensor(Ctx& ctx, const Ints& offs) {
@@ -63,9 +32,7 @@ ggml_tensor* scatter(Ctx& ctx, ggml_tensor* x, ggml_tensor* updates, const Ints&
     if (ggml_nelements(u) != int64_t(offs.size()))
         throw OpError(std::string(op) + ": " + std::to_string(ggml_nelements(u)) + " updates for " +
                       std::to_string(offs.size()) + " indexed elements");
-    ggml_tensor* args[3] = {d, u, offsets_tensor(ctx, offs)};
-    ggml_tensor* y = ggml_custom_4d(ctx, d->type, d->ne[0], d->ne[1], d->ne[2], d->ne[3], args, 3, scatter_kernel, 1,
-                                    keep_params(ScatterK{red}));
+    ggml_tensor* y = scatter_kernel(ctx, d, u, offsets_tensor(ctx, offs), red);
     ctx.label(y, "scatter");
     return y;
 }
@@ -184,35 +151,6 @@ ggml_tensor* tensor_scatter(Ctx& ctx, ggml_tensor* cache, ggml_tensor* update, c
 
 // ---- TopK: a row kernel along ggml dim 0, with the axis moved there and back ----
 
-namespace {
-struct TopKK { int64_t K; bool largest, indices; };
-void topk_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
-    const TopKK& p = *static_cast<const TopKK*>(ud);
-    const ggml_tensor* a = dst->src[0];
-    int64_t n = a->ne[0], rows = ggml_nrows(a);
-    int64_t per = (rows + nth - 1) / nth, r0 = std::min(rows, per * ith), r1 = std::min(rows, r0 + per);
-    std::vector<int64_t> idx;
-    for (int64_t r = r0; r < r1; r++) {
-        const float* x = static_cast<const float*>(a->data) + r * n;
-        idx.resize(size_t(n));
-        std::iota(idx.begin(), idx.end(), 0);
-        auto cmp = [&](int64_t i, int64_t j) {
-            float a1 = x[i], b1 = x[j];
-            if (a1 != b1) return p.largest ? a1 > b1 : a1 < b1;
-            return i < j;
-        };
-        std::partial_sort(idx.begin(), idx.begin() + p.K, idx.end(), cmp);
-        if (!p.indices) {
-            float* y = static_cast<float*>(dst->data) + r * p.K;
-            for (int64_t i = 0; i < p.K; i++) y[i] = x[idx[size_t(i)]];
-        } else {
-            int32_t* y = static_cast<int32_t*>(dst->data) + r * p.K;
-            for (int64_t i = 0; i < p.K; i++) y[i] = int32_t(idx[size_t(i)]);
-        }
-    }
-}
-}  // namespace
-
 ggml_tensor* topk(Ctx& ctx, ggml_tensor* x, const Ints& k, const TopKParams& p) {
     if (k.size() != 1) throw OpError("TopK: K must hold one value");
     if (p.axis < 0 || p.axis >= std::max(p.rank, 1) || p.rank > 4) throw OpError("TopK: axis out of range");
@@ -228,10 +166,7 @@ ggml_tensor* topk(Ctx& ctx, ggml_tensor* x, const Ints& k, const TopKParams& p) 
     for (int d = 0; d < r; d++) back[size_t(to[size_t(d)])] = d;
     ggml_tensor* xt = cont(ctx, transpose(ctx, x, {to}));
     if (xt->type != GGML_TYPE_F32) xt = ggml_cast(ctx, xt, GGML_TYPE_F32);
-    ggml_tensor* args[1] = {xt};
-    ggml_tensor* y = ggml_custom_4d(ctx, p.indices ? GGML_TYPE_I32 : GGML_TYPE_F32, K, xt->ne[1], xt->ne[2],
-                                    xt->ne[3], args, 1, topk_kernel, GGML_N_TASKS_MAX,
-                                    keep_params(TopKK{K, p.largest, p.indices}));
+    ggml_tensor* y = topk_kernel(ctx, xt, K, p.largest, p.indices);
     ctx.label(y, "topk");
     return transpose(ctx, y, {back});
 }
@@ -249,62 +184,12 @@ ggml_tensor* trilu(Ctx& ctx, ggml_tensor* x, const Ints& k, const TriluParams& p
 }
 
 namespace {
-struct CumK { int64_t outer, A, inner; bool excl, rev; };
-// Running product over [outer, A, inner]; integers wrap like the int64 reference.
-void cumprod_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
-    const CumK& p = *static_cast<const CumK*>(ud);
-    const ggml_tensor* a = dst->src[0];
-    bool is_int = a->type == GGML_TYPE_I32;
-    for (int64_t line = ith; line < p.outer * p.inner; line += nth) {
-        int64_t o = line / p.inner, j = line % p.inner;
-        double acc = 1;
-        int64_t iacc = 1;
-        for (int64_t t = 0; t < p.A; t++) {
-            int64_t e = (o * p.A + (p.rev ? p.A - 1 - t : t)) * p.inner + j;
-            if (is_int) {
-                int32_t v = static_cast<const int32_t*>(a->data)[e];
-                if (p.excl) static_cast<int32_t*>(dst->data)[e] = int32_t(iacc);
-                iacc = int64_t(uint64_t(iacc) * uint64_t(int64_t(v)));
-                if (!p.excl) static_cast<int32_t*>(dst->data)[e] = int32_t(iacc);
-            } else {
-                float v = static_cast<const float*>(a->data)[e];
-                if (p.excl) static_cast<float*>(dst->data)[e] = float(acc);
-                acc *= v;
-                if (!p.excl) static_cast<float*>(dst->data)[e] = float(acc);
-            }
-        }
-    }
-}
-
-// out = 0; out[off[k]] = x[k] (or += when add); off[k] < 0 skips (MaxUnpool, Col2Im).
-struct PlaceK { bool add; };
-void place_kernel(ggml_tensor* dst, int ith, int, void* ud) {
-    if (ith != 0) return;
-    bool add = static_cast<const PlaceK*>(ud)->add;
-    const ggml_tensor *x = dst->src[0], *o = dst->src[1];
-    int64_t n = ggml_nelements(x);
-    std::memset(dst->data, 0, ggml_nbytes(dst));
-    const int32_t* off = static_cast<const int32_t*>(o->data);
-    for (int64_t k = 0; k < n; k++) {
-        int32_t v = off[k];
-        if (v < 0) continue;
-        if (dst->type == GGML_TYPE_F32) {
-            float* y = static_cast<float*>(dst->data);
-            y[v] = add ? y[v] + static_cast<const float*>(x->data)[k] : static_cast<const float*>(x->data)[k];
-        } else {
-            int32_t* y = static_cast<int32_t*>(dst->data);
-            y[v] = add ? y[v] + static_cast<const int32_t*>(x->data)[k] : static_cast<const int32_t*>(x->data)[k];
-        }
-    }
-}
 
 ggml_tensor* place(Ctx& ctx, ggml_tensor* x, const Ints& os, const Ints& offs, bool add, const char* op) {
     int64_t ne[4];
     fold_ne(os, ne);
     if (prod(os) == 0) throw OpError(std::string(op) + ": empty output; ggml cannot hold it");
-    ggml_tensor* args[2] = {cont(ctx, x), offsets_tensor(ctx, offs)};
-    ggml_tensor* y = ggml_custom_4d(ctx, x->type, ne[0], ne[1], ne[2], ne[3], args, 2, place_kernel, 1,
-                                    keep_params(PlaceK{add}));
+    ggml_tensor* y = place_kernel(ctx, cont(ctx, x), offsets_tensor(ctx, offs), ne, add);
     ctx.label(y, "scatter");
     return y;
 }
@@ -313,14 +198,12 @@ ggml_tensor* place(Ctx& ctx, ggml_tensor* x, const Ints& os, const Ints& offs, b
 
 ggml_tensor* cumprod(Ctx& ctx, ggml_tensor* x, const CumParams& p) {
     if (p.axis < 0 || p.axis > 3) throw OpError("CumProd: axis out of range");
-    CumK k{1, x->ne[p.axis], 1, p.exclusive, p.reverse};
+    CumKernelParams k{1, x->ne[p.axis], 1, p.exclusive, p.reverse};
     for (int d = 0; d < p.axis; d++) k.inner *= x->ne[d];
     for (int d = p.axis + 1; d < 4; d++) k.outer *= x->ne[d];
     x = cont(ctx, x);
     if (x->type != GGML_TYPE_F32 && x->type != GGML_TYPE_I32) x = ggml_cast(ctx, x, GGML_TYPE_F32);
-    ggml_tensor* args[1] = {x};
-    ggml_tensor* y = ggml_custom_4d(ctx, x->type, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 1, cumprod_kernel,
-                                    GGML_N_TASKS_MAX, keep_params(k));
+    ggml_tensor* y = cumprod_kernel(ctx, x, k);
     ctx.label(y, "cumprod");
     return y;
 }
