@@ -78,32 +78,38 @@ void input_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const int64_t items = p.N * p.TH * CB, per = (items + nth - 1) / nth;
     const int64_t i0 = std::min(items, per * ith), i1 = std::min(items, i0 + per);
     alignas(64) float d[A][A][LANES], t[A][A][LANES];
-    // The tile row's A input rows of 16 channels, zero-padded, copied whole first: gathered tile by tile from 16
-    // planes a whole image apart (one L1 set at 32 x 32), they thrashed L1.
+    // The tile row's A input rows of 16 channels, zero-padded, copied first with the channels interleaved
+    // ([row][column][16]): a tile's inputs are then 36 vector loads. Gathered tile by tile from 16 planes a whole
+    // image apart (one L1 set at 32 x 32, one L2 set at 128 x 128), they thrashed the caches.
     const int64_t BW = p.TW * M + 2;  // every tile's A columns, from column -pw
     thread_local std::vector<float> rows;
-    rows.resize(size_t(LANES * A * BW));
+    rows.resize(size_t(A * BW * LANES));
     for (int64_t it = i0; it < i1; it++) {
         const int64_t cb = it % CB, row = it / CB, ty = row % p.TH, n = row / p.TH;
         const int64_t c0 = cb * LANES, nc = std::min<int64_t>(LANES, p.C - c0);
-        const int64_t y0 = ty * M - p.ph;
-        for (int64_t l = 0; l < LANES; l++)
-            for (int i = 0; i < A; i++) {
-                float* r = &rows[size_t((l * A + i) * BW)];
-                const int64_t yy = y0 + i, lo = std::min<int64_t>(BW, p.pw), hi = std::min<int64_t>(BW, p.pw + p.W);
-                if (l >= nc || yy < 0 || yy >= p.H) {
-                    std::fill(r, r + BW, 0.f);
+        const int64_t y0 = ty * M - p.ph, lo = std::min<int64_t>(BW, p.pw), hi = std::min<int64_t>(BW, p.pw + p.W);
+        for (int i = 0; i < A; i++) {
+            float* r = &rows[size_t(i * BW * LANES)];
+            const int64_t yy = y0 + i;
+            if (yy < 0 || yy >= p.H) {
+                std::fill(r, r + BW * LANES, 0.f);
+                continue;
+            }
+            std::fill(r, r + lo * LANES, 0.f);
+            std::fill(r + hi * LANES, r + BW * LANES, 0.f);
+            for (int64_t l = 0; l < LANES; l++) {
+                if (l >= nc) {
+                    for (int64_t col = lo; col < hi; col++) r[col * LANES + l] = 0.f;
                     continue;
                 }
-                const float* src = x + size_t(((n * p.C) + c0 + l) * p.H + yy) * size_t(p.W);
-                std::fill(r, r + lo, 0.f);
-                std::memcpy(r + lo, src, size_t(hi - lo) * sizeof(float));
-                std::fill(r + hi, r + BW, 0.f);
+                const float* src = x + size_t(((n * p.C) + c0 + l) * p.H + yy) * size_t(p.W) - lo;
+                for (int64_t col = lo; col < hi; col++) r[col * LANES + l] = src[col];
             }
+        }
         for (int64_t tx = 0; tx < p.TW; tx++) {
-            for (int64_t l = 0; l < LANES; l++)
-                for (int i = 0; i < A; i++)
-                    for (int j = 0; j < A; j++) d[i][j][l] = rows[size_t((l * A + i) * BW + tx * M + j)];
+            for (int i = 0; i < A; i++)
+                for (int j = 0; j < A; j++)
+                    std::memcpy(d[i][j], &rows[size_t(((i * BW) + tx * M + j) * LANES)], sizeof d[i][j]);
             // t = B^T d, then v = t B, 16 channels per vector. Loops unrolled so the zero coefficients fold away
             // (else GCC tests them at run time and leaves parts scalar).
             #pragma GCC unroll 6
