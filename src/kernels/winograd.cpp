@@ -352,9 +352,9 @@ void transform_weights(const float* g, float* o, int64_t CO, int64_t CI, bool pa
 // Making forms is about 2 % of the multiply-adds; the products run as fast as from stored forms (the VAE decoder's
 // faster: M is written in 16-channel blocks, whole rows of the micro-kernel).
 #if defined(__AVX512F__)
-// AVX-512 (12 x 32 tiles, measured on Zen 5): 96 channels x 288 tiles x 4 panels (K blocks of 48-512, rows of
-// 96-384, 2-6 panels measured); 128 x 192 x 8 was 52-61 % of peak.
-constexpr int64_t FUSED_K = 96;      // input channels per block of forms
+// AVX-512 (12 x 32 tiles, measured on Zen 5): 128 channels x 288 tiles x 4 panels (K blocks of 48-512, rows of
+// 96-384, 2-8 panels measured; 96 channels did as well before forms were cheap, 2-3 % worse since).
+constexpr int64_t FUSED_K = 128;     // input channels per block of forms
 constexpr int64_t FUSED_ROWS = 288;  // tiles per row block
 constexpr int64_t FUSED_PANELS = 4;  // 16-channel panels per work item, at most
 // Forms made at once by a work item, at most (bytes; per thread, in L3): the VAE's 512 channels in one group.
