@@ -377,6 +377,30 @@ def torch_cases(a, work):
                 os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.6"], len(mods), want, base, "sample",
                 (FAMILIES, "flux_transformer", 0))
 
+    # Chroma (torch.export too): diffusers/PEFT keys on every Linear, the approximator's included, scale 0.8, at the
+    # case with T5 padding masked
+    from diffusers import ChromaPipeline
+    prefix, part = manifest_part(FAMILIES, "chroma_transformer")
+    cx = export_families.build("chroma_transformer", dict(export_families.SMALL["chroma_transformer"]), seed=1234)
+    wrapper = export_families.Chroma(cx)
+    feeds = case_inputs(prefix, part, 1)
+    args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
+    with torch.no_grad():
+        base = wrapper(*args).numpy()
+    if check_rebuilt("chroma transformer", base, os.path.join(FAMILIES, part["refs"][1]["sample"])):
+        mods = modules_of(cx, None, rank=4, seed=67)
+        cfile = os.path.join(work, "chroma_peft.safetensors")
+        write_safetensors(cfile, peft_tensors(mods, "transformer."))
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=cx)
+        pipe.load_lora_weights(cfile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=0.8)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"chroma transformer (torch.export), PEFT ({len(mods)} modules) at 0.8",
+                os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.8"], len(mods), want, base, "sample",
+                (FAMILIES, "chroma_transformer", 1))
+
 
 # ----------------------------------------------------------------------------- part 1b: committed references
 
