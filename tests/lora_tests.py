@@ -401,6 +401,36 @@ def torch_cases(a, work):
                 os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.8"], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
 
+        # kohya keys in the original (BFL) names Chroma LoRAs are published with: fused qkv projections, alphas.
+        # The modules diffusers' kohya converter maps at any width: not the single blocks' linear1 (split as Flux's
+        # 3072), nor img_in, txt_in and final_layer (written without `transformer.`, then not loaded).
+        ccfg = export_families.SMALL["chroma_transformer"]
+        inner = ccfg["num_attention_heads"] * ccfg["attention_head_dim"]
+        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
+        wrapper = export_families.Chroma(cx)
+        rng = np.random.default_rng(71)
+        shapes = {}
+        for i in range(ccfg["num_layers"]):
+            for s in ("img", "txt"):
+                shapes.update({f"double_blocks.{i}.{s}_attn.qkv": (3 * inner, inner),
+                               f"double_blocks.{i}.{s}_attn.proj": (inner, inner),
+                               f"double_blocks.{i}.{s}_mlp.0": (4 * inner, inner),
+                               f"double_blocks.{i}.{s}_mlp.2": (inner, 4 * inner)})
+        for i in range(ccfg["num_single_layers"]):
+            shapes[f"single_blocks.{i}.linear2"] = (inner, 5 * inner)
+        mods = {p: lora_pair(rng, o, (n,), 4) for p, (o, n) in shapes.items()}
+        kfile = os.path.join(work, "chroma_kohya.safetensors")
+        write_safetensors(kfile, kohya_tensors(mods, "lora_unet_", {p: 2.0 for p in mods}))
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=cx)
+        pipe.load_lora_weights(kfile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=1.0)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"chroma transformer, kohya with BFL names ({len(mods)} modules, fused qkv, alpha 2)",
+                os.path.join(FAMILIES, part["file"]), feeds, [kfile], len(mods), want, base, "sample",
+                (FAMILIES, "chroma_transformer", 1))
+
 
 # ----------------------------------------------------------------------------- part 1b: committed references
 
