@@ -243,8 +243,7 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         if (o.op_type != "MatMul" || !o.domain.empty() || o.inputs.size() != 2 || removed.count(idx)) continue;
         Match mt{u, f, removed, {}, 1.f};
         std::string p_in = o.inputs[0];
-        const bool zero_rows = mt.safe_softmax(p_in);
-        bool to_float = false, ok = zero_rows || mt.prob_casts(p_in, to_float);
+        bool to_float = false, zero_rows = mt.safe_softmax(p_in), ok = zero_rows || mt.prob_casts(p_in, to_float);
         int sm_i;
         const Node* sm = ok ? mt.single(p_in, sm_i, zero_rows ? 2 : 1) : nullptr;
         if (!sm || sm->op_type != "Softmax") continue;
