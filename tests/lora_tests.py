@@ -431,6 +431,45 @@ def torch_cases(a, work):
                 os.path.join(FAMILIES, part["file"]), feeds, [kfile], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
 
+        # The BFL modules that converter cannot map here, against the same pairs under diffusers' names through
+        # PEFT: the single blocks' linear1, its up rows split as q, k, v and the MLP input (as that converter splits
+        # Flux's); img_in, txt_in, final_layer.linear; the approximator's layers (in_layer / out_layer are
+        # linear_1 / linear_2 in diffusers' Chroma checkpoint converter).
+        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
+        wrapper = export_families.Chroma(cx)
+        rng = np.random.default_rng(73)
+        hid, cin = ccfg["approximator_hidden_dim"], ccfg["in_channels"]
+        names = {"img_in": ("x_embedder", inner, cin), "txt_in": ("context_embedder", inner, ccfg["joint_attention_dim"]),
+                 "final_layer.linear": ("proj_out", cin, inner),
+                 "distilled_guidance_layer.in_proj": ("distilled_guidance_layer.in_proj", hid,
+                                                      ccfg["approximator_num_channels"]),
+                 "distilled_guidance_layer.out_proj": ("distilled_guidance_layer.out_proj", inner, hid)}
+        for i in range(ccfg["approximator_layers"]):
+            for bfl, dif in (("in_layer", "linear_1"), ("out_layer", "linear_2")):
+                names[f"distilled_guidance_layer.layers.{i}.{bfl}"] = (f"distilled_guidance_layer.layers.{i}.{dif}",
+                                                                       hid, hid)
+        mods = {b: lora_pair(rng, o, (n,), 4) for b, (_, o, n) in names.items()}
+        peft = {names[b][0]: pair for b, pair in mods.items()}
+        for i in range(ccfg["num_single_layers"]):
+            down, up = lora_pair(rng, 7 * inner, (inner,), 4)
+            mods[f"single_blocks.{i}.linear1"] = (down, up)
+            for k, d in enumerate(("attn.to_q", "attn.to_k", "attn.to_v")):
+                peft[f"single_transformer_blocks.{i}.{d}"] = (down, up[k * inner:(k + 1) * inner])
+            peft[f"single_transformer_blocks.{i}.proj_mlp"] = (down, up[3 * inner:])
+        kfile2 = os.path.join(work, "chroma_kohya_rest.safetensors")
+        write_safetensors(kfile2, kohya_tensors(mods, "lora_unet_", {}))
+        pfile = os.path.join(work, "chroma_kohya_rest_as_peft.safetensors")
+        write_safetensors(pfile, peft_tensors(peft, "transformer."))
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=cx)
+        pipe.load_lora_weights(pfile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=0.7)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"chroma transformer, kohya with BFL names: linear1, img_in, txt_in, final_layer, approximator "
+                f"({len(mods)} modules) at 0.7", os.path.join(FAMILIES, part["file"]), feeds, [kfile2 + ":0.7"],
+                len(mods), want, base, "sample", (FAMILIES, "chroma_transformer", 1))
+
 
 # ----------------------------------------------------------------------------- part 1b: committed references
 
