@@ -431,6 +431,26 @@ def torch_cases(a, work):
                 os.path.join(FAMILIES, part["file"]), feeds, [kfile], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
 
+        # The same LoRA as ComfyUI writes it: dotted BFL paths under `diffusion_model.`, scale 0.5
+        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
+        wrapper = export_families.Chroma(cx)
+        cfile = os.path.join(work, "chroma_comfyui.safetensors")
+        comfy = {}
+        for p, (down, up) in mods.items():
+            comfy[f"diffusion_model.{p}.lora_down.weight"] = down
+            comfy[f"diffusion_model.{p}.lora_up.weight"] = up
+            comfy[f"diffusion_model.{p}.alpha"] = np.array(2.0, dtype=np.float32)
+        write_safetensors(cfile, comfy)
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=cx)
+        pipe.load_lora_weights(cfile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=0.5)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"chroma transformer, ComfyUI's diffusion_model. BFL keys ({len(mods)} modules, alpha 2) at 0.5",
+                os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.5"], len(mods), want, base, "sample",
+                (FAMILIES, "chroma_transformer", 1))
+
         # The BFL modules that converter cannot map here, against the same pairs under diffusers' names through
         # PEFT: the single blocks' linear1, its up rows split as q, k, v and the MLP input (as that converter splits
         # Flux's); img_in, txt_in, final_layer.linear; the approximator's layers (in_layer / out_layer are
