@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Exports the model families beyond SD 1.5 from diffusers and transformers to ONNX, with PyTorch reference outputs.
 
-Parts: the diffusion transformers (SD3's MMDiT, Flux), an SDXL-style UNet (`added_cond_kwargs`: text_embeds and
-time_ids, linear projections, deeper transformer stacks), ControlNet (its residuals are outputs), the TAESD decoder
-(`AutoencoderTiny`), CLIP-G (`CLIPTextModelWithProjection`), the SD 2.x UNet (linear projections, heads per block)
-and its OpenCLIP-H-style text encoder (GELU; last and penultimate hidden states), the T5 v1.1 encoder (relative
-attention buckets, gated GELU), SDXL's VAE (`AutoencoderKL` encoder and decoder) and an ESRGAN / Real-ESRGAN RRDBNet
-upscaler (x4, and x2 with pixel-unshuffled input; the module is written here). Writes DIR/<part>.onnx,
-DIR/ref/<part>.<case>.<output>.npy and DIR/manifest.json in the format tests/sd15_tests.py reads, so the same harness
-checks them against PyTorch and onnxruntime:
+Parts: the diffusion transformers (SD3's MMDiT, Flux, Chroma: its attention masked over T5 padding), an SDXL-style
+UNet (`added_cond_kwargs`: text_embeds and time_ids, linear projections, deeper transformer stacks), ControlNet (its
+residuals are outputs), the TAESD decoder (`AutoencoderTiny`), CLIP-G (`CLIPTextModelWithProjection`), the SD 2.x
+UNet (linear projections, heads per block) and its OpenCLIP-H-style text encoder (GELU; last and penultimate hidden
+states), the T5 v1.1 encoder (relative attention buckets, gated GELU), SDXL's VAE (`AutoencoderKL` encoder and
+decoder) and an ESRGAN / Real-ESRGAN RRDBNet upscaler (x4, and x2 with pixel-unshuffled input; the module is written
+here). Writes DIR/<part>.onnx, DIR/ref/<part>.<case>.<output>.npy and DIR/manifest.json in the format
+tests/sd15_tests.py reads, so the same harness checks them against PyTorch and onnxruntime:
   .venv/bin/python scripts/export_families.py --small --out-dir tests/models/families_small
   .venv/bin/python tests/sd15_tests.py --manifest tests/models/families_small/manifest.json
 --parts re-exports some parts and keeps the other entries of an existing manifest.
@@ -25,9 +25,10 @@ of scripts/sdxl_txt2img_reference.py): text_encoder (CLIP-L-like, penultimate hi
 
 Weights are random (seeded; ControlNet's zero-initialized output convs get random weights too, so that its outputs
 say something); --small uses reduced widths and depths (the committed fixtures). Every part goes through the
-TorchScript exporter (opset 17, rms_norm exported as its formula) except Flux, which goes through torch.export: the
-TorchScript trace of its rotary embedding fixes the example's batch and lengths. The DiT blocks carry the rank-5/6
-patterns of issue 10: attention's qkv split, Flux's rotary embedding, SD3's rank-6 unpatchify Einsum.
+TorchScript exporter (opset 17, rms_norm exported as its formula) except Flux and Chroma, which go through
+torch.export: the TorchScript trace of their rotary embedding fixes the example's batch and lengths. The DiT blocks
+carry the rank-5/6 patterns of issue 10: attention's qkv split, Flux's rotary embedding, SD3's rank-6 unpatchify
+Einsum.
 """
 import argparse
 import contextlib
@@ -178,9 +179,9 @@ NOTES = {
     "t5_encoder": "no attention mask, as SD3 and Flux run it",
     "t5_encoder_masked": "with the attention mask; exported with transformers 4.x, whose graph onnxruntime's t5 "
                          "optimizer fuses into RelativePositionBias and Attention (tests/flavour_tests.py)",
-    "chroma_transformer": "attention_mask is the prompt's T5 mask (1 on the tokens and the one pad token Chroma keeps); "
-                          "the wrapper appends ones for the image tokens and passes it as bool, as ChromaPipeline "
-                          "does since diffusers#12116",
+    "chroma_transformer": "attention_mask is the prompt's T5 mask (1 on the tokens and the one pad token Chroma "
+                          "keeps); the wrapper appends ones for the image tokens and passes it as bool, as "
+                          "ChromaPipeline does since diffusers#12116",
     "sdxl_text_encoder": "hidden_states[-2], the context SDXL takes from CLIP-L (its last layer is dead code here)",
 }
 

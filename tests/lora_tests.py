@@ -459,7 +459,8 @@ def torch_cases(a, work):
         wrapper = export_families.Chroma(cx)
         rng = np.random.default_rng(73)
         hid, cin = ccfg["approximator_hidden_dim"], ccfg["in_channels"]
-        names = {"img_in": ("x_embedder", inner, cin), "txt_in": ("context_embedder", inner, ccfg["joint_attention_dim"]),
+        names = {"img_in": ("x_embedder", inner, cin),
+                 "txt_in": ("context_embedder", inner, ccfg["joint_attention_dim"]),
                  "final_layer.linear": ("proj_out", cin, inner),
                  "distilled_guidance_layer.in_proj": ("distilled_guidance_layer.in_proj", hid,
                                                       ccfg["approximator_num_channels"]),
