@@ -491,6 +491,42 @@ def torch_cases(a, work):
                 f"({len(mods)} modules) at 0.7", os.path.join(FAMILIES, part["file"]), feeds, [kfile2 + ":0.7"],
                 len(mods), want, base, "sample", (FAMILIES, "chroma_transformer", 1))
 
+    # Flux with kohya's BFL keys: fused qkv, the AdaLN modulations (img_mod_lin, txt_mod_lin, modulation_lin), the
+    # block projections; what diffusers' kohya converter loads at small width (see Chroma's above)
+    prefix, part = manifest_part(FAMILIES, "flux_transformer")
+    cfg = dict(export_families.SMALL["flux_transformer"])
+    fx = export_families.build("flux_transformer", cfg, seed=1234)
+    wrapper = export_families.Flux(fx)
+    feeds = case_inputs(prefix, part)
+    args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
+    with torch.no_grad():
+        base = wrapper(*args).numpy()
+    inner = cfg["num_attention_heads"] * cfg["attention_head_dim"]
+    shapes = {}
+    for i in range(cfg["num_layers"]):
+        for s in ("img", "txt"):
+            shapes.update({f"double_blocks.{i}.{s}_attn.qkv": (3 * inner, inner),
+                           f"double_blocks.{i}.{s}_attn.proj": (inner, inner),
+                           f"double_blocks.{i}.{s}_mlp.0": (4 * inner, inner),
+                           f"double_blocks.{i}.{s}_mlp.2": (inner, 4 * inner),
+                           f"double_blocks.{i}.{s}_mod.lin": (6 * inner, inner)})
+    for i in range(cfg["num_single_layers"]):
+        shapes.update({f"single_blocks.{i}.linear2": (inner, 5 * inner),
+                       f"single_blocks.{i}.modulation.lin": (3 * inner, inner)})
+    rng = np.random.default_rng(79)
+    mods = {p: lora_pair(rng, o, (n,), 4) for p, (o, n) in shapes.items()}
+    ffile = os.path.join(work, "flux_kohya.safetensors")
+    write_safetensors(ffile, kohya_tensors(mods, "lora_unet_", {p: 8.0 for p in mods}))
+    pipe = FluxPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None, tokenizer=None,
+                        text_encoder_2=None, tokenizer_2=None, transformer=fx)
+    pipe.load_lora_weights(ffile)
+    pipe.fuse_lora(components=["transformer"], lora_scale=0.9)
+    with torch.no_grad():
+        want = wrapper(*args).numpy()
+    compare(f"flux transformer, kohya with BFL names ({len(mods)} modules, fused qkv, modulations, alpha 8) at 0.9",
+            os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.9"], len(mods), want, base, "sample",
+            (FAMILIES, "flux_transformer", 0))
+
 
 # ----------------------------------------------------------------------------- part 1b: committed references
 
