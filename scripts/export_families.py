@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Exports the model families beyond SD 1.5 from diffusers and transformers to ONNX, with PyTorch reference outputs.
 
-Parts: the diffusion transformers (SD3's MMDiT, Flux), an SDXL-style UNet (`added_cond_kwargs`: text_embeds and
-time_ids, linear projections, deeper transformer stacks), ControlNet (its residuals are outputs), the TAESD decoder
-(`AutoencoderTiny`), CLIP-G (`CLIPTextModelWithProjection`), the SD 2.x UNet (linear projections, heads per block)
-and its OpenCLIP-H-style text encoder (GELU; last and penultimate hidden states), the T5 v1.1 encoder (relative
-attention buckets, gated GELU), SDXL's VAE (`AutoencoderKL` encoder and decoder) and an ESRGAN / Real-ESRGAN RRDBNet
-upscaler (x4, and x2 with pixel-unshuffled input; the module is written here). Writes DIR/<part>.onnx,
-DIR/ref/<part>.<case>.<output>.npy and DIR/manifest.json in the format tests/sd15_tests.py reads, so the same harness
-checks them against PyTorch and onnxruntime:
+Parts: the diffusion transformers (SD3's MMDiT, Flux, Chroma: its attention masked over T5 padding), an SDXL-style
+UNet (`added_cond_kwargs`: text_embeds and time_ids, linear projections, deeper transformer stacks), ControlNet (its
+residuals are outputs), the TAESD decoder (`AutoencoderTiny`), CLIP-G (`CLIPTextModelWithProjection`), the SD 2.x
+UNet (linear projections, heads per block) and its OpenCLIP-H-style text encoder (GELU; last and penultimate hidden
+states), the T5 v1.1 encoder (relative attention buckets, gated GELU), SDXL's VAE (`AutoencoderKL` encoder and
+decoder) and an ESRGAN / Real-ESRGAN RRDBNet upscaler (x4, and x2 with pixel-unshuffled input; the module is written
+here). Writes DIR/<part>.onnx, DIR/ref/<part>.<case>.<output>.npy and DIR/manifest.json in the format
+tests/sd15_tests.py reads, so the same harness checks them against PyTorch and onnxruntime:
   .venv/bin/python scripts/export_families.py --small --out-dir tests/models/families_small
   .venv/bin/python tests/sd15_tests.py --manifest tests/models/families_small/manifest.json
 --parts re-exports some parts and keeps the other entries of an existing manifest.
@@ -25,9 +25,10 @@ of scripts/sdxl_txt2img_reference.py): text_encoder (CLIP-L-like, penultimate hi
 
 Weights are random (seeded; ControlNet's zero-initialized output convs get random weights too, so that its outputs
 say something); --small uses reduced widths and depths (the committed fixtures). Every part goes through the
-TorchScript exporter (opset 17, rms_norm exported as its formula) except Flux, which goes through torch.export: the
-TorchScript trace of its rotary embedding fixes the example's batch and lengths. The DiT blocks carry the rank-5/6
-patterns of issue 10: attention's qkv split, Flux's rotary embedding, SD3's rank-6 unpatchify Einsum.
+TorchScript exporter (opset 17, rms_norm exported as its formula) except Flux and Chroma, which go through
+torch.export: the TorchScript trace of their rotary embedding fixes the example's batch and lengths. The DiT blocks
+carry the rank-5/6 patterns of issue 10: attention's qkv split, Flux's rotary embedding, SD3's rank-6 unpatchify
+Einsum.
 """
 import argparse
 import contextlib
@@ -56,6 +57,11 @@ SMALL = {
     "flux_transformer": dict(patch_size=1, in_channels=16, num_layers=1, num_single_layers=1, attention_head_dim=16,
                              num_attention_heads=2, joint_attention_dim=32, pooled_projection_dim=32,
                              guidance_embeds=False, axes_dims_rope=(4, 6, 6)),
+    # Chroma: Flux without CLIP and without time/vector/guidance embedders; a 5-layer approximator (64 -> 5120 -> 3072
+    # at full size, 16 -> 32 -> 32 here) makes every block's pruned AdaLN modulation
+    "chroma_transformer": dict(patch_size=1, in_channels=16, num_layers=2, num_single_layers=2, attention_head_dim=16,
+                               num_attention_heads=2, joint_attention_dim=32, axes_dims_rope=(4, 6, 6),
+                               approximator_num_channels=16, approximator_hidden_dim=32, approximator_layers=5),
 }
 SMALL.update({
     "sdxl_unet": dict(sample_size=16, in_channels=4, out_channels=4, layers_per_block=1, block_out_channels=(16, 32),
@@ -135,6 +141,8 @@ FULL.update({
     "esrgan_x2": dict(num_in_ch=3, num_out_ch=3, scale=2, num_feat=64, num_grow_ch=32, num_block=23),
 })
 FULL["sdxl_vae_decoder"] = FULL["sdxl_vae_encoder"]
+# lodestones/Chroma1-HD: diffusers' defaults (19 double and 38 single blocks of 24 heads of 128, approximator 64 ->
+# 5120 x5 -> 3072)
 # The T5 encoder with an attention_mask input, exported with transformers 4.x: the graph onnxruntime's t5 optimizer
 # turns into RelativePositionBias and contrib Attention (not in the default list: --parts t5_encoder_masked, run
 # from a venv with transformers < 5, as tests/models/README.md says)
@@ -147,6 +155,8 @@ FULL_CASES = {
                         "pooled_projections": [1, 2048], "timestep": [1]},
     "flux_transformer": {"hidden_states": [1, 256, 64], "encoder_hidden_states": [1, 256, 4096],
                          "pooled_projections": [1, 768], "timestep": [1], "img_ids": [256, 3], "txt_ids": [256, 3]},
+    "chroma_transformer": {"hidden_states": [1, 256, 64], "encoder_hidden_states": [1, 256, 4096], "timestep": [1],
+                           "img_ids": [256, 3], "txt_ids": [256, 3], "attention_mask": [1, 256]},
     "sdxl_unet": {"sample": [2, 4, 32, 32], "timestep": [2], "encoder_hidden_states": [2, 77, 2048],
                   "text_embeds": [2, 1280], "time_ids": [2, 6]},
     "controlnet": {"sample": [2, 4, 32, 32], "timestep": [2], "encoder_hidden_states": [2, 77, 768],
@@ -169,6 +179,9 @@ NOTES = {
     "t5_encoder": "no attention mask, as SD3 and Flux run it",
     "t5_encoder_masked": "with the attention mask; exported with transformers 4.x, whose graph onnxruntime's t5 "
                          "optimizer fuses into RelativePositionBias and Attention (tests/flavour_tests.py)",
+    "chroma_transformer": "attention_mask is the prompt's T5 mask (1 on the tokens and the one pad token Chroma "
+                          "keeps); the wrapper appends ones for the image tokens and passes it as bool, as "
+                          "ChromaPipeline does since diffusers#12116",
     "sdxl_text_encoder": "hidden_states[-2], the context SDXL takes from CLIP-L (its last layer is dead code here)",
 }
 
@@ -270,6 +283,21 @@ def part_io(part, cfg):
                     "timestep": [1]},
                    {"hidden_states": [2, c, 12, 16], "encoder_hidden_states": [2, 5, j], "pooled_projections": [2, p],
                     "timestep": [2]}])
+    if part == "chroma_transformer":
+        c, j = cfg.get("in_channels", 64), cfg.get("joint_attention_dim", 4096)
+        return dict(
+            inputs=[f32("hidden_states"), f32("encoder_hidden_states"),
+                    {"name": "timestep", "dtype": "float32", "distribution": "uniform", "range": [0.0, 1.0]},
+                    {"name": "img_ids", "dtype": "float32", "distribution": "uniform", "range": [0.0, 16.0]},
+                    {"name": "txt_ids", "dtype": "float32", "distribution": "uniform", "range": [0.0, 0.0]},
+                    {"name": "attention_mask", "dtype": "int64", "distribution": "padding_mask"}],
+            outputs=["sample"],
+            dynamic={"hidden_states": [0, 1], "encoder_hidden_states": [0, 1], "timestep": [0], "img_ids": [0],
+                     "txt_ids": [0], "attention_mask": [0, 1]},
+            cases=[{"hidden_states": [1, 16, c], "encoder_hidden_states": [1, 8, j], "timestep": [1],
+                    "img_ids": [16, 3], "txt_ids": [8, 3], "attention_mask": [1, 8]},
+                   {"hidden_states": [2, 24, c], "encoder_hidden_states": [2, 6, j], "timestep": [2],
+                    "img_ids": [24, 3], "txt_ids": [6, 3], "attention_mask": [2, 6]}])
     c, j, p = cfg.get("in_channels", 64), cfg.get("joint_attention_dim", 4096), cfg.get("pooled_projection_dim", 768)
     return dict(
         inputs=[{"name": "hidden_states", "dtype": "float32", "distribution": "normal"},
@@ -308,6 +336,22 @@ class Flux(nn.Module):
                           txt_ids=txt_ids, return_dict=False)[0]
 
 
+class Chroma(nn.Module):
+    """attention_mask: the prompt's [B, T] T5 mask; image tokens are never masked (ChromaPipeline's
+    _prepare_attention_mask), and the mask goes in as bool, so that masked keys are dropped rather than biased."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, hidden_states, encoder_hidden_states, timestep, img_ids, txt_ids, attention_mask):
+        img = torch.ones_like(hidden_states[:, :, 0], dtype=torch.bool)
+        mask = torch.cat([attention_mask.bool(), img], dim=1)
+        return self.model(hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states,
+                          timestep=timestep, img_ids=img_ids, txt_ids=txt_ids, attention_mask=mask,
+                          return_dict=False)[0]
+
+
 @contextlib.contextmanager
 def rms_norm_decomposed():
     """The TorchScript exporter has no aten::rms_norm; export its formula instead (what it computes is unchanged)."""
@@ -324,6 +368,29 @@ def rms_norm_decomposed():
         yield
     finally:
         torch.nn.functional.rms_norm = orig
+
+
+@contextlib.contextmanager
+def chroma_symbolic_batch(model):
+    """Chroma's timestep embedding makes its zero guidance as torch.tensor([0] * batch), which torch.export fixes to
+    the example's batch: trace the same values as zeros_like(timestep), and repeat as expand."""
+    emb = getattr(model, "time_text_embed", None)
+    if type(emb).__name__ != "ChromaCombinedTimestepTextProjEmbeddings":
+        yield
+        return
+
+    def forward(timestep):
+        t = emb.time_proj(timestep).to(timestep.dtype)
+        g = emb.guidance_proj(torch.zeros_like(timestep)).to(timestep.dtype)
+        mod = emb.mod_proj.to(t.dtype).unsqueeze(0).expand(timestep.shape[0], -1, -1)
+        tg = torch.cat([t, g], dim=1).unsqueeze(1).expand(-1, mod.shape[1], -1)
+        return torch.cat([tg, mod], dim=-1)
+
+    emb.forward = forward
+    try:
+        yield
+    finally:
+        del emb.forward
 
 
 class SDXLUNet(nn.Module):
@@ -485,6 +552,7 @@ class RRDBNet(nn.Module):
 
 
 WRAPPERS = {"sd3_transformer": lambda m: SD3(m), "flux_transformer": lambda m: Flux(m), "sdxl_unet": SDXLUNet,
+            "chroma_transformer": Chroma,
             "controlnet": ControlNet, "taesd_decoder": VaeDecoder, "clip_g": ClipG,
             "sd2_unet": UNet, "sd2_text_encoder": SD2TextEncoder, "t5_encoder": T5Encoder,
             "t5_encoder_masked": T5EncoderMasked,
@@ -507,6 +575,7 @@ def build(part, cfg, seed):
     if part.startswith("esrgan"):
         return RRDBNet(**cfg).eval()
     cls = {"sd3_transformer": diffusers.SD3Transformer2DModel, "flux_transformer": diffusers.FluxTransformer2DModel,
+           "chroma_transformer": diffusers.ChromaTransformer2DModel,
            "sdxl_unet": diffusers.UNet2DConditionModel, "controlnet": diffusers.ControlNetModel,
            "taesd_decoder": diffusers.AutoencoderTiny, "sd2_unet": diffusers.UNet2DConditionModel,
            "sdxl_vae_encoder": diffusers.AutoencoderKL, "sdxl_vae_decoder": diffusers.AutoencoderKL}[part]
@@ -599,9 +668,10 @@ def main():
         for o in io_spec["outputs"]:
             dyn[o] = {0: "batch"}
         path = os.path.join(args.out_dir, part + ".onnx")
-        dynamo = kind == "flux_transformer"  # the TorchScript trace of Flux's rotary embedding fixes its lengths
+        # the TorchScript trace of Flux's (and Chroma's) rotary embedding fixes its lengths
+        dynamo = kind in ("flux_transformer", "chroma_transformer")
         t0 = time.perf_counter()
-        with warnings.catch_warnings(), torch.no_grad(), rms_norm_decomposed():
+        with warnings.catch_warnings(), torch.no_grad(), rms_norm_decomposed(), chroma_symbolic_batch(model):
             warnings.simplefilter("ignore")
             if dynamo:
                 ex = sd15_data.make_inputs(f"export/{part}", io_spec["inputs"], io_spec["cases"][-1],

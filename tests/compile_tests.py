@@ -48,7 +48,7 @@ BATCH = 60  # generated sources per unity-build target
 KNOWN_REFUSALS = {}
 # The families_small parts compiled here (each adds a build): those with rank > 4 shapes, and ControlNet (its
 # hint and latent sizes are tied, so the second probe scales the first).
-FAMILIES_COMPILED = {"esrgan_x2", "sd3_transformer", "flux_transformer", "controlnet"}
+FAMILIES_COMPILED = {"esrgan_x2", "sd3_transformer", "flux_transformer", "chroma_transformer", "controlnet"}
 
 
 def sh(cmd, **kw):

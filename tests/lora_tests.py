@@ -377,6 +377,156 @@ def torch_cases(a, work):
                 os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.6"], len(mods), want, base, "sample",
                 (FAMILIES, "flux_transformer", 0))
 
+    # Chroma (torch.export too): diffusers/PEFT keys on every Linear, the approximator's included, scale 0.8, at the
+    # case with T5 padding masked
+    from diffusers import ChromaPipeline
+    prefix, part = manifest_part(FAMILIES, "chroma_transformer")
+    cx = export_families.build("chroma_transformer", dict(export_families.SMALL["chroma_transformer"]), seed=1234)
+    wrapper = export_families.Chroma(cx)
+    feeds = case_inputs(prefix, part, 1)
+    args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
+    with torch.no_grad():
+        base = wrapper(*args).numpy()
+    if check_rebuilt("chroma transformer", base, os.path.join(FAMILIES, part["refs"][1]["sample"])):
+        mods = modules_of(cx, None, rank=4, seed=67)
+        cfile = os.path.join(work, "chroma_peft.safetensors")
+        write_safetensors(cfile, peft_tensors(mods, "transformer."))
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=cx)
+        pipe.load_lora_weights(cfile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=0.8)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"chroma transformer (torch.export), PEFT ({len(mods)} modules) at 0.8",
+                os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.8"], len(mods), want, base, "sample",
+                (FAMILIES, "chroma_transformer", 1))
+
+        # kohya keys in the original (BFL) names Chroma LoRAs are published with: fused qkv projections, alphas.
+        # The modules diffusers' kohya converter maps at any width: not the single blocks' linear1 (split as Flux's
+        # 3072), nor img_in, txt_in and final_layer (written without `transformer.`, then not loaded).
+        ccfg = export_families.SMALL["chroma_transformer"]
+        inner = ccfg["num_attention_heads"] * ccfg["attention_head_dim"]
+        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
+        wrapper = export_families.Chroma(cx)
+        rng = np.random.default_rng(71)
+        shapes = {}
+        for i in range(ccfg["num_layers"]):
+            for s in ("img", "txt"):
+                shapes.update({f"double_blocks.{i}.{s}_attn.qkv": (3 * inner, inner),
+                               f"double_blocks.{i}.{s}_attn.proj": (inner, inner),
+                               f"double_blocks.{i}.{s}_mlp.0": (4 * inner, inner),
+                               f"double_blocks.{i}.{s}_mlp.2": (inner, 4 * inner)})
+        for i in range(ccfg["num_single_layers"]):
+            shapes[f"single_blocks.{i}.linear2"] = (inner, 5 * inner)
+        mods = {p: lora_pair(rng, o, (n,), 4) for p, (o, n) in shapes.items()}
+        kfile = os.path.join(work, "chroma_kohya.safetensors")
+        write_safetensors(kfile, kohya_tensors(mods, "lora_unet_", {p: 2.0 for p in mods}))
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=cx)
+        pipe.load_lora_weights(kfile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=1.0)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"chroma transformer, kohya with BFL names ({len(mods)} modules, fused qkv, alpha 2)",
+                os.path.join(FAMILIES, part["file"]), feeds, [kfile], len(mods), want, base, "sample",
+                (FAMILIES, "chroma_transformer", 1))
+
+        # The same LoRA as ComfyUI writes it: dotted BFL paths under `diffusion_model.`, scale 0.5
+        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
+        wrapper = export_families.Chroma(cx)
+        cfile = os.path.join(work, "chroma_comfyui.safetensors")
+        comfy = {}
+        for p, (down, up) in mods.items():
+            comfy[f"diffusion_model.{p}.lora_down.weight"] = down
+            comfy[f"diffusion_model.{p}.lora_up.weight"] = up
+            comfy[f"diffusion_model.{p}.alpha"] = np.array(2.0, dtype=np.float32)
+        write_safetensors(cfile, comfy)
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=cx)
+        pipe.load_lora_weights(cfile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=0.5)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"chroma transformer, ComfyUI's diffusion_model. BFL keys ({len(mods)} modules, alpha 2) at 0.5",
+                os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.5"], len(mods), want, base, "sample",
+                (FAMILIES, "chroma_transformer", 1))
+
+        # The BFL modules that converter cannot map here, against the same pairs under diffusers' names through
+        # PEFT: the single blocks' linear1, its up rows split as q, k, v and the MLP input (as that converter splits
+        # Flux's); img_in, txt_in, final_layer.linear; the approximator's layers (in_layer / out_layer are
+        # linear_1 / linear_2 in diffusers' Chroma checkpoint converter).
+        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
+        wrapper = export_families.Chroma(cx)
+        rng = np.random.default_rng(73)
+        hid, cin = ccfg["approximator_hidden_dim"], ccfg["in_channels"]
+        names = {"img_in": ("x_embedder", inner, cin),
+                 "txt_in": ("context_embedder", inner, ccfg["joint_attention_dim"]),
+                 "final_layer.linear": ("proj_out", cin, inner),
+                 "distilled_guidance_layer.in_proj": ("distilled_guidance_layer.in_proj", hid,
+                                                      ccfg["approximator_num_channels"]),
+                 "distilled_guidance_layer.out_proj": ("distilled_guidance_layer.out_proj", inner, hid)}
+        for i in range(ccfg["approximator_layers"]):
+            for bfl, dif in (("in_layer", "linear_1"), ("out_layer", "linear_2")):
+                names[f"distilled_guidance_layer.layers.{i}.{bfl}"] = (f"distilled_guidance_layer.layers.{i}.{dif}",
+                                                                       hid, hid)
+        mods = {b: lora_pair(rng, o, (n,), 4) for b, (_, o, n) in names.items()}
+        peft = {names[b][0]: pair for b, pair in mods.items()}
+        for i in range(ccfg["num_single_layers"]):
+            down, up = lora_pair(rng, 7 * inner, (inner,), 4)
+            mods[f"single_blocks.{i}.linear1"] = (down, up)
+            for k, d in enumerate(("attn.to_q", "attn.to_k", "attn.to_v")):
+                peft[f"single_transformer_blocks.{i}.{d}"] = (down, up[k * inner:(k + 1) * inner])
+            peft[f"single_transformer_blocks.{i}.proj_mlp"] = (down, up[3 * inner:])
+        kfile2 = os.path.join(work, "chroma_kohya_rest.safetensors")
+        write_safetensors(kfile2, kohya_tensors(mods, "lora_unet_", {}))
+        pfile = os.path.join(work, "chroma_kohya_rest_as_peft.safetensors")
+        write_safetensors(pfile, peft_tensors(peft, "transformer."))
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=cx)
+        pipe.load_lora_weights(pfile)
+        pipe.fuse_lora(components=["transformer"], lora_scale=0.7)
+        with torch.no_grad():
+            want = wrapper(*args).numpy()
+        compare(f"chroma transformer, kohya with BFL names: linear1, img_in, txt_in, final_layer, approximator "
+                f"({len(mods)} modules) at 0.7", os.path.join(FAMILIES, part["file"]), feeds, [kfile2 + ":0.7"],
+                len(mods), want, base, "sample", (FAMILIES, "chroma_transformer", 1))
+
+    # Flux with kohya's BFL keys: fused qkv, the AdaLN modulations (img_mod_lin, txt_mod_lin, modulation_lin), the
+    # block projections; what diffusers' kohya converter loads at small width (see Chroma's above)
+    prefix, part = manifest_part(FAMILIES, "flux_transformer")
+    cfg = dict(export_families.SMALL["flux_transformer"])
+    fx = export_families.build("flux_transformer", cfg, seed=1234)
+    wrapper = export_families.Flux(fx)
+    feeds = case_inputs(prefix, part)
+    args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
+    with torch.no_grad():
+        base = wrapper(*args).numpy()
+    inner = cfg["num_attention_heads"] * cfg["attention_head_dim"]
+    shapes = {}
+    for i in range(cfg["num_layers"]):
+        for s in ("img", "txt"):
+            shapes.update({f"double_blocks.{i}.{s}_attn.qkv": (3 * inner, inner),
+                           f"double_blocks.{i}.{s}_attn.proj": (inner, inner),
+                           f"double_blocks.{i}.{s}_mlp.0": (4 * inner, inner),
+                           f"double_blocks.{i}.{s}_mlp.2": (inner, 4 * inner),
+                           f"double_blocks.{i}.{s}_mod.lin": (6 * inner, inner)})
+    for i in range(cfg["num_single_layers"]):
+        shapes.update({f"single_blocks.{i}.linear2": (inner, 5 * inner),
+                       f"single_blocks.{i}.modulation.lin": (3 * inner, inner)})
+    rng = np.random.default_rng(79)
+    mods = {p: lora_pair(rng, o, (n,), 4) for p, (o, n) in shapes.items()}
+    ffile = os.path.join(work, "flux_kohya.safetensors")
+    write_safetensors(ffile, kohya_tensors(mods, "lora_unet_", {p: 8.0 for p in mods}))
+    pipe = FluxPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None, tokenizer=None,
+                        text_encoder_2=None, tokenizer_2=None, transformer=fx)
+    pipe.load_lora_weights(ffile)
+    pipe.fuse_lora(components=["transformer"], lora_scale=0.9)
+    with torch.no_grad():
+        want = wrapper(*args).numpy()
+    compare(f"flux transformer, kohya with BFL names ({len(mods)} modules, fused qkv, modulations, alpha 8) at 0.9",
+            os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.9"], len(mods), want, base, "sample",
+            (FAMILIES, "flux_transformer", 0))
+
 
 # ----------------------------------------------------------------------------- part 1b: committed references
 

@@ -223,7 +223,9 @@ def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax
     """Attention as other exporters and hand-written modules spell it. form:
     "rank3_div": [B, T, C] Q, K^T by Transpose [0,2,1], scores divided by sqrt(C) (a VAE's own module);
     "two_step_k": [B, T, H, D] projections, K transposed [0,2,1,3] then [0,1,3,2], mask added, then Div by sqrt(D);
-    "bh_qk": [B*H, T, D] heads, Q and K each multiplied by D**-0.25 before the product."""
+    "bh_qk": [B*H, T, D] heads, Q and K each multiplied by D**-0.25 before the product;
+    "where_safe": "where" with torch's safe softmax after it (Where(IsNaN(p), 0, p), as torch.export writes SDPA with a
+    boolean mask), and two queries masked everywhere (onnxruntime: NaN, then 0)."""
     rng = np.random.RandomState(9)
     inits, nodes = [], []
 
@@ -258,8 +260,13 @@ def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax
         nodes += [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
                   helper.make_node("MatMul", ["q", "kt"], ["sc"]), helper.make_node("Div", ["sc", "div"], ["ss"]),
                   helper.make_node("Where", ["keep", "ss", "fill"], ["sw"]),
-                  helper.make_node("Softmax", ["sw"], ["p"], axis=softmax_axis),
-                  helper.make_node("MatMul", ["p", "v"], ["o"])]
+                  helper.make_node("Softmax", ["sw"], ["p"], axis=softmax_axis)]
+        if form == "where_safe":
+            const("zero", np.array(0.0, np.float32))
+            nodes += [helper.make_node("IsNaN", ["p"], ["nan"]), helper.make_node("Where", ["nan", "zero", "p"], ["ps"]),
+                      helper.make_node("MatMul", ["ps", "v"], ["o"])]
+        else:
+            nodes.append(helper.make_node("MatMul", ["p", "v"], ["o"]))
     else:
         shapes = {"q": [B * H, T, D], "k": [B * H, S, D], "v": [B * H, S, D]}
         const("s", np.array(D ** -0.25, np.float32))
@@ -274,6 +281,8 @@ def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax
     if "keep" in feeds:  # every query keeps at least one key (a row of -inf alone is NaN either way)
         feeds["keep"] = rng.rand(T, S) < 0.7
         feeds["keep"][:, 0] = True
+        if form == "where_safe":
+            feeds["keep"][[3, 20]] = False
     if "mask" in feeds:
         feeds["mask"] = (rng.rand(*shapes["mask"]) < 0.3).astype(np.float32) * -30
     g = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)], inits)
@@ -836,6 +845,14 @@ def main():
               attention_forms("where"), 3, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL_MAT": None}, {}),
              ("fuse_attention: Where with a finite fill (-1e4, not an additive mask's equal): no fusion",
               attention_forms("where_finite"), 6, {"CUSTOM:attention": None, "SOFT_MAX": 1}, {}),
+             ("fuse_attention: torch's safe softmax Where(IsNaN(p), 0, p), two queries masked everywhere: one kernel",
+              attention_forms("where_safe"), 3, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL_MAT": None}, {}),
+             ("fuse_attention: safe softmax on the ggml path (chunked products; masked rows multiplied by 0)",
+              attention_forms("where_safe"), 3, {"SOFT_MAX": 1, "STEP": 2, "CLAMP": 1},
+              {"ONNX2GGML_GGML_ATTENTION": "1", "ONNX2GGML_FLASH_ATTENTION": "0"}),
+             ("fuse_attention: safe softmax, portable, fast: flash attention with the mask held at f16's minimum",
+              attention_forms("where_safe"), 3, {"FLASH_ATTN_EXT": 1, "SOFT_MAX": None, "STEP": 2},
+              {"ARGS": "--portable --precision fast"}, {"tol": 3e-3}),
              ("fuse_attention: [B*H, T, D] heads on the ggml path (chunked products)", attention_forms("bh_qk"), 1,
               {"SOFT_MAX": 1, "MUL": None, "MUL_MAT": 2},
               {"ONNX2GGML_GGML_ATTENTION": "1", "ONNX2GGML_FLASH_ATTENTION": "0"}),

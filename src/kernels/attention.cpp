@@ -58,6 +58,7 @@ inline vf expv(vf x) { return exp_nonpos<vf, vi>(x); }
 
 struct AttnParams {
     float scale;
+    bool zero_masked_rows;
 };
 
 // O rows r0..r0+NR of P V over value columns c0..c0+W*NJ (P rows in sc with stride Sp, V panel with stride Dvp).
@@ -96,6 +97,7 @@ void pv(const float* sc, int64_t Sp, const float* vp, int64_t Dvp, int64_t S, in
 // Long: one thread's pass keeps its panels, running max and sums in locals the inner loops share.
 void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
     const float scale = static_cast<const AttnParams*>(ud)->scale;
+    const bool zero_rows = static_cast<const AttnParams*>(ud)->zero_masked_rows;
     const ggml_tensor *qt = dst->src[0], *kt = dst->src[1], *vt = dst->src[2], *mt = dst->src[3];
     const int64_t D = qt->ne[0], H = qt->ne[1], T = qt->ne[2], B = qt->ne[3];
     const int64_t S = kt->ne[2], Dv = vt->ne[0];
@@ -127,7 +129,8 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int64_t r = 0; r < R; r++) qrow[r] = Q + ((b * T + t0 + std::min(r, nr - 1)) * H + h) * D;
             // Keys past the last one a row's mask leaves open get probability exactly 0 (exp below -87 is 0), so
             // the scores, softmax and P V stop there: a causal mask (the text encoder's) halves the work. Masked
-            // means -inf or the dtype's minimum (what exporters write); a row masked everywhere keeps all its keys.
+            // means -inf or the dtype's minimum (what exporters write); a row masked everywhere keeps all its keys,
+            // or with zero_rows none (its probabilities, then its output, are 0).
             int64_t end[R], emax = 0;
             const float* mrow[R] = {};
             for (int64_t r = 0; r < nr; r++) {
@@ -138,7 +141,7 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
                               (((mB == 1 ? 0 : b) * mH + (mH == 1 ? 0 : h)) * mT + (mT == 1 ? 0 : t0 + r)) * S;
                     int64_t e = S;
                     while (e > 0 && mrow[r][e - 1] <= -1e30f) e--;
-                    if (e > 0) end[r] = e;
+                    if (e > 0 || zero_rows) end[r] = e;
                 }
                 emax = std::max(emax, end[r]);
             }
@@ -213,10 +216,11 @@ void attention_compute(ggml_tensor* dst, int ith, int nth, void* ud) {
 }  // namespace
 
 ggml_tensor* attention_kernel(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float scale,
-                              ggml_tensor* mask) {
+                              ggml_tensor* mask, bool zero_masked_rows) {
     ggml_tensor* args[4] = {q, k, v, mask};
     ggml_tensor* o = ggml_custom_4d(ctx, GGML_TYPE_F32, v->ne[0], q->ne[2], q->ne[1], q->ne[3], args, mask ? 4 : 3,
-                                    attention_compute, GGML_N_TASKS_MAX, keep_params(AttnParams{scale}));
+                                    attention_compute, GGML_N_TASKS_MAX,
+                                    keep_params(AttnParams{scale, zero_masked_rows}));
     ctx.label(o, "attention");
     return o;
 }

@@ -9,9 +9,10 @@ namespace o2g {
 
 O2G_ISA_BEGIN
 // softmax(scale * Q K^T + mask) V: Q [D, H, Tq, B], K [D, H, Tk, B], V [Dv, H, Tk, B] (contiguous F32) ->
-// [Dv, Tq, H, B]. mask (may be null): F32 [Tk, Tq or 1, H or 1, B or 1], contiguous.
+// [Dv, Tq, H, B]. mask (may be null): F32 [Tk, Tq or 1, H or 1, B or 1], contiguous. zero_masked_rows: a query
+// whose keys the mask all holds at -1e30 or below gives 0 (else it attends to every key).
 ggml_tensor* attention_kernel(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float scale,
-                              ggml_tensor* mask = nullptr);
+                              ggml_tensor* mask = nullptr, bool zero_masked_rows = false);
 O2G_ISA_END
 
 struct LinAttnParams {

@@ -30,7 +30,8 @@
       (c, x, w, b, a))                                                                                           \
     X(ggml_tensor*, transpose_blocked, (Ctx & c, ggml_tensor* x), (c, x))                                        \
     X(ggml_tensor*, attention_kernel,                                                                            \
-      (Ctx & c, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float s, ggml_tensor* m), (c, q, k, v, s, m))    \
+      (Ctx & c, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, float s, ggml_tensor* m, bool z),                \
+      (c, q, k, v, s, m, z))                                                                                     \
     X(ggml_tensor*, group_norm_kernel,                                                                           \
       (Ctx & c, ggml_tensor* x, ggml_tensor* g, ggml_tensor* b, int64_t n, float e), (c, x, g, b, n, e))         \
     X(ggml_tensor*, max_pool2d_kernel, (Ctx & c, ggml_tensor* x, const MaxPoolGeom& g), (c, x, g))               \

@@ -1,5 +1,6 @@
 // Op library: attention (see include/onnx2ggml/ops/attention.h).
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -77,11 +78,16 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
         mask = cont(ctx, mask);
     }
     if (ctx.cpu && getenv("ONNX2GGML_GGML_ATTENTION") == nullptr)
-        return attention_kernel(ctx, cont(ctx, q), cont(ctx, k), cont(ctx, v), p.scale, mask);
+        return attention_kernel(ctx, cont(ctx, q), cont(ctx, k), cont(ctx, v), p.scale, mask, p.zero_masked_rows);
+    ggml_tensor* open_rows = nullptr;  // [1, Tq or 1, ...]: 1 where a query has a key the mask leaves open
+    if (mask && p.zero_masked_rows) {  // -inf held finite keeps such rows finite, then they are multiplied by 0
+        open_rows = ggml_step(ctx, ggml_sum_rows(ctx, ggml_step(ctx, ggml_scale_bias(ctx, mask, 1.0f, 1e30f))));
+        mask = ggml_clamp(ctx, mask, ctx.fast ? -65504.0f : -1e30f, FLT_MAX);  // fast mode's flash mask is F16
+    }
     q = ggml_cont(ctx, ggml_permute(ctx, q, 0, 2, 1, 3));                    // [D, Tq, H, B]
     k = ggml_cont(ctx, ggml_permute(ctx, k, 0, 2, 1, 3));                    // [D, Tk, H, B]
     if (ggml_tensor* y = flash_attention(ctx, q, k, ggml_cont(ctx, ggml_permute(ctx, v, 0, 2, 1, 3)), mask, p.scale))
-        return y;
+        return open_rows ? ggml_mul(ctx, y, open_rows) : y;
     ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));      // [Tk, Dv, H, B]
     // The score matrix [Tk, Tq, H, B] is computed in query chunks of at most 64 MiB (less where the buffer type's
     // own limit is under twice that): a backend refuses a tensor larger than its storage-buffer range (lavapipe:
@@ -106,7 +112,7 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
         ggml_tensor* y = mul_mat(ctx, vt, kq);  // [Dv, n, H, B]
         out = out ? ggml_concat(ctx, out, y, 1) : y;
     }
-    return out;  // [Dv, Tq, H, B] = ONNX [B, H, Tq, Dv]
+    return open_rows ? ggml_mul(ctx, out, open_rows) : out;  // [Dv, Tq, H, B] = ONNX [B, H, Tq, Dv]
 }
 
 ggml_tensor* fused_attention_scaled(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,

@@ -109,7 +109,8 @@ struct Contribution {
     const SafetensorsFile* file;
     const LoraModule* module;
     Shape2 shape;
-    float scale;  // file scale * alpha / rank / gain
+    float scale;       // file scale * alpha / rank / gain
+    int64_t row0 = 0;  // the first of up's rows this target takes (a fused BFL projection's part)
 };
 
 // up [out, rank] @ down [rank, cols] in the target's layout ([out, cols], or [cols, out] for InOut), by ggml's CPU
@@ -153,8 +154,10 @@ std::vector<float> lora_product(const std::vector<float>& up, const std::vector<
 }
 
 void add_delta(float* w, const LoraTarget& t, const Contribution& c) {
-    std::vector<float> d = lora_product(c.file->floats(*c.module->up), c.file->floats(*c.module->down), c.shape,
-                                        t.layout == LoraLayout::InOut);
+    std::vector<float> up = c.file->floats(*c.module->up);
+    if (c.row0 > 0 || size_t(c.shape.out * c.shape.rank) < up.size())
+        up = std::vector<float>(up.begin() + c.row0 * c.shape.rank, up.begin() + (c.row0 + c.shape.out) * c.shape.rank);
+    std::vector<float> d = lora_product(up, c.file->floats(*c.module->down), c.shape, t.layout == LoraLayout::InOut);
     for (size_t i = 0; i < d.size(); i++) w[i] += c.scale * d[i];
 }
 
@@ -199,7 +202,22 @@ const std::vector<std::pair<size_t, std::string>>* candidates(const TargetIndex&
         std::string d = sgm_unet_path(m.path, unet_layers);
         if (!d.empty()) cands = index.find(d);
     }
+    if (!cands && m.component != "te" && m.component != "te2") {  // Flux/Chroma's own names, one module
+        std::vector<std::string> bfl = bfl_flux_paths(m.path);
+        if (bfl.size() == 1) cands = index.find(bfl[0]);
+    }
     return cands;
+}
+
+// alpha / rank (or / sqrt(rank) for rsLoRA), once the module's tensors are checked.
+float alpha_ratio(const SafetensorsFile& f, const LoraModule& m, int64_t rank_dim) {
+    f.check_floats(*m.up);  // before anything is merged or reported
+    f.check_floats(*m.down);
+    const float rank = float(rank_dim);
+    if (m.alpha && m.alpha->numel() != 1)
+        fail(f.path(), ": tensor '", printable(m.alpha->name), "' should hold one alpha value");
+    float alpha = m.alpha ? f.floats(*m.alpha)[0] : m.meta_alpha > 0 ? m.meta_alpha : rank;
+    return m.rslora ? alpha / std::sqrt(rank) : alpha / rank;
 }
 
 // Matches one module to its weights and adds its deltas to the plan, or records why it was not merged.
@@ -223,13 +241,7 @@ void match_module(const onnx2ggml::LoraFile& lf, const SafetensorsFile& f, const
     if (full_paths.size() > 1)
         return r.misfits[m.component].push_back(m.name + ": matches several modules (" +
                                                 name_list({full_paths.begin(), full_paths.end()}, 4) + ")");
-    f.check_floats(*m.up);  // before anything is merged or reported
-    f.check_floats(*m.down);
-    float rank = float(fit[0].second.rank);
-    if (m.alpha && m.alpha->numel() != 1)
-        fail(f.path(), ": tensor '", printable(m.alpha->name), "' should hold one alpha value");
-    float alpha = m.alpha ? f.floats(*m.alpha)[0] : m.meta_alpha > 0 ? m.meta_alpha : rank;
-    float ratio = m.rslora ? alpha / std::sqrt(rank) : alpha / rank;
+    const float ratio = alpha_ratio(f, m, fit[0].second.rank);
     for (auto& [ti, s] : fit) {
         auto c = r.claimed.find(ti);
         if (c != r.claimed.end() && c->second != m.component)
@@ -242,6 +254,57 @@ void match_module(const onnx2ggml::LoraFile& lf, const SafetensorsFile& f, const
         plan[ti].push_back({&f, &m, s, lf.scale * ratio / targets[ti].gain});
     }
     r.matched_in[m.component]++;
+}
+
+// A fused BFL projection (qkv, a single block's linear1) over the diffusers modules `paths`: up's rows split among
+// them in order, as many as each one's weight has; down is shared. False when it is not one, or the model lacks one
+// of its modules.
+bool match_fused(const onnx2ggml::LoraFile& lf, const SafetensorsFile& f, const LoraModule& m,
+                 const std::vector<LoraTarget>& targets, const TargetIndex& index,
+                 const std::vector<std::string>& paths, FileMatches& r,
+                 std::map<size_t, std::vector<Contribution>>& plan) {
+    if (paths.size() < 2) return false;
+    const auto& u = m.up->shape;
+    const auto& d = m.down->shape;
+    auto misfit_of = [&](const std::string& why) {
+        r.misfits[m.component].push_back(m.name + ": " + why);
+        return true;
+    };
+    if (u.size() != 2 || d.size() != 2 || d[0] <= 0 || u[1] != d[0])
+        return misfit_of("up " + shape_text(u) + " and down " + shape_text(d) + " are not a LoRA pair");
+    std::vector<std::pair<size_t, Shape2>> parts;
+    int64_t rows = 0;
+    for (const std::string& p : paths) {
+        auto* cands = index.find(p);
+        if (!cands) return false;
+        if (cands->size() != 1) return misfit_of(p + " matches several modules");
+        const LoraTarget& t = targets[(*cands)[0].first];
+        const bool out_in = t.layout == LoraLayout::OutIn;
+        if (t.dims.size() != 2 || (out_in ? t.dims[1] : t.dims[0]) != d[1])
+            return misfit_of("down " + shape_text(d) + " does not fit weight '" + t.weight + "' " + shape_text(t.dims));
+        Shape2 s;
+        s.out = out_in ? t.dims[0] : t.dims[1], s.rank = d[0], s.cols = d[1];
+        parts.emplace_back((*cands)[0].first, s);
+        rows += s.out;
+    }
+    if (rows != u[0])
+        return misfit_of("up has " + std::to_string(u[0]) + " rows, its modules' weights " + std::to_string(rows));
+    const float ratio = alpha_ratio(f, m, d[0]);
+    for (auto& [ti, s] : parts) {
+        auto c = r.claimed.find(ti);
+        if (c != r.claimed.end() && c->second != m.component)
+            return misfit_of(std::string("its weight was already set by ") + component_words(c->second) +
+                             " keys of this file");
+    }
+    int64_t row0 = 0;
+    for (auto& [ti, s] : parts) {
+        r.claimed[ti] = m.component;
+        r.touched.insert(ti);
+        plan[ti].push_back({&f, &m, s, lf.scale * ratio / targets[ti].gain, row0});
+        row0 += s.out;
+    }
+    r.matched_in[m.component]++;
+    return true;
 }
 
 // A file that matched nothing is an error; modules left out are warnings, per part of the pipeline.
@@ -310,7 +373,7 @@ size_t merge_lora(const std::vector<onnx2ggml::LoraFile>& files, const std::vect
                 r.incomplete.push_back(m.name + what);
             } else if (auto* cands = candidates(index, m, unet_layers)) {
                 match_module(lf, f, m, targets, *cands, r, plan);
-            } else {
+            } else if (!match_fused(lf, f, m, targets, index, bfl_flux_paths(m.path), r, plan)) {
                 r.unmatched[m.component].push_back(m.name);
             }
         }

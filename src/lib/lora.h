@@ -59,6 +59,12 @@ LoraKeys parse_lora_keys(const SafetensorsFile& f);
 // UNet's layers_per_block.
 std::string sgm_unet_path(const std::string& path, int layers);
 
+// The diffusers module paths ('_'-joined) that a Flux or Chroma module of the original (BFL) checkpoint stands for,
+// as kohya (`double_blocks_0_img_attn_qkv`) and ComfyUI (`diffusion_model_` first) name them: one path, or for the
+// fused projections (qkv, single blocks' linear1) the modules in the order their output rows hold them. Empty when
+// `path` is not one.
+std::vector<std::string> bfl_flux_paths(const std::string& path);
+
 // Called once per target that some module matched; `add(w)` adds every matched delta to w (f32, stored layout).
 using LoraMerge = std::function<void(size_t target, const std::function<void(float*)>& add)>;
 

@@ -14,6 +14,7 @@ bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.n
 // fuse_attention. Attribute scale (constant factors) and scales known when the graph is built fold into the
 // softmax; others (one value each) are multiplied into Q or K. The mask is added to the scores.
 // Attribute to_float: the pattern cast the probabilities to float (the kernel computes in F32 in any case).
+// Attribute zero_masked_rows: torch's safe softmax (Where(IsNaN(p), 0, p)) followed it: masked-out rows give 0.
 void lower_AttentionFused(Lower& L) {
     const int r = L.rank(0);
     auto heads = [&](int i) {  // rank 3: one head
@@ -28,6 +29,7 @@ void lower_AttentionFused(Lower& L) {
     o2g::FusedAttentionParams p;
     p.scale = L.node.get_float("scale", 1.0f);
     p.one_head = r == 3;
+    p.zero_masked_rows = L.node.get_int("zero_masked_rows", 0) != 0;
     bool host = true;
     for (int i : {3, 4}) {
         if (L.has(i) && shape_numel(L.shape(i)) != 1) L.error("fused attention: a Q or K scale with more than one value");

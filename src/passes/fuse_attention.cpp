@@ -5,7 +5,8 @@
 // through any chain of Transposes (composed: K transposed in one step or two) and scalar Mul/Div (on Q, on K or on
 // the scores, before or after the mask Add). Constant scales become the node's `scale`; other Mul operands ride in
 // sq/sk (torch's sqrt(1/sqrt(d)) from the shape). A scale after the mask scales the mask too (a new Mul/Div node);
-// a boolean mask through Where(c, S, -inf) becomes the additive Where(c, 0, -inf).
+// a boolean mask through Where(c, S, -inf) becomes the additive Where(c, 0, -inf). torch's safe softmax after the
+// Softmax (Where(IsNaN(p), 0, p): fully masked queries give 0) becomes the attribute zero_masked_rows.
 // Where a composed transpose is not the one the kernel reads, one Transpose node is added; the head transposes
 // otherwise become views, the scales move into the softmax, and no score matrix is written on the CPU.
 #include <map>
@@ -31,10 +32,10 @@ struct Match {
     std::vector<int> dead;
     float scale = 1.f;
 
-    const Node* single(const std::string& v, int& idx) {
+    const Node* single(const std::string& v, int& idx, int uses = 1) {
         auto it = u.producer.find(v);
         idx = it == u.producer.end() ? -1 : it->second;
-        if (idx < 0 || removed.count(idx) || u.uses[v] != 1) return nullptr;
+        if (idx < 0 || removed.count(idx) || u.uses[v] != uses) return nullptr;
         const Node& n = u.plan.node(u.m, idx);
         return n.domain.empty() ? &n : nullptr;
     }
@@ -101,6 +102,22 @@ struct Match {
             dead.push_back(i);
         }
         return false;
+    }
+    // torch's safe softmax (SDPA with a boolean mask, torch >= 2.5): Where(IsNaN(p), 0, p), so that a query whose
+    // keys are all masked gives 0 rather than NaN. p becomes the Softmax output, which these two nodes read.
+    bool safe_softmax(std::string& p) {
+        int wi, ni;
+        const Node* w = single(p, wi);
+        float zero;
+        if (!w || w->op_type != "Where" || w->inputs.size() != 3 || !scalar_constant(u, w->inputs[1], zero) ||
+            zero != 0.f)
+            return false;
+        const Node* isnan = single(w->inputs[0], ni);
+        if (!isnan || isnan->op_type != "IsNaN" || isnan->inputs[0] != w->inputs[2]) return false;
+        dead.push_back(wi);
+        dead.push_back(ni);
+        p = w->inputs[2];
+        return true;
     }
     // Casts of the probabilities p between float types (the fp16 converter writes Cast(to f16) twice there): the
     // kernel keeps them in f32, nearer the computation than the f16 rounding onnxruntime does. p becomes the
@@ -226,9 +243,9 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         if (o.op_type != "MatMul" || !o.domain.empty() || o.inputs.size() != 2 || removed.count(idx)) continue;
         Match mt{u, f, removed, {}, 1.f};
         std::string p_in = o.inputs[0];
-        bool to_float = false, ok = mt.prob_casts(p_in, to_float);
+        bool to_float = false, zero_rows = mt.safe_softmax(p_in), ok = zero_rows || mt.prob_casts(p_in, to_float);
         int sm_i;
-        const Node* sm = ok ? mt.single(p_in, sm_i) : nullptr;
+        const Node* sm = ok ? mt.single(p_in, sm_i, zero_rows ? 2 : 1) : nullptr;
         if (!sm || sm->op_type != "Softmax") continue;
         mt.dead.push_back(sm_i);
         Scores sc;
@@ -276,6 +293,7 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
         fused.inputs = {q, k, v, sq, sk};
         if (!mask.empty()) fused.inputs.push_back(mask);
         if (to_float) fused.attrs.push_back(int_attr("to_float", 1));
+        if (zero_rows) fused.attrs.push_back(int_attr("zero_masked_rows", 1));
         if (mt.scale != 1.f) fused.attrs.push_back(float_attr("scale", mt.scale));
         fused.outputs = o.outputs;
         for (int dead : mt.dead) removed.insert(dead);

@@ -9,9 +9,11 @@ namespace o2g {
 struct FusedAttentionParams {
     float scale = 1.0f;     // applied to the scores before the softmax
     bool one_head = false;  // Q, K, V are [B, T, D] (ggml [D, T, B]): one head each; the result is [B, Tq, Dv]
+    bool zero_masked_rows = false;  // a query whose every key the mask holds at -inf (or below -1e30) gives 0
     void fields(FieldWriter& f) const {
         f("scale", scale);
         f("one_head", one_head);
+        f("zero_masked_rows", zero_masked_rows);
     }
 };
 // softmax(scale * Q K^T + mask) V per head: Q [B, Tq, H, D], K [B, Tk, H, D], V [B, Tk, H, Dv] (ggml [D, H, T, B])
