@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Textual-inversion embeddings (`--embedding FILE[:TOKEN]`) against diffusers' load_textual_inversion.
+
+tests/models/embeddings/ holds embedding files in every format people download (diffusers learned_embeds as
+.safetensors and .bin, `emb_params`, A1111 .pt, SDXL clip_l/clip_g) and, from scripts/embedding_reference.py,
+the ids diffusers' pipelines gave each prompt and the encoder outputs they got. For each case:
+`onnx2ggml tokenize --embedding ...` must give the same ids, and `onnx2ggml run --embedding ...` on the small text
+encoders (SD 1.5, SDXL's two) must give the same outputs within 1e-5. Then the one-line errors: a file of the
+wrong width, a token the vocabulary has, a file that is no embedding, a model without a token table.
+
+Usage: .venv/bin/python tests/embedding_tests.py [--cli build/onnx2ggml]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_common import DEFAULT_CLI, ERROR_PREFIX, REPO_ROOT, run_arrays  # noqa: E402
+
+DIR = os.path.join(REPO_ROOT, "tests/models/embeddings")
+VOCAB = os.path.join(REPO_ROOT, ".deps/clip/bpe_simple_vocab_16e6.txt.gz")
+TOL = 1e-5
+failures = []
+
+
+def report(ok, what):
+    print(("OK   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def emb_args(m):
+    args = [x for e in m["embeddings"] for x in ("--embedding", os.path.join(DIR, e))]
+    return args + (["--embedding-set", m["set"]] if m.get("set") else [])
+
+
+def tokenize(cli, m, prompt):
+    pad = m.get("pad", 49407)
+    r = subprocess.run([cli, "tokenize", "--vocab", VOCAB, "--pad", str(pad), *emb_args(m), prompt],
+                       capture_output=True, text=True)
+    return [int(x) for x in r.stdout.split()] if r.returncode == 0 else r.stderr.strip()
+
+
+def reference_cases(cli, work):
+    doc = json.load(open(os.path.join(DIR, "cases.json")))
+    for mi, m in enumerate(doc["models"]):
+        model = os.path.join(REPO_ROOT, m["model"])
+        name = os.path.relpath(model, os.path.join(REPO_ROOT, "tests/models"))
+        for ci, c in enumerate(m["cases"]):
+            ids = tokenize(cli, m, c["prompt"])
+            report(ids == c["ids"], f"{name}: ids of {c['prompt']!r}" + ("" if ids == c["ids"] else
+                                                                          f"\n     want {c['ids']}\n     got  {ids}"))
+            feeds = {"input_ids": np.array([c["ids"]], dtype=np.int64)}  # the reference's ids, even if ours differ
+            r, outs = run_arrays(cli, model, feeds, os.path.join(work, f"{mi}_{ci}"), 2, emb_args(m))
+            if outs is None:
+                report(False, f"{name}: run failed: {r.stderr.strip()[-300:]}")
+                continue
+            for out, ref in c["outputs"].items():
+                want = np.load(os.path.join(DIR, ref))
+                got = outs.get(out)
+                err = float(np.abs(got - want).max()) if got is not None and got.shape == want.shape else float("inf")
+                report(err <= TOL, f"{name}: {out} of {c['prompt']!r}: max abs error {err:.2e} (bar {TOL:.0e})")
+
+
+def expect_error(cli, what, args, needles):
+    r = subprocess.run([cli, *args], capture_output=True, text=True)
+    msg = r.stderr.strip()
+    ok = r.returncode == 1 and msg.startswith(ERROR_PREFIX) and "\n" not in msg and all(n in msg for n in needles)
+    report(ok, f"error, {what}: {msg}")
+
+
+def errors(cli, work):
+    te = os.path.join(REPO_ROOT, "tests/models/sd15_small/text_encoder_bpe.onnx")
+    xl = os.path.join(DIR, "xlstyle.safetensors")
+    ids = os.path.join(work, "ids.npy")
+    np.save(ids, np.full((1, 77), 49407, dtype=np.int64))
+    run = ["run", te, "--input", f"input_ids={ids}", "--output-dir", os.path.join(work, "err")]
+    expect_error(cli, "wrong width", run + ["--embedding", xl], [xl, "'xlstyle'", "width 16", "32 wide"])
+    cat = os.path.join(DIR, "cat_toy.safetensors")
+    expect_error(cli, "token in the vocabulary", ["tokenize", "--vocab", VOCAB, "--embedding", cat + ":cat", "x"],
+                 [cat, "'cat'", "49408 in the CLIP vocabulary"])
+    expect_error(cli, "same token twice", ["tokenize", "--vocab", VOCAB, "--embedding", cat + ":<a>", "--embedding",
+                                           os.path.join(DIR, "my_style.bin") + ":<a>", "x"], ["my_style.bin", "'<a>'"])
+    lora = os.path.join(REPO_ROOT, "tests/models/lora/te_peft.safetensors")
+    expect_error(cli, "not an embedding", run + ["--embedding", lora], [lora, "not a textual-inversion embedding"])
+    cnn = os.path.join(REPO_ROOT, "tests/models/small_cnn.onnx")
+    x = os.path.join(work, "x.npy")
+    np.save(x, np.zeros((1, 3, 32, 32), np.float32))
+    expect_error(cli, "model without a token table", ["run", cnn, "--input", x, "--output-dir", work, "--embedding", cat],
+                 ["small_cnn.onnx", cat, "no token-embedding table"])
+    with tempfile.NamedTemporaryFile(suffix=".safetensors", dir=work, delete=False) as f:
+        f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{\"x\": \"oops\"}   ")
+    expect_error(cli, "malformed file", ["tokenize", "--vocab", VOCAB, "--embedding", f.name, "x"], [f.name])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default=DEFAULT_CLI)
+    a = ap.parse_args()
+    if not os.path.exists(VOCAB):
+        print(f"FAIL: {VOCAB} missing: run scripts/setup.sh")
+        return 1
+    with tempfile.TemporaryDirectory() as work:
+        reference_cases(a.cli, work)
+        errors(a.cli, work)
+    print(f"{len(failures)} failure(s)" if failures else "all embedding checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
