@@ -9,7 +9,8 @@ Files written to tests/models/embeddings/ (random vectors, seeded):
   badhands.safetensors  {"emb_params": [3, 32]} (multi-vector, token = file stem)
   oldstyle.pt           A1111: string_to_token / string_to_param {"*": [2, 32]}, name, step (token = file stem)
   xlstyle.safetensors   SDXL: clip_l [2, 16], clip_g [2, 16]
-  cases.json            per model: the --embedding arguments, prompts, ids; *.npy the encoder outputs
+  cases.json            per model: the --embedding arguments, prompts, ids; *.npy the encoder outputs; and two
+                        examples/txt2img runs (SD 1.5, SDXL: 2 DDIM steps from the txt2img fixtures' initial noise)
 
 The merges file is the one scripts/setup.sh fetched (.deps/clip). Usage: .venv/bin/python scripts/embedding_reference.py
 """
@@ -106,6 +107,57 @@ def sdxl_cases(tok, tok_2):
     return out
 
 
+def ddim():
+    from diffusers import DDIMScheduler
+    return DDIMScheduler(num_train_timesteps=1000, beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                         clip_sample=False, set_alpha_to_one=False, steps_offset=1, timestep_spacing="leading",
+                         prediction_type="epsilon")
+
+
+def denoise(pipe, run, init, out):
+    with torch.no_grad():
+        lat = pipe(prompt=run["prompt"], negative_prompt=run["negative"], num_inference_steps=run["steps"],
+                   guidance_scale=run["guidance"], height=run["size"], width=run["size"],
+                   latents=torch.from_numpy(np.load(os.path.join(REPO, init))), output_type="latent").images
+    np.save(os.path.join(OUT, out), lat.numpy().astype(np.float32))
+    return dict(run, init_latent=init, latent=out)
+
+
+def sd15_txt2img():
+    """StableDiffusionPipeline on the small SD 1.5 models with the embeddings loaded, as txt2img --prompt runs."""
+    from diffusers import StableDiffusionPipeline
+    cfg = export_sd15.SMALL
+    te = export_sd15.build_model("text_encoder_bpe", cfg, "sd15_small/text_encoder_bpe")
+    unet = export_sd15.build_model("unet", cfg, "sd15_small/unet")
+    vae = export_sd15.build_model("vae", cfg, "sd15_small/vae")
+    pipe = StableDiffusionPipeline(vae=vae, text_encoder=te, tokenizer=tokenizers()[0], unet=unet, scheduler=ddim(),
+                                   safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    args = ["cat_toy.safetensors:<cat-toy>", "badhands.safetensors", "oldstyle.pt"]
+    for a in args:
+        path, _, token = a.partition(":")
+        pipe.load_textual_inversion(os.path.join(OUT, path), token=token or os.path.splitext(path)[0])
+    run = {"family": "sd15", "embeddings": args, "prompt": "a watercolor of <cat-toy> in the snow, oldstyle",
+           "negative": "badhands, blurry", "steps": 2, "guidance": 7.5, "size": 256}
+    return denoise(pipe, run, "tests/models/sd15_small/txt2img/init_latent.npy", "txt2img_sd15_latent.npy")
+
+
+def sdxl_txt2img():
+    from diffusers import StableDiffusionXLPipeline
+    from safetensors.torch import load_file
+    mods = {part: ef.build(kind, cfg, seed) for part, (kind, cfg, seed) in ef.SDXL_PIPELINE.items()}
+    tok, tok_2 = tokenizers()
+    pipe = StableDiffusionXLPipeline(vae=mods["vae_decoder"], text_encoder=mods["text_encoder"],
+                                     text_encoder_2=mods["text_encoder_2"], tokenizer=tok, tokenizer_2=tok_2,
+                                     unet=mods["unet"], scheduler=ddim(), force_zeros_for_empty_prompt=True,
+                                     add_watermarker=False)
+    sd = load_file(os.path.join(OUT, "xlstyle.safetensors"))
+    pipe.load_textual_inversion(sd["clip_l"], token="xlstyle", text_encoder=mods["text_encoder"], tokenizer=tok)
+    pipe.load_textual_inversion(sd["clip_g"], token="xlstyle", text_encoder=mods["text_encoder_2"], tokenizer=tok_2)
+    run = {"family": "sdxl", "embeddings": ["xlstyle.safetensors"], "prompt": "xlstyle photo of a lighthouse",
+           "negative": "blurry", "steps": 2, "guidance": 5.0, "size": 128}
+    return denoise(pipe, run, "tests/models/sdxl_small/txt2img/negative/init_latent.npy", "txt2img_sdxl_latent.npy")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     write_files()
@@ -116,7 +168,8 @@ def main():
                       "text encoders; ids after maybe_convert_prompt, padded to 77.",
            "versions": {"torch": torch.__version__, "diffusers": diffusers.__version__,
                         "transformers": transformers.__version__},
-           "models": [sd15_case(tok)] + sdxl_cases(*tokenizers())}
+           "models": [sd15_case(tok)] + sdxl_cases(*tokenizers()),
+           "txt2img": [sd15_txt2img(), sdxl_txt2img()]}
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")

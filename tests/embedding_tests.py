@@ -5,10 +5,11 @@ tests/models/embeddings/ holds embedding files in every format people download (
 .safetensors and .bin, `emb_params`, A1111 .pt, SDXL clip_l/clip_g) and, from scripts/embedding_reference.py,
 the ids diffusers' pipelines gave each prompt and the encoder outputs they got. For each case:
 `onnx2ggml tokenize --embedding ...` must give the same ids, and `onnx2ggml run --embedding ...` on the small text
-encoders (SD 1.5, SDXL's two) must give the same outputs within 1e-5. Then the one-line errors: a file of the
-wrong width, a token the vocabulary has, a file that is no embedding, a model without a token table.
+encoders (SD 1.5, SDXL's two) must give the same outputs within 1e-5; examples/txt2img --embedding must give
+diffusers' final latent (2 DDIM steps, relative error 1e-4, as tests/txt2img_test.py). Then the one-line errors: a
+file of the wrong width, a token the vocabulary has, a file that is no embedding, a model without a token table.
 
-Usage: .venv/bin/python tests/embedding_tests.py [--cli build/onnx2ggml]
+Usage: .venv/bin/python tests/embedding_tests.py [--cli build/onnx2ggml] [--txt2img build/txt2img]
 """
 import argparse
 import json
@@ -20,6 +21,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import metrics  # noqa: E402
 from cli_common import DEFAULT_CLI, ERROR_PREFIX, REPO_ROOT, run_arrays  # noqa: E402
 
 DIR = os.path.join(REPO_ROOT, "tests/models/embeddings")
@@ -67,6 +69,29 @@ def reference_cases(cli, work):
                 report(err <= TOL, f"{name}: {out} of {c['prompt']!r}: max abs error {err:.2e} (bar {TOL:.0e})")
 
 
+def txt2img_runs(binary, work):
+    doc = json.load(open(os.path.join(DIR, "cases.json")))
+    for t in doc["txt2img"]:
+        m = os.path.join(REPO_ROOT, "tests/models", t["family"] + "_small")
+        models = ["--text-encoder", os.path.join(m, "text_encoder_bpe.onnx" if t["family"] == "sd15" else "text_encoder.onnx")]
+        if t["family"] == "sdxl":
+            models += ["--text-encoder-2", os.path.join(m, "text_encoder_2.onnx")]
+        models += ["--unet", os.path.join(m, "unet.onnx"), "--vae-decoder", os.path.join(m, "vae_decoder.onnx")]
+        lat = os.path.join(work, f"txt2img_{t['family']}.npy")
+        args = [binary, *models, "--prompt", t["prompt"], "--negative-prompt", t["negative"], "--vocab", VOCAB,
+                "--init-latent", os.path.join(REPO_ROOT, t["init_latent"]), "--steps", str(t["steps"]),
+                "--guidance", str(t["guidance"]), "--width", str(t["size"]), "--height", str(t["size"]),
+                "--threads", "2", "--save-latent", lat, "-o", os.path.join(work, "out.png")]
+        args += [x for e in t["embeddings"] for x in ("--embedding", os.path.join(DIR, e))]
+        r = subprocess.run(args, capture_output=True, text=True)
+        title = f"txt2img {t['family']} --embedding, {t['prompt']!r}"
+        if r.returncode:
+            report(False, f"{title}: exited with {r.returncode}: {r.stderr.strip()[-300:]}")
+            continue
+        err, rel = metrics.errors(np.load(os.path.join(DIR, t["latent"])), np.load(lat))[:2]
+        report(rel <= 1e-4, f"{title}: final latent max abs error {err:.2e}, max rel {rel:.2e} (bar rel 1e-4)")
+
+
 def expect_error(cli, what, args, needles):
     r = subprocess.run([cli, *args], capture_output=True, text=True)
     msg = r.stderr.strip()
@@ -101,12 +126,14 @@ def errors(cli, work):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=DEFAULT_CLI)
+    ap.add_argument("--txt2img", default=os.path.join(REPO_ROOT, "build/txt2img"))
     a = ap.parse_args()
     if not os.path.exists(VOCAB):
         print(f"FAIL: {VOCAB} missing: run scripts/setup.sh")
         return 1
     with tempfile.TemporaryDirectory() as work:
         reference_cases(a.cli, work)
+        txt2img_runs(a.txt2img, work)
         errors(a.cli, work)
     print(f"{len(failures)} failure(s)" if failures else "all embedding checks passed")
     return 1 if failures else 0
