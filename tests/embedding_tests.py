@@ -92,6 +92,34 @@ def txt2img_runs(binary, work):
         report(rel <= 1e-4, f"{title}: final latent max abs error {err:.2e}, max rel {rel:.2e} (bar rel 1e-4)")
 
 
+def compiled_program(cli, work):
+    """The SD 1.5 case through `onnx2ggml compile`: the program's --embedding against diffusers' outputs."""
+    m = json.load(open(os.path.join(DIR, "cases.json")))["models"][0]
+    d = os.path.join(work, "te_program")
+    r = subprocess.run([cli, "compile", os.path.join(REPO_ROOT, m["model"]), "-o", d, "--name", "te"],
+                       capture_output=True, text=True)
+    if r.returncode == 0:
+        prefix = f"{REPO_ROOT}/build/install;{REPO_ROOT}/.deps/ggml-install"
+        r = subprocess.run(["cmake", "-S", d, "-B", os.path.join(d, "build"), f"-DCMAKE_PREFIX_PATH={prefix}",
+                            "-DCMAKE_BUILD_TYPE=Release"], capture_output=True, text=True)
+    if r.returncode == 0:
+        r = subprocess.run(["cmake", "--build", os.path.join(d, "build"), "-j2"], capture_output=True, text=True)
+    if r.returncode:
+        report(False, f"compiling the SD 1.5 text encoder: {(r.stdout + r.stderr)[-600:]}")
+        return
+    for ci, c in enumerate(m["cases"]):
+        ids, out = os.path.join(d, f"ids{ci}.npy"), os.path.join(d, f"out{ci}")
+        np.save(ids, np.array([c["ids"]], dtype=np.int64))
+        r = subprocess.run([os.path.join(d, "build", "te"), "--input", f"input_ids={ids}", "--output-dir", out,
+                            "--threads", "2", *emb_args(m)], capture_output=True, text=True)
+        if r.returncode:
+            report(False, f"compiled text encoder --embedding: {r.stderr.strip()[-300:]}")
+            continue
+        for name, ref in c["outputs"].items():
+            err = float(np.abs(np.load(os.path.join(out, name + ".npy")) - np.load(os.path.join(DIR, ref))).max())
+            report(err <= TOL, f"compiled text encoder: {name} of {c['prompt']!r}: max abs error {err:.2e}")
+
+
 def expect_error(cli, what, args, needles):
     r = subprocess.run([cli, *args], capture_output=True, text=True)
     msg = r.stderr.strip()
@@ -127,6 +155,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=DEFAULT_CLI)
     ap.add_argument("--txt2img", default=os.path.join(REPO_ROOT, "build/txt2img"))
+    ap.add_argument("--no-compile", action="store_true", help="skip the compiled program (it builds one)")
     a = ap.parse_args()
     if not os.path.exists(VOCAB):
         print(f"FAIL: {VOCAB} missing: run scripts/setup.sh")
@@ -134,6 +163,8 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         reference_cases(a.cli, work)
         txt2img_runs(a.txt2img, work)
+        if not a.no_compile:
+            compiled_program(a.cli, work)
         errors(a.cli, work)
     print(f"{len(failures)} failure(s)" if failures else "all embedding checks passed")
     return 1 if failures else 0
