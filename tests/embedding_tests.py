@@ -127,6 +127,40 @@ def expect_error(cli, what, args, needles):
     report(ok, f"error, {what}: {msg}")
 
 
+def write_safetensors(path, tensors):
+    """tensors: {name: np.ndarray}; written by hand so that malformed cases need no torch."""
+    header, blobs, off = {}, [], 0
+    for name, a in tensors.items():
+        b = np.ascontiguousarray(a).tobytes()
+        dt = {"float32": "F32", "float16": "F16", "int32": "I32"}[str(a.dtype)]
+        header[name] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def hostile_files(cli, work):
+    """Files that are embeddings in form only: one error line naming the file, never a crash."""
+    cases = {"rank3": {"emb_params": np.zeros((1, 2, 32), np.float32)},
+             "no_vectors": {"emb_params": np.zeros((0, 32), np.float32)},
+             "ints": {"emb_params": np.zeros((1, 32), np.int32)},
+             "nan": {"emb_params": np.full((1, 32), np.nan, np.float32)},
+             "too_many": {"emb_params": np.zeros((1025, 4), np.float16)}}
+    for name, tensors in cases.items():
+        path = os.path.join(work, name + ".safetensors")
+        write_safetensors(path, tensors)
+        expect_error(cli, f"malformed embedding ({name})", ["tokenize", "--vocab", VOCAB, "--embedding", path, "x"],
+                     [path, "'emb_params'"])
+    with open(os.path.join(DIR, "oldstyle.pt"), "rb") as f:
+        data = f.read()
+    cut = os.path.join(work, "cut.pt")
+    with open(cut, "wb") as f:
+        f.write(data[: len(data) // 2])
+    expect_error(cli, "truncated A1111 .pt", ["tokenize", "--vocab", VOCAB, "--embedding", cut, "x"], [cut])
+
+
 def errors(cli, work):
     te = os.path.join(REPO_ROOT, "tests/models/sd15_small/text_encoder_bpe.onnx")
     xl = os.path.join(DIR, "xlstyle.safetensors")
@@ -166,6 +200,7 @@ def main():
         if not a.no_compile:
             compiled_program(a.cli, work)
         errors(a.cli, work)
+        hostile_files(a.cli, work)
     print(f"{len(failures)} failure(s)" if failures else "all embedding checks passed")
     return 1 if failures else 0
 

@@ -72,10 +72,13 @@ Embedding read_embedding(const onnx2ggml::EmbeddingFile& ef) {
                       (s.size() == 1 || (s[0] > 0 && s[0] <= 1024)),
                   ef.path, ": tensor '", printable(t->name), "' is ", shape_text(s),
                   ", not [vectors, width] (at most 1024 vectors of width 65536)");
+        O2G_CHECK(t->dtype == "F32" || t->dtype == "F16" || t->dtype == "BF16" || t->dtype == "F64", ef.path,
+                  ": tensor '", printable(t->name), "' has dtype ", printable(t->dtype),
+                  "; embedding vectors must be F32, F16, BF16 or F64");
         v.count = s.size() == 2 ? s[0] : 1;
         v.width = s.back();
         v.data = f.floats(*t);
-        for (float x : v.data) O2G_CHECK(std::isfinite(x), ef.path, ": tensor '", printable(t->name), "' has ", x);
+        for (float x : v.data) O2G_CHECK(std::isfinite(x), ef.path, ": tensor '", printable(t->name), "' holds ", x);
         e.sets.push_back(std::move(v));
     }
     return e;
