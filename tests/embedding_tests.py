@@ -5,7 +5,8 @@ tests/models/embeddings/ holds embedding files in every format people download (
 .safetensors and .bin, `emb_params`, A1111 .pt, SDXL clip_l/clip_g) and, from scripts/embedding_reference.py,
 the ids diffusers' pipelines gave each prompt and the encoder outputs they got. For each case:
 `onnx2ggml tokenize --embedding ...` must give the same ids, and `onnx2ggml run --embedding ...` on the small text
-encoders (SD 1.5, SDXL's two) must give the same outputs within 1e-5; examples/txt2img --embedding must give
+encoders (SD 1.5, SDXL's two) must give the same outputs within 1e-5 (an fp16 copy of the SD 1.5 one within fp16's
+rounding); examples/txt2img --embedding must give
 diffusers' final latent (2 DDIM steps, relative error 1e-4, as tests/txt2img_test.py). Then the one-line errors: a
 file of the wrong width, a token the vocabulary has, a file that is no embedding, a model without a token table.
 
@@ -127,6 +128,29 @@ def expect_error(cli, what, args, needles):
     report(ok, f"error, {what}: {msg}")
 
 
+def fp16_model(cli, work):
+    """Published SD ONNX files often hold fp16 weights: the fp16 table gains rows rounded to fp16. Against
+    diffusers' fp32 outputs, so the bar is fp16's (relative 5e-3 of the output's scale)."""
+    try:
+        import onnx
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+    except ImportError:
+        print("skip fp16 model: onnx or onnxruntime.transformers missing")
+        return
+    m = json.load(open(os.path.join(DIR, "cases.json")))["models"][0]
+    path = os.path.join(work, "te_fp16.onnx")
+    onnx.save(convert_float_to_float16(onnx.load(os.path.join(REPO_ROOT, m["model"])), keep_io_types=True), path)
+    c = m["cases"][1]
+    r, outs = run_arrays(cli, path, {"input_ids": np.array([c["ids"]], dtype=np.int64)}, os.path.join(work, "fp16"),
+                         2, emb_args(m))
+    if outs is None:
+        report(False, f"fp16 text encoder --embedding: {r.stderr.strip()[-300:]}")
+        return
+    want = np.load(os.path.join(DIR, c["outputs"]["last_hidden_state"]))
+    rel = float(np.abs(outs["last_hidden_state"] - want).max() / np.abs(want).max())
+    report(rel <= 5e-3, f"fp16 text encoder: last_hidden_state of {c['prompt']!r}: max rel error {rel:.1e} (bar 5e-3)")
+
+
 def write_safetensors(path, tensors):
     """tensors: {name: np.ndarray}; written by hand so that malformed cases need no torch."""
     header, blobs, off = {}, [], 0
@@ -201,6 +225,7 @@ def main():
             compiled_program(a.cli, work)
         errors(a.cli, work)
         hostile_files(a.cli, work)
+        fp16_model(a.cli, work)
     print(f"{len(failures)} failure(s)" if failures else "all embedding checks passed")
     return 1 if failures else 0
 
