@@ -187,4 +187,6 @@ NB_MODULE(_core, m) {
         .def("run", &PySession::run)
         .def("stats", &PySession::stats);
     m.def("devices", &devices);
+    m.def("embedding_tokens", [](const std::string& path, const std::string& token, int64_t width,
+                                 const std::string& set) { return onnx2ggml::embedding_tokens({path, token}, width, set); });
 }

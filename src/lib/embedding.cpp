@@ -23,6 +23,11 @@ EmbeddingFile parse_embedding_arg(const std::string& arg) {
     return f;
 }
 
+std::vector<std::string> embedding_tokens(const EmbeddingFile& f, int64_t width, const std::string& set) {
+    o2g::Embedding e = o2g::read_embedding(f);
+    return o2g::embedding_tokens(e, o2g::embedding_vectors(e, width, set).count);
+}
+
 }  // namespace onnx2ggml
 
 namespace o2g {
