@@ -58,6 +58,7 @@ run $PY scripts/regenerate.py --check  # derived lists and quoted counts agree w
 run python3 scripts/house_check.py  # files of src/ <= 600 lines, functions <= 80 unless a "Long:" comment says why
 run $PY tests/shape_change_test.py
 run $PY tests/tokenizer_test.py
+run $PY tests/embedding_tests.py  # textual inversion against diffusers: tokenize, run, txt2img, a compiled encoder (~50 s)
 run $PY tests/txt2img_test.py
 run $PY tests/node_tests.py -j 2 --check
 run $PY tests/compile_tests.py

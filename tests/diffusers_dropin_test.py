@@ -5,7 +5,9 @@ onnx2ggml.diffusers.load_pipeline, from the same prompt and initial latents (2 D
 (taken from the step callback, since the ONNX pipeline always decodes) must agree within 1e-4 of their range, and with
 the PyTorch pipeline's latent scripts/sd15_txt2img_reference.py saved for the same prompt and noise; the decoded
 images too. The image onnx2ggml made must be written as a PNG. A control run from other initial noise must be outside
-the bar, so the comparison can fail.
+the bar, so the comparison can fail. Then textual inversion: onnx2ggml.diffusers.load_textual_inversion and
+expand_prompt on the same pipeline against diffusers' PyTorch pipeline with load_textual_inversion
+(tests/models/embeddings, scripts/embedding_reference.py).
 
 Usage: .venv/bin/python tests/diffusers_dropin_test.py [--out IMAGE.png] [--latent-seed N]
 (needs diffusers, torch, onnxruntime and `pip install .`; --latent-seed gives onnx2ggml other noise: the test fails)
@@ -46,6 +48,21 @@ def run(pipe, latents, output_type="np"):
                callback=lambda i, t, lat: steps.append(lat.copy()))
     assert len(steps) == 2, len(steps)
     return steps[-1], out.images
+
+
+def textual_inversion(pipe, init):
+    """The SD 1.5 txt2img case of tests/models/embeddings/cases.json through the ONNX pipeline."""
+    from onnx2ggml.diffusers import expand_prompt, load_textual_inversion
+    emb = os.path.join(REPO, "tests/models/embeddings")
+    with open(os.path.join(emb, "cases.json")) as f:
+        t = next(x for x in json.load(f)["txt2img"] if x["family"] == "sd15")
+    load_textual_inversion(pipe, [os.path.join(emb, e) for e in t["embeddings"]])
+    steps = []
+    pipe(expand_prompt(pipe, t["prompt"]), negative_prompt=expand_prompt(pipe, t["negative"]), height=t["size"],
+         width=t["size"], num_inference_steps=t["steps"], guidance_scale=t["guidance"], latents=init.copy(),
+         output_type="np", callback=lambda i, ts, lat: steps.append(lat.copy()))
+    compare("textual inversion: final latent, onnx2ggml vs PyTorch with load_textual_inversion",
+            np.load(os.path.join(emb, t["latent"])), steps[-1])
 
 
 def compare(label, ref, got):
@@ -99,6 +116,7 @@ def main():
         with Image.open(out) as im:
             check(im.format == "PNG" and im.size == (256, 256) and os.path.getsize(out) > 0,
                   f"image written: {out} ({im.format}, {im.size[0]}x{im.size[1]})")
+        textual_inversion(ours, init)
     print("diffusers drop-in:", "FAILED" if failures else "passed")
     return 1 if failures else 0
 

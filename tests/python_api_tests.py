@@ -3,7 +3,8 @@
 onnx2ggml.InferenceSession must give the same input/output names, shapes (symbolic dims as strings) and types, and
 the same outputs (dtype, shape, values within each fixture's tolerance), for the model fixtures of
 tests/models/manifest.json and tests/models/sd15_small (first shape case of each), plus a model with inputs of every
-numpy dtype. Also checks run() with chosen outputs, bytes models, errors and the GIL being released.
+numpy dtype. Also checks run() with chosen outputs, bytes models, errors, the GIL being released, and
+SessionOptions.embeddings against diffusers (tests/models/embeddings).
 
 Usage: tests/python_api_tests.py [--filter REGEX] [--threads N]   (needs `pip install .` in this venv)
 """
@@ -233,6 +234,28 @@ def hostile_files_in_one_interpreter() -> None:
           "attribute typed INT holding a FLOAT value: refused at load, naming it")
 
 
+def embedding_cases() -> None:
+    """SessionOptions.embeddings (strings "FILE[:TOKEN]" and (path, token) pairs) against diffusers'
+    load_textual_inversion outputs in tests/models/embeddings (scripts/embedding_reference.py)."""
+    d = os.path.join(REPO, "tests/models/embeddings")
+    with open(os.path.join(d, "cases.json")) as f:
+        doc = json.load(f)
+    for m in doc["models"]:
+        o = onnx2ggml.SessionOptions()
+        o.intra_op_num_threads = 2
+        o.embeddings = [os.path.join(d, e) if i % 2 == 0 else (os.path.join(d, e.partition(":")[0]), e.partition(":")[2])
+                        for i, e in enumerate(m["embeddings"])]
+        o.embedding_set = m.get("set", "")
+        sess = onnx2ggml.InferenceSession(os.path.join(REPO, m["model"]), o)
+        names = [x.name for x in sess.get_outputs()]
+        for c in m["cases"]:
+            got = dict(zip(names, sess.run(None, {"input_ids": np.array([c["ids"]], dtype=np.int64)})))
+            for out, ref in c["outputs"].items():
+                err = float(np.abs(got[out] - np.load(os.path.join(d, ref))).max())
+                check(err <= 1e-5, f"embeddings {os.path.basename(m['model'])} {out} of {c['prompt']!r}: "
+                                   f"max abs error {err:.2e} (bar 1e-5)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--filter", default=None, help="regex on the fixture name")
@@ -297,6 +320,8 @@ def main(argv=None) -> int:
             truncated_while_mapped(work)
     if not args.filter or re.search(args.filter, "hostile"):
         hostile_files_in_one_interpreter()
+    if not args.filter or re.search(args.filter, "embeddings"):
+        embedding_cases()
     print()
     if failures:
         print(f"{len(failures)} checks FAILED")

@@ -60,9 +60,13 @@ void sdxl_txt2img(const SdxlOptions& o) {
     onnx2ggml::SessionOptions opts;
     opts.threads = o.threads;
     opts.progress = o.progress;  // a UNet of 1 GB or more shows its loading too
+    opts.embeddings = o.embeddings;
+    opts.embedding_set = "clip_l";
     auto te1 = Session::open(o.text_encoder, opts);
     opts.quiet = true;
+    opts.embedding_set = "clip_g";
     auto te2 = Session::open(o.text_encoder_2, opts);
+    opts.embeddings.clear();
     auto unet = Session::open(o.unet, opts);
     auto vae = Session::open(o.vae_decoder, opts);
 

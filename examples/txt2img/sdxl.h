@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "onnx2ggml/embedding.h"
+
 namespace txt2img {
 
 struct SdxlOptions {
@@ -21,6 +23,8 @@ struct SdxlOptions {
     float guidance = 5.0f;
     std::string init_latent, save_latent, out = "txt2img.png";
     bool progress = false;  // the progress line even when stderr is not a terminal
+    // Textual inversion: CLIP-L's vectors (clip_l, or any set of its width) to encoder 1, CLIP-G's to encoder 2.
+    std::vector<onnx2ggml::EmbeddingFile> embeddings;
 };
 
 // Runs the pipeline and writes the PNG (and the final latent); throws std::runtime_error with context.

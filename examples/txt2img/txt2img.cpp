@@ -7,6 +7,7 @@
 //           [--tokens ids.npy] [--uncond-tokens ids.npy] [--bos N] [--eos N] [--pad N]   (CLIP's 49406/49407/49407 by default)
 //           [--seed 42] [--steps 20] [--guidance 7.5] [--width 512] [--height 512] [--threads N]
 //           [--init-latent x.npy] [--save-latent out.npy] [--progress] [-o image.png]
+//           [--embedding FILE[:TOKEN] ...]   (textual inversion: the tokenizer and text encoder(s) gain the tokens)
 // A progress line with steps per second is drawn on a terminal only; --progress draws it anyway.
 //
 // --prompt goes through onnx2ggml's CLIP BPE tokenizer (the ids of transformers' CLIPTokenizer, which diffusers
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
     std::string prompt_text, negative_text, vocab_path;
     bool have_prompt = false, have_negative_text = false, force_progress = false;
     std::string te2_path, tokens2_path, uncond2_path;  // SDXL
+    std::vector<onnx2ggml::EmbeddingFile> embeddings;
     Special sp;
     int64_t pad_2 = 0;
     int steps = 20, threads = 0;
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
         else if (a == "--init-latent") init_latent = next();
         else if (a == "--save-latent") save_latent = next();
         else if (a == "--progress") force_progress = true;
+        else if (a == "--embedding") embeddings.push_back(onnx2ggml::parse_embedding_arg(next()));
         else if (a == "-o" || a == "--output") out = next();
         else {
             fprintf(stderr, "usage: txt2img --text-encoder TE.onnx --unet UNET.onnx --vae-decoder VAE.onnx (--prompt TEXT | --tokens IDS.npy)\n"
@@ -112,6 +115,7 @@ int main(int argc, char** argv) {
                             "               [--uncond-tokens IDS.npy] [--bos N] [--eos N] [--pad N]\n"
                             "               [--seed N] [--steps N] [--guidance G] [--width W] [--height H] [--threads N]\n"
                             "               [--init-latent X.npy] [--save-latent OUT.npy] [--progress] [-o IMAGE.png]\n"
+                            "               [--embedding FILE[:TOKEN] ...]   (textual inversion)\n"
                             "       SDXL: add --text-encoder-2 TE2.onnx [--tokens-2 IDS.npy] [--uncond-tokens-2 IDS.npy]\n"
                             "               [--pad-2 N]   (SDXL's VAE; 1024x1024 and guidance 5 by default)\n");
             return 2;
@@ -126,6 +130,8 @@ int main(int argc, char** argv) {
             if (vocab_path.empty())
                 throw std::runtime_error("no CLIP vocabulary: run scripts/setup.sh, or pass --vocab or set ONNX2GGML_CLIP_VOCAB");
             onnx2ggml::ClipTokenizer tok(vocab_path);
+            // SDXL's tokenizers agree on the ids; CLIP-L's set counts the vectors.
+            tok.add_embeddings(embeddings, 0, te2_path.empty() ? "" : "clip_l");
             prompt = tok.tokenize(prompt_text, sp.pad, kSeqLen);
             if (have_negative_text || te2_path.empty()) uncond = tok.tokenize(negative_text, sp.pad, kSeqLen);
             have_negative |= have_negative_text;
@@ -145,6 +151,7 @@ int main(int argc, char** argv) {
             o.steps = steps, o.threads = threads, o.seed = seed;
             o.width = width.value_or(1024), o.height = height.value_or(1024), o.guidance = guidance.value_or(5.0f);
             o.init_latent = init_latent, o.save_latent = save_latent, o.out = out, o.progress = force_progress;
+            o.embeddings = embeddings;
             sdxl_txt2img(o);
             return 0;
         }
@@ -155,8 +162,10 @@ int main(int argc, char** argv) {
         onnx2ggml::SessionOptions opts;
         opts.threads = threads;
         opts.progress = force_progress;  // a UNet of 1 GB or more shows its loading too
+        opts.embeddings = embeddings;
         auto te = Session::open(te_path, opts);
         opts.quiet = true;
+        opts.embeddings.clear();
         auto unet = Session::open(unet_path, opts);
         auto vae = Session::open(vae_path, opts);
 

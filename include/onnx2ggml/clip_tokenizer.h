@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "onnx2ggml/embedding.h"
+
 namespace onnx2ggml {
 
 class ClipTokenizer {
@@ -27,12 +29,28 @@ public:
 
     size_t vocab_size() const { return vocab_.size(); }
 
+    // Adds textual-inversion tokens after the vocabulary, in the order given: a file of n vectors adds token,
+    // token_1, ..., token_{n-1} (diffusers' load_textual_inversion), and the token in a prompt stands for all n.
+    // Tokens match anywhere in the lowercased text, longest first, as transformers matches added tokens. `width`
+    // picks an SDXL file's set (0: the first; `prefer` names one when widths tie). A token the vocabulary or an
+    // earlier file has is a one-line error. Ids continue from next_id() (the encoder's table rows).
+    void add_embeddings(const std::vector<EmbeddingFile>& files, int64_t width = 0, const std::string& prefer = "");
+    int64_t next_id() const { return next_id_; }
+
 private:
     struct Merge {
         int rank;
         int64_t result;
     };
     void bpe(const std::string& piece, std::vector<int64_t>& out) const;
+    void encode_text(const std::string& text, std::vector<int64_t>& ids, size_t limit) const;
+
+    struct Added {
+        std::vector<char32_t> text;  // lowercased, as it is matched
+        std::vector<int64_t> ids;   // the token's own id, then those of token_1, ... when the prompt names token
+    };
+    std::vector<Added> added_;
+    int64_t next_id_ = kEos + 1;
 
     std::unordered_map<std::string, int64_t> vocab_;  // token in byte-to-unicode form -> id
     std::unordered_map<uint64_t, Merge> merges_;      // (left id << 32 | right id) -> rank and merged id

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "onnx2ggml/dtype.h"
+#include "onnx2ggml/embedding.h"
 #include "onnx2ggml/lora.h"
 #include "onnx2ggml/tensor.h"
 
@@ -31,6 +32,11 @@ struct SessionOptions {
     bool portable = false;
     // LoRA files merged into the weights when the session opens (see onnx2ggml/lora.h).
     std::vector<LoraFile> lora;
+    // Textual-inversion embeddings whose rows are appended to a CLIP text encoder's token-embedding table when the
+    // session opens, in order (see onnx2ggml/embedding.h); the tokenizer gives their tokens the same ids.
+    std::vector<EmbeddingFile> embeddings;
+    // Which set of an SDXL embedding file to use where both fit the encoder's width: "clip_l", "clip_g" ("": the first).
+    std::string embedding_set;
     // A weights GGUF (from `onnx2ggml import-weights` or `compile`) whose tensors replace the initializers of the
     // same names when the session opens (before any LoRA is merged).
     std::string weights_file;

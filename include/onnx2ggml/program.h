@@ -10,6 +10,7 @@
 
 #include "ggml-backend.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/embedding.h"
 #include "onnx2ggml/lora.h"
 #include "onnx2ggml/ops.h"
 #include "onnx2ggml/tensor.h"
@@ -54,9 +55,11 @@ void warn_fallback(const std::vector<onnx2ggml::BackendShare>& shares, ggml_back
 // Weights and constants from an onnx2ggml GGUF file, on the device, looked up by ONNX name.
 class WeightFile : public WeightStore {
 public:
-    // LoRA files are merged into the weights the file's LoRA table names (written by `onnx2ggml compile`).
+    // LoRA files are merged into the weights the file's LoRA table names (written by `onnx2ggml compile`);
+    // embeddings' rows are appended to the token table it names (`embedding_set`: as SessionOptions').
     WeightFile(const std::string& path, ggml_backend_t backend, bool native_cpu,
-               const std::vector<onnx2ggml::LoraFile>& lora = {});
+               const std::vector<onnx2ggml::LoraFile>& lora = {},
+               const std::vector<onnx2ggml::EmbeddingFile>& embeddings = {}, const std::string& embedding_set = "");
     ~WeightFile() override;
     ggml_tensor* get(const std::string& name) const;  // error naming the file and the tensor if missing
     bool is_weight(const ggml_tensor* w) override;
@@ -85,7 +88,8 @@ class Program {
 public:
     Program(const char* name, std::vector<IoInfo> inputs, std::vector<IoInfo> outputs, const std::string& weights_path,
             const std::string& device, int threads, const std::string& precision = "exact",
-            const std::vector<onnx2ggml::LoraFile>& lora = {});
+            const std::vector<onnx2ggml::LoraFile>& lora = {},
+            const std::vector<onnx2ggml::EmbeddingFile>& embeddings = {}, const std::string& embedding_set = "");
     ~Program();
     WeightFile& weights() { return *weights_; }
     const std::vector<IoInfo>& inputs() const { return inputs_; }

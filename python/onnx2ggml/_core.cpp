@@ -44,7 +44,8 @@ class PySession {
 public:
     PySession(nb::object model, int threads, const std::string& device, const std::string& weights,
               const std::string& precision, bool portable, const std::vector<std::pair<std::string, float>>& lora,
-              bool quiet, size_t max_memory, bool progress) {
+              bool quiet, size_t max_memory, bool progress,
+              const std::vector<std::pair<std::string, std::string>>& embeddings, const std::string& embedding_set) {
         SessionOptions o;
         o.max_memory = max_memory;
         o.progress = progress;
@@ -55,6 +56,8 @@ public:
         o.portable = portable;
         o.quiet = quiet;
         for (auto& [path, scale] : lora) o.lora.push_back({path, scale});
+        for (auto& [path, token] : embeddings) o.embeddings.push_back({path, token});
+        o.embedding_set = embedding_set;
         if (nb::isinstance<nb::bytes>(model)) {
             nb::bytes b = nb::cast<nb::bytes>(model);
             auto keep = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(b.data()),
@@ -172,13 +175,18 @@ NB_MODULE(_core, m) {
     nb::exception<std::runtime_error>(m, "Error", PyExc_RuntimeError);
     nb::class_<PySession>(m, "Session")
         .def(nb::init<nb::object, int, const std::string&, const std::string&, const std::string&,
-                      bool, const std::vector<std::pair<std::string, float>>&, bool, size_t, bool>(),
+                      bool, const std::vector<std::pair<std::string, float>>&, bool, size_t, bool,
+                      const std::vector<std::pair<std::string, std::string>>&, const std::string&>(),
              nb::arg("model"), nb::arg("threads"), nb::arg("device"), nb::arg("weights"), nb::arg("precision"), nb::arg("portable"),
-             nb::arg("lora"), nb::arg("quiet"), nb::arg("max_memory") = 0, nb::arg("progress") = false)
+             nb::arg("lora"), nb::arg("quiet"), nb::arg("max_memory") = 0, nb::arg("progress") = false,
+             nb::arg("embeddings") = std::vector<std::pair<std::string, std::string>>{},
+             nb::arg("embedding_set") = std::string())
         .def("inputs", &PySession::inputs)
         .def("outputs", &PySession::outputs)
         .def("device", &PySession::device)
         .def("run", &PySession::run)
         .def("stats", &PySession::stats);
     m.def("devices", &devices);
+    m.def("embedding_tokens", [](const std::string& path, const std::string& token, int64_t width,
+                                 const std::string& set) { return onnx2ggml::embedding_tokens({path, token}, width, set); });
 }

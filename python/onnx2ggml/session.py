@@ -80,6 +80,10 @@ class SessionOptions:
     precision: "exact" (f32 everywhere) or "fast" (backends may round to f16). Default from $ONNX2GGML_PRECISION.
     portable: ggml-op compositions instead of our CPU kernels (the path other backends take).
     lora: LoRA .safetensors files merged into the weights at load: paths, "FILE:SCALE" strings or (path, scale).
+    embeddings: textual-inversion files whose vectors a CLIP text encoder's token table gains at load, in order (ids
+    from its vocabulary size on, as diffusers' load_textual_inversion gives them): paths, "FILE:TOKEN" strings or
+    (path, token); the token defaults to the file name. embedding_set: "clip_l" or "clip_g", the set of an SDXL file
+    used where both fit the encoder's width.
     max_memory: bytes a graph's compute buffer plus host tensors may take (SessionOptions::max_memory); a larger
     graph is refused before anything is allocated, naming its largest tensor. None or 0: the machine's memory.
     progress: a progress line on stderr while a model of 1 GB or more reads and prepares its weights, even when
@@ -96,6 +100,8 @@ class SessionOptions:
         self.precision = os.environ.get("ONNX2GGML_PRECISION", "exact")
         self.portable = os.environ.get("ONNX2GGML_PORTABLE") == "1"
         self.lora = []
+        self.embeddings = []
+        self.embedding_set = ""
         self.max_memory = None
         self.progress = False
         self._config = {}
@@ -119,6 +125,22 @@ def _lora_list(lora) -> list[tuple[str, float]]:
             out.append((path, float(scale)))
         else:
             out.append((item, 1.0))
+    return out
+
+
+def _embedding_list(embeddings) -> list[tuple[str, str]]:
+    out = []
+    for item in embeddings or []:
+        if isinstance(item, (tuple, list)):
+            out.append((os.fspath(item[0]), str(item[1] or "")))
+            continue
+        item = os.fspath(item)
+        path, _, token = item.rpartition(":")
+        # "C:\x.pt" and "dir:a/x.pt" keep their colon: a token holds no path separator (as the CLI reads it).
+        if len(path) > 1 and token and not re.search(r"[/\\]", token):
+            out.append((path, token))
+        else:
+            out.append((item, ""))
     return out
 
 
@@ -177,7 +199,9 @@ class InferenceSession:
         self._options = opts
         self._sess = _core.Session(model, int(opts.intra_op_num_threads or 0), device, opts.weights, opts.precision,
                                    bool(opts.portable), _lora_list(opts.lora), opts.log_severity_level >= 2,
-                                   int(opts.max_memory or 0), bool(getattr(opts, "progress", False)))
+                                   int(opts.max_memory or 0), bool(getattr(opts, "progress", False)),
+                                   _embedding_list(getattr(opts, "embeddings", [])),
+                                   str(getattr(opts, "embedding_set", "") or ""))
         self._inputs = [NodeArg(*i) for i in self._sess.inputs()]
         self._outputs = [NodeArg(*o) for o in self._sess.outputs()]
         for kind, args in (("input", self._inputs), ("output", self._outputs)):

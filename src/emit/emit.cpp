@@ -118,7 +118,8 @@ void write_file(const std::string& path, const std::string& text) {
     O2G_CHECK(f, "write to '", path, "' failed");
 }
 
-void write_gguf(const std::string& path, const std::vector<GgufEntry>& ws, const std::vector<o2g::LoraTarget>& lora) {
+void write_gguf(const std::string& path, const std::vector<GgufEntry>& ws, const std::vector<o2g::LoraTarget>& lora,
+                const std::string& token_table) {
     gguf_context* g = gguf_init_empty();
     std::vector<const char*> names;
     ggml_init_params p = {ggml_tensor_overhead() * (ws.size() + 1), nullptr, true};
@@ -136,6 +137,7 @@ void write_gguf(const std::string& path, const std::vector<GgufEntry>& ws, const
     gguf_set_val_str(g, "general.architecture", "onnx2ggml");
     gguf_set_arr_str(g, "onnx2ggml.names", names.data(), names.size());
     o2g::write_lora_targets(g, lora);  // for --lora at load
+    if (!token_table.empty()) gguf_set_val_str(g, "onnx2ggml.token_table", token_table.c_str());  // --embedding
     bool ok = gguf_write_to_file(g, path.c_str(), false);
     gguf_free(g);
     ggml_free(ctx);
@@ -474,15 +476,20 @@ void write_api_source(std::ostringstream& src, const Model& m, const ProgramReco
                 std::to_string(r.out_ranks[i]) + "},";
     }
     src << "struct " << name << "_model {\n    std::unique_ptr<o2g::Program> program;\n    " << name << "_graph::Weights w;\n};\n\n"
-        << name << "_model* " << name << "_load_lora(const char* weights_path, const char* device, int threads,\n"
-        << "        const std::vector<onnx2ggml::LoraFile>& lora, const char* precision) {\n"
+        << name << "_model* " << name << "_load_with(const char* weights_path, const char* device, int threads,\n"
+        << "        const std::vector<onnx2ggml::LoraFile>& lora, const std::vector<onnx2ggml::EmbeddingFile>& embeddings,\n"
+        << "        const char* precision, const char* embedding_set) {\n"
         << "    try {\n        auto m = std::make_unique<" << name << "_model>();\n"
         << "        m->program = std::make_unique<o2g::Program>(\n            " << c_string(name)
         << ", std::vector<o2g::IoInfo>" << ins << "},\n        std::vector<o2g::IoInfo>" << outs << "},\n"
-        << "        weights_path, device ? device : \"\", threads, precision ? precision : \"exact\", lora);\n"
+        << "        weights_path, device ? device : \"\", threads, precision ? precision : \"exact\", lora, embeddings,\n"
+        << "        embedding_set ? embedding_set : \"\");\n"
         << "        m->w = " << name << "_graph::load_weights(m->program->weights());\n        return m.release();\n"
         << "    } catch (const std::exception& e) {\n        fprintf(stderr, \"" << name
         << ": error: %s\\n\", e.what());\n        return nullptr;\n    }\n}\n\n"
+        << name << "_model* " << name << "_load_lora(const char* weights_path, const char* device, int threads,\n"
+        << "        const std::vector<onnx2ggml::LoraFile>& lora, const char* precision) {\n"
+        << "    return " << name << "_load_with(weights_path, device, threads, lora, {}, precision, \"\");\n}\n\n"
         << name << "_model* " << name << "_load(const char* weights_path, const char* device, int threads,\n"
         << "        const char* precision) {\n"
         << "    return " << name << "_load_lora(weights_path, device, threads, {}, precision);\n}\n\n"
@@ -530,7 +537,7 @@ std::string compile_model(const Model& m, const CompileOptions& opts) {
     write_file(dir + "/" + name + ".cpp", src.str());
     write_file(dir + "/main.cpp", subst(kMain, name));
     write_file(dir + "/CMakeLists.txt", cmake);
-    write_gguf(dir + "/" + name + ".gguf", r.weights, gguf_lora_targets(m, r.weights));
+    write_gguf(dir + "/" + name + ".gguf", r.weights, gguf_lora_targets(m, r.weights), gguf_token_table(m, r.weights));
     return name;
 }
 
@@ -568,7 +575,7 @@ void write_weights_gguf(const Model& m, const std::string& path) {
         e.bytes.assign(td->data, td->data + td->nbytes);
         entries.push_back(std::move(e));
     }
-    write_gguf(path, entries, gguf_lora_targets(m, entries));
+    write_gguf(path, entries, gguf_lora_targets(m, entries), gguf_token_table(m, entries));
 }
 
 }  // namespace onnx2ggml

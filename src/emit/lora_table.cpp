@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "runtime/embedding.h"
 #include "runtime/lora.h"
 
 namespace onnx2ggml {
@@ -20,6 +21,17 @@ std::vector<o2g::LoraTarget> gguf_lora_targets(const Model& m, const std::vector
         if (e.type == GGML_TYPE_F32 && n == ne) out.push_back(std::move(t));
     }
     return out;
+}
+
+std::string gguf_token_table(const Model& m, const std::vector<GgufEntry>& weights) {
+    std::string table = token_embedding_table(m);
+    if (table.empty()) return "";
+    const std::vector<int64_t>& d = m.graph.initializers.at(table)->dims;
+    for (const GgufEntry& e : weights)
+        if (e.key == table && e.ne[0] == d[1] && e.ne[1] == d[0] && e.ne[2] == 1 && e.ne[3] == 1 &&
+            (e.type == GGML_TYPE_F32 || e.type == GGML_TYPE_F16 || e.type == GGML_TYPE_BF16))
+            return table;
+    return "";
 }
 
 }  // namespace onnx2ggml

@@ -13,6 +13,7 @@
 #include "ggml-alloc.h"
 #include "ggml-cpu.h"
 #include "gguf.h"
+#include "lib/embedding.h"
 #include "lib/lora.h"
 #include "ops/tensor.h"
 
@@ -40,7 +41,50 @@ struct WeightFile::Impl {
     std::vector<std::vector<uint8_t>> merged;  // bytes of weights a LoRA changed (`host` points here)
 
     void merge_lora(const std::vector<onnx2ggml::LoraFile>& files);
+    void add_embeddings(const std::vector<onnx2ggml::EmbeddingFile>& files, const std::string& set);
 };
+
+// The token table compile named gains the rows: a new, taller tensor on the device takes its place.
+void WeightFile::Impl::add_embeddings(const std::vector<onnx2ggml::EmbeddingFile>& files, const std::string& set) {
+    int64_t k = gguf_find_key(gguf, "onnx2ggml.token_table");
+    if (k < 0 || gguf_get_kv_type(gguf, k) != GGUF_TYPE_STRING)
+        fail(path, ": no token-embedding table in this weights file (not a text encoder, or compiled before onnx2ggml "
+                   "took embeddings)");
+    std::string name = gguf_get_val_str(gguf, k);
+    auto it = by_name.find(name);
+    if (it == by_name.end()) fail(path, ": the token table '", name, "' is not among its weights");
+    const ggml_tensor* old = it->second;
+    if (old->type != GGML_TYPE_F32 && old->type != GGML_TYPE_F16 && old->type != GGML_TYPE_BF16)
+        fail(path, ": the token table '", name, "' is ", ggml_type_name(old->type), ", not f32, f16 or bf16");
+    const int64_t width = old->ne[0];
+    std::vector<float> rows;
+    for (const onnx2ggml::EmbeddingFile& f : files) {
+        Embedding e = read_embedding(f);
+        const EmbeddingVectors& v = embedding_vectors(e, width, set);
+        rows.insert(rows.end(), v.data.begin(), v.data.end());
+    }
+    const int64_t added = int64_t(rows.size()) / width;
+    std::vector<uint8_t> bytes(ggml_nbytes(old) + size_t(ggml_row_size(old->type, width * added)));
+    std::memcpy(bytes.data(), host.at(old), ggml_nbytes(old));
+    uint8_t* tail = bytes.data() + ggml_nbytes(old);
+    if (old->type == GGML_TYPE_F32) std::memcpy(tail, rows.data(), rows.size() * 4);
+    else if (old->type == GGML_TYPE_F16)
+        ggml_fp32_to_fp16_row(rows.data(), reinterpret_cast<ggml_fp16_t*>(tail), int64_t(rows.size()));
+    else
+        ggml_fp32_to_bf16_row(rows.data(), reinterpret_cast<ggml_bf16_t*>(tail), int64_t(rows.size()));
+    ggml_init_params p = {ggml_tensor_overhead(), nullptr, true};
+    ggml_context* ctx = ggml_init(p);
+    extra.push_back(ctx);
+    ggml_tensor* t = ggml_new_tensor_2d(ctx, old->type, width, old->ne[1] + added);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
+    if (!buf) fail(path, ": could not allocate device memory for the token table");
+    ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    buffers.push_back(buf);
+    ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+    merged.push_back(std::move(bytes));
+    host[t] = merged.back().data();
+    by_name[name] = t;
+}
 
 // The LoRA table compile wrote names the weights (by ONNX name) and their module paths; sizes come from the tensors.
 void WeightFile::Impl::merge_lora(const std::vector<onnx2ggml::LoraFile>& files) {
@@ -83,7 +127,8 @@ void WeightFile::Impl::merge_lora(const std::vector<onnx2ggml::LoraFile>& files)
 }
 
 WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool native_cpu,
-                       const std::vector<onnx2ggml::LoraFile>& lora)
+                       const std::vector<onnx2ggml::LoraFile>& lora,
+                       const std::vector<onnx2ggml::EmbeddingFile>& embeddings, const std::string& embedding_set)
     : impl_(new Impl) {
     Impl& m = *impl_;
     m.path = path;
@@ -123,6 +168,7 @@ WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool nat
         m.host[t] = m.map + off;
     }
     if (!lora.empty()) m.merge_lora(lora);
+    if (!embeddings.empty()) m.add_embeddings(embeddings, embedding_set);
 }
 
 WeightFile::~WeightFile() {
@@ -194,11 +240,12 @@ struct Program::Graph {
 
 Program::Program(const char* name, std::vector<IoInfo> inputs, std::vector<IoInfo> outputs,
                  const std::string& weights_path, const std::string& device, int threads,
-                 const std::string& precision, const std::vector<onnx2ggml::LoraFile>& lora)
+                 const std::string& precision, const std::vector<onnx2ggml::LoraFile>& lora,
+                 const std::vector<onnx2ggml::EmbeddingFile>& embeddings, const std::string& embedding_set)
     : name_(name), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
     backends_ = open_backends(device, threads, false, precision);
     weights_ = std::make_unique<WeightFile>(weights_path, backends_->main, backends_->is_cpu() && !backends_->accel,
-                                            lora);
+                                            lora, embeddings, embedding_set);
 }
 
 Program::~Program() {

@@ -127,14 +127,19 @@ std::vector<std::string> node_module_paths(const Node& n) {
     return r;
 }
 
-void set_initializer(Model& m, const std::string& name, const std::vector<float>& w) {
+void set_initializer(Model& m, const std::string& name, const std::vector<float>& w,
+                     const std::vector<int64_t>& dims) {
     std::shared_ptr<TensorData>& slot = m.graph.initializers.at(name);
     const TensorData& td = *slot;
-    O2G_CHECK(size_t(td.numel()) == w.size(), m.path, ": initializer '", name, "' has ", td.numel(),
-              " elements, not ", w.size());
+    int64_t numel = td.numel();
+    if (!dims.empty()) {
+        numel = 1;
+        for (int64_t d : dims) numel *= d;
+    }
+    O2G_CHECK(size_t(numel) == w.size(), m.path, ": initializer '", name, "' has ", numel, " elements, not ", w.size());
     O2G_CHECK(float_weight(td.dtype), m.path, ": initializer '", name, "' is ", dtype_name(td.dtype), ", not a float");
     // 64-byte aligned, so that CPU sessions can still map the weight without a copy.
-    const size_t n = size_t(td.numel()) * dtype_size(td.dtype);
+    const size_t n = size_t(numel) * dtype_size(td.dtype);
     std::shared_ptr<uint8_t> buf(static_cast<uint8_t*>(::operator new(n ? n : 1, std::align_val_t(64))),
                                  [](uint8_t* p) { ::operator delete(p, std::align_val_t(64)); });
     if (td.dtype == DType::FLOAT) std::memcpy(buf.get(), w.data(), n);
@@ -145,7 +150,7 @@ void set_initializer(Model& m, const std::string& name, const std::vector<float>
     auto merged = std::make_shared<TensorData>();
     merged->name = td.name;
     merged->dtype = td.dtype;
-    merged->dims = td.dims;
+    merged->dims = dims.empty() ? td.dims : dims;
     merged->data = buf.get();
     merged->nbytes = n;
     merged->keep = buf;

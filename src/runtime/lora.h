@@ -17,8 +17,10 @@ std::vector<o2g::LoraTarget> lora_targets(const Model& m);
 // Module paths a node's name or torch.export scope metadata give ("unet.down_blocks.0.resnets.0.norm1").
 std::vector<std::string> node_module_paths(const Node& n);
 
-// Replaces a float initializer's data (given as f32, stored in its own dtype) by an owned, aligned copy.
-void set_initializer(Model& m, const std::string& name, const std::vector<float>& w);
+// Replaces a float initializer's data (given as f32, stored in its own dtype) by an owned, aligned copy; `dims`,
+// when given, are its new shape (an embedding table gains rows).
+void set_initializer(Model& m, const std::string& name, const std::vector<float>& w,
+                     const std::vector<int64_t>& dims = {});
 
 // Merges the files into m's initializers (changed ones are replaced by owned copies, in their own dtype).
 void apply_lora(Model& m, const std::vector<LoraFile>& files, bool quiet);

@@ -21,6 +21,7 @@
 #include "runtime/load_progress.h"
 #include "lib/conv_plan.h"
 #include "lib/host_util.h"
+#include "runtime/embedding.h"
 #include "runtime/lora.h"
 #include "runtime/memory_limit.h"
 #include "runtime/unsupported.h"
@@ -80,6 +81,11 @@ public:
             auto merged = std::make_shared<Model>(*model_);
             apply_lora(*merged, opts.lora, opts.quiet);
             model_ = std::move(merged);
+        }
+        if (!opts.embeddings.empty()) {
+            auto own = std::make_shared<Model>(*model_);
+            apply_embeddings(*own, opts.embeddings, opts.embedding_set, opts.quiet);
+            model_ = std::move(own);
         }
         check_supported(*model_);
         // Sequences, maps and optionals run inside a graph; only tensors cross the API.

@@ -1,11 +1,13 @@
 // CLIP BPE tokenizer: the merges file, text cleanup, CLIP's pre-token pattern, byte-level BPE.
 #include "onnx2ggml/clip_tokenizer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 #include "common/platform.h"
+#include "lib/embedding.h"
 #include "text/unicode.h"
 
 #ifdef ONNX2GGML_HAVE_ZLIB
@@ -216,14 +218,62 @@ std::vector<int64_t> ClipTokenizer::encode(const std::string& text, size_t limit
             size_t p = text.find(kSpecials[s], start);
             if (p < hit) hit = p, which = s;
         }
-        std::string segment = text.substr(start, hit == std::string::npos ? std::string::npos : hit - start);
-        for (const std::string& piece : pre_tokenize(clean(segment)))
-            if (ids.size() < limit) bpe(piece, ids);
+        encode_text(text.substr(start, hit == std::string::npos ? std::string::npos : hit - start), ids, limit);
         if (which < 0) break;
         ids.push_back(which == 0 ? kBos : kEos);
         start = hit + std::string(kSpecials[which]).size();
     }
     return ids;
+}
+
+// Text between special tokens: cleaned, then cut at added tokens (leftmost, longest), the rest pre-tokenized and BPE'd.
+void ClipTokenizer::encode_text(const std::string& text, std::vector<int64_t>& ids, size_t limit) const {
+    std::vector<char32_t> t = clean(text);
+    size_t from = 0;
+    auto words = [&](size_t to) {
+        std::vector<char32_t> part(t.begin() + long(from), t.begin() + long(to));
+        for (const std::string& piece : pre_tokenize(part))
+            if (ids.size() < limit) bpe(piece, ids);
+    };
+    for (size_t i = 0; i < t.size() && !added_.empty();) {
+        const Added* best = nullptr;
+        for (const Added& a : added_)
+            if (a.text.size() <= t.size() - i && (!best || a.text.size() > best->text.size()) &&
+                std::equal(a.text.begin(), a.text.end(), t.begin() + long(i)))
+                best = &a;
+        if (!best) {
+            i++;
+            continue;
+        }
+        words(i);
+        if (ids.size() < limit) ids.insert(ids.end(), best->ids.begin(), best->ids.end());
+        i += best->text.size();
+        from = i;
+    }
+    words(t.size());
+}
+
+void ClipTokenizer::add_embeddings(const std::vector<EmbeddingFile>& files, int64_t width, const std::string& prefer) {
+    for (const EmbeddingFile& f : files) {
+        o2g::Embedding e = o2g::read_embedding(f);
+        const o2g::EmbeddingVectors& v = o2g::embedding_vectors(e, width, prefer);
+        std::vector<std::string> names = o2g::embedding_tokens(e, v.count);
+        Added whole{clean(e.token), {}};
+        for (const std::string& name : names) {
+            Added one{clean(name), {next_id_++}};
+            if (one.text.empty() || one.text == std::vector<char32_t>{U' '})
+                throw std::runtime_error(f.path + ": embedding token '" + name + "' is empty or blank");
+            bool clash = vocab_.count(name) != 0;
+            for (const Added& a : added_) clash |= a.text == one.text;
+            if (clash)
+                throw std::runtime_error(f.path + ": embedding token '" + name + "' is already a token (of the " +
+                                         std::to_string(vocab_.size()) + " in the CLIP vocabulary or " +
+                                         std::to_string(added_.size()) + " added): pass FILE:TOKEN with another token");
+            whole.ids.push_back(one.ids[0]);
+            if (name != e.token) added_.push_back(std::move(one));
+        }
+        added_.push_back(std::move(whole));
+    }
 }
 
 std::vector<int64_t> ClipTokenizer::tokenize(const std::string& text, int64_t pad, int length) const {

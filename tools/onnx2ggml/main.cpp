@@ -41,6 +41,7 @@ const char* kUsage =
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
     "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
+    "                [--embedding FILE[:TOKEN] ...] [--embedding-set clip_l|clip_g]   (textual inversion)\n"
     "                [--weights-file FILE.gguf] [--max-memory BYTES|512M|8G] [--progress]\n"
     "                [--then --input ... --output-dir DIR2 [--stats FILE2.json]]...   (more runs, same session)\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
@@ -55,7 +56,9 @@ const char* kUsage =
     "                [--part auto|unet|vae|text_encoder|diffusers] [--allow-partial]\n"
     "  onnx2ggml ops [--by-domain]                     (every supported op type, one per line; contrib ops as\n"
     "                                                   domain:Op; --by-domain: grouped under each domain)\n"
-    "  onnx2ggml tokenize [--vocab FILE] [--pad ID] [--length N] [--no-special] TEXT   (CLIP BPE token ids)\n";
+    "  onnx2ggml tokenize [--vocab FILE] [--pad ID] [--length N] [--no-special] TEXT   (CLIP BPE token ids)\n"
+    "                [--embedding FILE[:TOKEN] ...] [--width N] [--embedding-set clip_l|clip_g]\n"
+    "                (textual-inversion tokens, ids from 49408; --width: the encoder's, for SDXL files)\n";
 
 std::string sanitize(const std::string& name) {
     std::string s = name;
@@ -317,6 +320,8 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     else if (a == "--precision") opts.precision = next();
     else if (a == "--portable") opts.portable = true;
     else if (a == "--lora") opts.lora.push_back(parse_lora_arg(next()));
+    else if (a == "--embedding") opts.embeddings.push_back(parse_embedding_arg(next()));
+    else if (a == "--embedding-set") opts.embedding_set = next();
     else if (a == "--weights-file") opts.weights_file = next();
     else if (a == "--progress") opts.progress = true;
     else if (a == "--max-memory") opts.max_memory = parse_bytes(a, next());
