@@ -205,7 +205,9 @@ void SessionImpl::prepare_weights() {
         auto p = plan_.initializers.find(name);
         return p != plan_.initializers.end() ? p->second.get() : nullptr;
     };
-    const bool conv_panels = weights_.native_cpu && weights_.matmul_type == GGML_TYPE_F32 && o2g::gemm_available();
+    // (ONNX2GGML_GEMM=0, gemm_wanted false at any size: the convs multiply with ggml's product, by no panels.)
+    const bool conv_panels = weights_.native_cpu && weights_.matmul_type == GGML_TYPE_F32 && o2g::gemm_available() &&
+                             o2g::gemm_wanted(1, 1, 1);
     for (int idx : plan_.live_nodes) {
         const Node& n = plan_.node(*model_, idx);
         const bool matmul = n.op_type == "MatMul", gemm = n.op_type == "Gemm";
