@@ -43,7 +43,8 @@ def sanitize(name: str) -> str:
 # ----------------------------------------------------------------------------- ort stand-in
 
 def ort_cli_main(argv):
-    """`run MODEL --input NAME=FILE ... --output-dir DIR [--threads N]` with onnxruntime."""
+    """`run MODEL --input NAME=FILE ... --output-dir DIR [--threads N] [--stats FILE]` with onnxruntime (its stats
+    file names the runner only: no weight forms, no device)."""
     import onnxruntime as ort
     ap = argparse.ArgumentParser(prog="ort-stand-in")
     ap.add_argument("cmd", choices=["run"])
@@ -51,6 +52,7 @@ def ort_cli_main(argv):
     ap.add_argument("--input", action="append", default=[])
     ap.add_argument("--output-dir", required=True)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--stats")
     a = ap.parse_args(argv)
     feeds = {}
     for item in a.input:
@@ -66,6 +68,9 @@ def ort_cli_main(argv):
     os.makedirs(a.output_dir, exist_ok=True)
     for name, val in zip(names, outs):
         np.save(os.path.join(a.output_dir, sanitize(name) + ".npy"), val)
+    if a.stats:
+        with open(a.stats, "w") as f:
+            json.dump({"runner": "onnxruntime"}, f)
     return 0
 
 
