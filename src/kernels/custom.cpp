@@ -1,6 +1,5 @@
 // Exact elementwise and row kernels ggml lacks (erf, pow, comparisons, select, arg-reductions), as ggml custom ops.
 #include "kernels/custom.h"
-#include "lib/portable.h"
 
 #include <cmath>
 #include <deque>
@@ -178,25 +177,18 @@ ggml_tensor* custom_rows(Ctx& ctx, ggml_tensor* x, ReduceK k) {
                           rows_kernel, GGML_N_TASKS_MAX, keep_params(RowParams{k}));
 }
 
-// Off the CPU (or with the portable path forced) a composition of ggml ops replaces the kernel where one exists.
-ggml_tensor* custom_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0, float p1) {
-    if (!ctx.cpu)
-        if (ggml_tensor* r = portable_unary(ctx, x, k, p0, p1)) return r;
+ggml_tensor* cpu_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0, float p1) {
     return ggml_map_custom1(ctx, cont(ctx, x), unary_kernel, GGML_N_TASKS_MAX, keep_params(UnaryParams{k, p0, p1}));
 }
 
-ggml_tensor* custom_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k) {
-    if (!ctx.cpu)
-        if (ggml_tensor* r = portable_binary(ctx, a, b, k)) return r;
+ggml_tensor* cpu_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k) {
     int64_t ne[4];
     broadcast_ne(a, b, ne);
     return ggml_map_custom2(ctx, full_f32(ctx, a, ne), full_f32(ctx, b, ne), binary_kernel, GGML_N_TASKS_MAX,
                             keep_params(BinaryParams{k}));
 }
 
-ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b) {
-    if (!ctx.cpu)
-        if (ggml_tensor* r = portable_where(ctx, c, a, b)) return r;
+ggml_tensor* cpu_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b) {
     int64_t ne[4];
     broadcast_ne(a, b, ne);
     broadcast_ne(c->ne, ne, ne);

@@ -36,9 +36,10 @@ enum class ReduceK { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSq
 // Reduces each ggml row (ne0) to one value: [1, ne1, ne2, ne3] (I32 for Arg*). LogSoftmax and Hardmax keep the
 // shape.
 ggml_tensor* custom_rows(Ctx& ctx, ggml_tensor* x, ReduceK k);
-ggml_tensor* custom_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0 = 0, float p1 = 0);
-// Operands broadcast to each other first (numpy rules in ggml dims).
-ggml_tensor* custom_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k);
-ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b);
+// Elementwise ops as our CPU kernels (lib/portable.h's custom_unary/binary/where choose them or ggml ops). Operands
+// broadcast to each other first (numpy rules in ggml dims).
+ggml_tensor* cpu_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0 = 0, float p1 = 0);
+ggml_tensor* cpu_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k);
+ggml_tensor* cpu_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b);
 
 }  // namespace o2g

@@ -1,9 +1,10 @@
 // Op library: activations (see include/onnx2ggml/ops/activation.h).
 #include <cmath>
 
-#include "kernels/elementwise.h"
 #include "kernels/custom.h"
+#include "kernels/elementwise.h"
 #include "kernels/gelu.h"
+#include "lib/portable.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {

@@ -8,6 +8,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/custom.h"
+#include "lib/portable.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {

@@ -1,7 +1,8 @@
 // Op library: elementwise math (see include/onnx2ggml/ops/math.h).
-#include "kernels/elementwise.h"
 #include "kernels/custom.h"
+#include "kernels/elementwise.h"
 #include "kernels/gelu.h"
+#include "lib/portable.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {

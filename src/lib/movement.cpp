@@ -5,6 +5,7 @@
 #include "kernels/concat.h"
 #include "kernels/custom.h"
 #include "lib/index_maps.h"
+#include "lib/portable.h"
 #include "lib/row_gather.h"
 
 namespace o2g {

@@ -3,6 +3,7 @@
 
 #include "kernels/custom.h"
 #include "kernels/normalization.h"
+#include "lib/portable.h"
 #include "onnx2ggml/ops.h"
 
 namespace o2g {

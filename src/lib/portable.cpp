@@ -138,4 +138,19 @@ ggml_tensor* portable_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k
     }
 }
 
+ggml_tensor* custom_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0, float p1) {
+    ggml_tensor* r = ctx.cpu ? nullptr : portable_unary(ctx, x, k, p0, p1);
+    return r ? r : cpu_unary(ctx, x, k, p0, p1);
+}
+
+ggml_tensor* custom_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k) {
+    ggml_tensor* r = ctx.cpu ? nullptr : portable_binary(ctx, a, b, k);
+    return r ? r : cpu_binary(ctx, a, b, k);
+}
+
+ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b) {
+    ggml_tensor* r = ctx.cpu ? nullptr : portable_where(ctx, c, a, b);
+    return r ? r : cpu_where(ctx, c, a, b);
+}
+
 }  // namespace o2g

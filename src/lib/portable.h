@@ -10,4 +10,10 @@ ggml_tensor* portable_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k
 ggml_tensor* portable_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b);
 ggml_tensor* portable_pow_scalar(Ctx& ctx, ggml_tensor* x, float e);
 
+// Elementwise ops the lowerings call: on the CPU our kernels (kernels/custom.h); off it (or with the portable path
+// forced) a composition of ggml ops where one exists, else the kernel.
+ggml_tensor* custom_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0 = 0, float p1 = 0);
+ggml_tensor* custom_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k);
+ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b);
+
 }  // namespace o2g
