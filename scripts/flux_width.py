@@ -105,12 +105,12 @@ def block_times(profile_text, blocks):
 def run(args, out, wtype):
     res = os.path.join(out, "out_" + wtype)
     os.makedirs(res, exist_ok=True)
-    stats, stats_cold = (os.path.join(out, f"stats_{wtype}{k}.json") for k in ("", "_cold"))
+    stat_files = [os.path.join(out, f"stats_{wtype}_{k}.json") for k in range(args.runs)]
     model = os.path.join(out, "flux.onnx")
     cmd = ["/usr/bin/time", "-v", os.path.join(ROOT, "build", "onnx2ggml"), "run", model,
            "--threads", str(args.threads), "--weights", wtype]
-    # Two runs in one session: the first reads (and converts) the weights, the second is timed warm.
-    for k, stat in enumerate((stats_cold, stats)):
+    # Runs in one session: the first reads (and converts) the weights, the last is timed warm.
+    for k, stat in enumerate(stat_files):
         cmd += ["--then"] if k else []
         cmd += ["--output-dir", res, "--stats", stat]
         for n in INPUTS:
@@ -130,7 +130,7 @@ def run(args, out, wtype):
     got = np.load(os.path.join(res, os.listdir(res)[0]))
     err = float(np.abs(got.astype(np.float64) - ref).max())
     rel = err / float(np.abs(ref).max())
-    with open(stats) as f, open(stats_cold) as g:
+    with open(stat_files[-1]) as f, open(stat_files[0]) as g:
         st, cold = json.load(f), json.load(g)
     row = {"weights": wtype, "max_abs": err, "rel": rel, "peak_rss_gb": rss / 1e9, "wall_s": wall,
            "compute_ms": st["compute_ms"], "first_run_ms": cold["build_ms"] + cold["compute_ms"],
@@ -148,6 +148,7 @@ def main():
     ap.add_argument("--latent", type=int, default=32, help="latent side (image tokens: (side/2)^2)")
     ap.add_argument("--tokens", type=int, default=128, help="T5 tokens")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=2, help="runs in one session (the last one's time is reported)")
     ap.add_argument("--weights", default="f32,bf16,q8_0")
     ap.add_argument("--profile", action="store_true", help="per-block times from --profile")
     ap.add_argument("--skip-export", action="store_true", help="reuse OUT_DIR's export")
