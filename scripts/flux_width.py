@@ -107,7 +107,7 @@ def run(args, out, wtype):
     os.makedirs(res, exist_ok=True)
     stat_files = [os.path.join(out, f"stats_{wtype}_{k}.json") for k in range(args.runs)]
     model = os.path.join(out, "flux.onnx")
-    cmd = ["/usr/bin/time", "-v", os.path.join(ROOT, "build", "onnx2ggml"), "run", model,
+    cmd = ["/usr/bin/time", "-v", args.cli, "run", model,
            "--threads", str(args.threads), "--weights", wtype]
     # Runs in one session: the first reads (and converts) the weights, the last is timed warm.
     for k, stat in enumerate(stat_files):
@@ -148,6 +148,7 @@ def main():
     ap.add_argument("--latent", type=int, default=32, help="latent side (image tokens: (side/2)^2)")
     ap.add_argument("--tokens", type=int, default=128, help="T5 tokens")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "onnx2ggml"))
     ap.add_argument("--runs", type=int, default=2, help="runs in one session (the last one's time is reported)")
     ap.add_argument("--weights", default="f32,bf16,q8_0")
     ap.add_argument("--profile", action="store_true", help="per-block times from --profile")
