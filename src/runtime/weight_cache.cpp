@@ -84,7 +84,8 @@ HostTensor aligned_host(const int64_t ne[4], DType dtype, HugeArena& arena, size
     HostTensor h;
     h.dtype = dtype;
     h.shape = {ne[3], ne[2], ne[1], ne[0]};
-    check_host_size(h.shape, dtype_size(dtype), "derived weight");
+    if (nbytes) check_host_size({int64_t(nbytes)}, 1, "derived weight");
+    else check_host_size(h.shape, dtype_size(dtype), "derived weight");
     h.nbytes = nbytes ? nbytes : size_t(shape_numel(h.shape)) * dtype_size(dtype);
     const size_t huge = HugeArena::HUGE_PAGE;
     if (h.nbytes >= HugeArena::MIN && h.nbytes <= HugeArena::CHUNK / 4) {
