@@ -9,11 +9,17 @@ at most 0.6 of the twin's (its packed panels are f16, and its embedding table, r
 f16: get_rows widens only the rows it gathers). Then again with --portable (the path other backends take,
 which widens every weight): equal outputs there too.
 
+Last, --weights bf16|q8_0 from an f32 file convert weight by weight (issue 29: Flux at full width): a chain of 24
+MatMuls whose 384 MB of f32 weights sit in an external file must hold the converted set once in RSS, plus a few f32
+weights in flight and what the f32 run holds besides its weights (which must peak above 0.9 of them: the measure
+sees the weights).
+
 Usage: tests/fp16_weights_test.py [--cli build/onnx2ggml] [--threads 2]
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -64,6 +70,49 @@ def run(cli, path, x, ids, tmp, tag, threads, extra):
     return {o: np.load(os.path.join(out, o + ".npy")) for o in OUTPUTS}, mb
 
 
+def stream_check(cli, tmp, threads):
+    """Peak RSS (`bench`'s, VmHWM: getrusage's would carry this process's) and error of --weights f32|bf16|q8_0 on
+    a 384 MB f32 MatMul chain. Returns the number of failures."""
+    rng = np.random.default_rng(29)
+    n, k = 24, 2048
+    ws = [(rng.standard_normal((k, k), np.float32) / np.sqrt(k)).astype(np.float32) for _ in range(n)]
+    nodes = [helper.make_node("MatMul", ["x" if i == 0 else f"h{i}", f"w{i}"], [f"h{i + 1}"]) for i in range(n)]
+    graph = helper.make_graph(nodes, "stream", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, k])],
+                              [helper.make_tensor_value_info(f"h{n}", TensorProto.FLOAT, [8, k])],
+                              [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(ws)])
+    path, xin = os.path.join(tmp, "stream.onnx"), os.path.join(tmp, "sx.npy")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path,
+              save_as_external_data=True, all_tensors_to_one_file=True, location="stream.data")
+    x = rng.standard_normal((8, k)).astype(np.float32)
+    ref = x.astype(np.float64)
+    for w in ws:
+        ref = ref @ w.astype(np.float64)
+    np.save(xin, x)
+    f32_mb, failed, base = n * k * k * 4 / 1048576, 0, 0.0
+    # bytes per f32 weight byte, and the error bound of each type
+    for wtype, size, tol in (("f32", 1.0, 1e-5), ("bf16", 0.5, 2e-2), ("q8_0", 34 / 128, 5e-2)):
+        out = os.path.join(tmp, "s_" + wtype)
+        common = [path, "--input", "x=" + xin, "--threads", str(threads), "--weights", wtype]
+        r = subprocess.run([cli, "run", *common, "--output-dir", out], capture_output=True, text=True)
+        b = subprocess.run([cli, "bench", *common, "--runs", "1", "--warmup", "0"], capture_output=True, text=True)
+        if r.returncode or b.returncode:
+            sys.exit(f"FAIL weight streaming {wtype}: {(r.stderr + b.stderr).strip()}")
+        rss = float(re.search(r"peak RSS: ([\d.]+) MB", b.stdout).group(1))
+        y = np.load(os.path.join(out, f"h{n}.npy"))
+        err = float(np.abs(y - ref).max() / np.abs(ref).max())
+        if wtype == "f32":  # in place from the mapping: what the process holds besides the weights
+            base = rss - f32_mb
+            ok, bound = rss > 0.9 * f32_mb, f"above 0.9x the f32 weights' {f32_mb:.0f} MB"
+        else:  # the converted set once, and a few f32 weights (16 MB each) in flight
+            limit = base + size * f32_mb + 3 * f32_mb / n
+            ok, bound = rss < limit, f"at most {limit:.0f} MB: the converted {size * f32_mb:.0f} MB once"
+        ok = ok and err <= tol
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} weights {wtype:5s} from the f32 file: peak RSS {rss:.0f} MB ({bound}), "
+              f"relative error vs numpy {err:.2e} (at most {tol:g})")
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"))
@@ -94,6 +143,7 @@ def main():
                 failed += not ok
                 print(f"{'ok  ' if ok else 'FAIL'} {mode:8s} weights {mb16:.3f} MB fp16, {mb32:.3f} MB widened "
                       f"({mb16 / mb32:.2f}; at most 0.6)")
+        failed += stream_check(args.cli, tmp, args.threads)
     print("fp16 weights:", "FAILED" if failed else "passed")
     return 1 if failed else 0
 

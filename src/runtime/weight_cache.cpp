@@ -79,12 +79,14 @@ namespace {
 // ggml buffer), and not zero-filled (the transform writes every element). The kernels stream these from memory every
 // run, so they sit on huge pages where possible: a big one on its own, mid-size ones (a 768x768 projection, 2.4 MB)
 // packed into shared chunks. On 4 KiB pages the text encoder's projections ran 15 % slower (TLB misses).
-HostTensor aligned_host(const int64_t ne[4], DType dtype, HugeArena& arena) {
+// nbytes: a ggml block type's size (q8_0), given as opaque bytes (dtype UINT8); 0: the dtype's.
+HostTensor aligned_host(const int64_t ne[4], DType dtype, HugeArena& arena, size_t nbytes = 0) {
     HostTensor h;
     h.dtype = dtype;
     h.shape = {ne[3], ne[2], ne[1], ne[0]};
-    check_host_size(h.shape, dtype_size(dtype), "derived weight");
-    h.nbytes = size_t(shape_numel(h.shape)) * dtype_size(dtype);
+    if (nbytes) check_host_size({int64_t(nbytes)}, 1, "derived weight");
+    else check_host_size(h.shape, dtype_size(dtype), "derived weight");
+    h.nbytes = nbytes ? nbytes : size_t(shape_numel(h.shape)) * dtype_size(dtype);
     const size_t huge = HugeArena::HUGE_PAGE;
     if (h.nbytes >= HugeArena::MIN && h.nbytes <= HugeArena::CHUNK / 4) {
         h.keep = arena.take(h.nbytes);
@@ -134,6 +136,19 @@ ggml_tensor* WeightCache::derived(const ggml_tensor* w, const std::string& kind,
         ggml_fp32_to_fp16_row(reinterpret_cast<const float*>(out.data), reinterpret_cast<ggml_fp16_t*>(half.mut()),
                               ne[0] * ne[1] * ne[2] * ne[3]);
         out = half;
+    }
+    if (zero_copy && type != GGML_TYPE_F32 && type != GGML_TYPE_F16) {
+        // bf16, q8_0: converted straight into the memory the CPU buffer wraps. Through commit() the converted set
+        // sat twice in RSS (a heap copy below glibc's mmap threshold, freed but kept, and the buffer).
+        const int64_t rows = ne[1] * ne[2] * ne[3];
+        HostTensor red = aligned_host(ne, DType::UINT8, arena, ggml_row_size(type, ne[0]) * size_t(rows));
+        ggml_quantize_chunk(type, reinterpret_cast<const float*>(out.data), red.mut(), 0, rows, ne[0], nullptr);
+        out = HostTensor();  // the f32 form goes now
+        ggml_tensor* t = wrap_in_place(key, red, type, red.data);
+        sources[t].second.data = nullptr;  // opaque blocks: derived() must not read them as floats
+        made.insert(t);
+        made_bytes += red.nbytes;
+        return t;
     }
     ggml_tensor* t = get(key, out, type);
     made.insert(t);

@@ -203,7 +203,9 @@ void print_profile(const Session& s) {
         for (size_t i = 0; i < v.size() && i < limit; i++)
             printf("  %9.3f ms %5.1f%%  %s\n", v[i].first, total > 0 ? 100 * v[i].first / total : 0.0, v[i].second.c_str());
     };
-    print("time per ONNX node", by_node, 25);
+    // ONNX2GGML_PROFILE_NODES=N lists N nodes (scripts/flux_width.py sums them per block).
+    const char* nodes = getenv("ONNX2GGML_PROFILE_NODES");
+    print("time per ONNX node", by_node, nodes ? size_t(std::max(0L, atol(nodes))) : 25);
     print("time per ggml op", by_op, 40);
     print("time per ONNX op type -> ggml op", by_pair, 25);  // which nodes an op's time comes from
 }
