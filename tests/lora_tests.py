@@ -387,16 +387,22 @@ def torch_cases(a, work):
     args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
     with torch.no_grad():
         base = wrapper(*args).numpy()
+
+    def fused_chroma(lora_file, scale):
+        """The reference: a fresh seeded transformer with the LoRA loaded and fused by diffusers' ChromaPipeline."""
+        t = export_families.build("chroma_transformer", dict(export_families.SMALL["chroma_transformer"]), seed=1234)
+        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                              tokenizer=None, transformer=t)
+        pipe.load_lora_weights(lora_file)
+        pipe.fuse_lora(components=["transformer"], lora_scale=scale)
+        with torch.no_grad():
+            return export_families.Chroma(t)(*args).numpy()
+
     if check_rebuilt("chroma transformer", base, os.path.join(FAMILIES, part["refs"][1]["sample"])):
         mods = modules_of(cx, None, rank=4, seed=67)
         cfile = os.path.join(work, "chroma_peft.safetensors")
         write_safetensors(cfile, peft_tensors(mods, "transformer."))
-        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
-                              tokenizer=None, transformer=cx)
-        pipe.load_lora_weights(cfile)
-        pipe.fuse_lora(components=["transformer"], lora_scale=0.8)
-        with torch.no_grad():
-            want = wrapper(*args).numpy()
+        want = fused_chroma(cfile, 0.8)
         compare(f"chroma transformer (torch.export), PEFT ({len(mods)} modules) at 0.8",
                 os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.8"], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
@@ -406,8 +412,6 @@ def torch_cases(a, work):
         # 3072), nor img_in, txt_in and final_layer (written without `transformer.`, then not loaded).
         ccfg = export_families.SMALL["chroma_transformer"]
         inner = ccfg["num_attention_heads"] * ccfg["attention_head_dim"]
-        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
-        wrapper = export_families.Chroma(cx)
         rng = np.random.default_rng(71)
         shapes = {}
         for i in range(ccfg["num_layers"]):
@@ -421,19 +425,12 @@ def torch_cases(a, work):
         mods = {p: lora_pair(rng, o, (n,), 4) for p, (o, n) in shapes.items()}
         kfile = os.path.join(work, "chroma_kohya.safetensors")
         write_safetensors(kfile, kohya_tensors(mods, "lora_unet_", {p: 2.0 for p in mods}))
-        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
-                              tokenizer=None, transformer=cx)
-        pipe.load_lora_weights(kfile)
-        pipe.fuse_lora(components=["transformer"], lora_scale=1.0)
-        with torch.no_grad():
-            want = wrapper(*args).numpy()
+        want = fused_chroma(kfile, 1.0)
         compare(f"chroma transformer, kohya with BFL names ({len(mods)} modules, fused qkv, alpha 2)",
                 os.path.join(FAMILIES, part["file"]), feeds, [kfile], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
 
         # The same LoRA as ComfyUI writes it: dotted BFL paths under `diffusion_model.`, scale 0.5
-        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
-        wrapper = export_families.Chroma(cx)
         cfile = os.path.join(work, "chroma_comfyui.safetensors")
         comfy = {}
         for p, (down, up) in mods.items():
@@ -441,12 +438,7 @@ def torch_cases(a, work):
             comfy[f"diffusion_model.{p}.lora_up.weight"] = up
             comfy[f"diffusion_model.{p}.alpha"] = np.array(2.0, dtype=np.float32)
         write_safetensors(cfile, comfy)
-        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
-                              tokenizer=None, transformer=cx)
-        pipe.load_lora_weights(cfile)
-        pipe.fuse_lora(components=["transformer"], lora_scale=0.5)
-        with torch.no_grad():
-            want = wrapper(*args).numpy()
+        want = fused_chroma(cfile, 0.5)
         compare(f"chroma transformer, ComfyUI's diffusion_model. BFL keys ({len(mods)} modules, alpha 2) at 0.5",
                 os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.5"], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
@@ -455,8 +447,6 @@ def torch_cases(a, work):
         # PEFT: the single blocks' linear1, its up rows split as q, k, v and the MLP input (as that converter splits
         # Flux's); img_in, txt_in, final_layer.linear; the approximator's layers (in_layer / out_layer are
         # linear_1 / linear_2 in diffusers' Chroma checkpoint converter).
-        cx = export_families.build("chroma_transformer", dict(ccfg), seed=1234)
-        wrapper = export_families.Chroma(cx)
         rng = np.random.default_rng(73)
         hid, cin = ccfg["approximator_hidden_dim"], ccfg["in_channels"]
         names = {"img_in": ("x_embedder", inner, cin),
@@ -481,12 +471,7 @@ def torch_cases(a, work):
         write_safetensors(kfile2, kohya_tensors(mods, "lora_unet_", {}))
         pfile = os.path.join(work, "chroma_kohya_rest_as_peft.safetensors")
         write_safetensors(pfile, peft_tensors(peft, "transformer."))
-        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
-                              tokenizer=None, transformer=cx)
-        pipe.load_lora_weights(pfile)
-        pipe.fuse_lora(components=["transformer"], lora_scale=0.7)
-        with torch.no_grad():
-            want = wrapper(*args).numpy()
+        want = fused_chroma(pfile, 0.7)
         compare(f"chroma transformer, kohya with BFL names: linear1, img_in, txt_in, final_layer, approximator "
                 f"({len(mods)} modules) at 0.7", os.path.join(FAMILIES, part["file"]), feeds, [kfile2 + ":0.7"],
                 len(mods), want, base, "sample", (FAMILIES, "chroma_transformer", 1))
