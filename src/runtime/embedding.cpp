@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "lib/embedding.h"
 #include "onnx2ggml/host_tensor.h"
+#include "runtime/builder.h"
 #include "runtime/lora.h"
 
 namespace onnx2ggml {
@@ -59,12 +60,7 @@ void apply_embeddings(Model& m, const std::vector<EmbeddingFile>& files, const s
               "input_ids); only text encoders take embeddings");
     const TensorData& td = *m.graph.initializers.at(table);
     const int64_t vocab = td.dims[0], width = td.dims[1];
-    HostTensor h;
-    h.dtype = td.dtype;
-    h.shape = td.dims;
-    h.data = td.data;
-    h.nbytes = td.nbytes;
-    std::vector<float> rows = h.to_f32();
+    std::vector<float> rows = initializer_host(td).to_f32();
     int64_t added = 0;
     for (const EmbeddingFile& f : files) {
         o2g::Embedding e = o2g::read_embedding(f);

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "ggml.h"
 #include "onnx2ggml/host_tensor.h"
+#include "runtime/builder.h"
 
 namespace onnx2ggml {
 
@@ -162,12 +163,7 @@ void apply_lora(Model& m, const std::vector<LoraFile>& files, bool quiet) {
     std::vector<o2g::LoraTarget> targets = lora_targets(m);
     o2g::merge_lora(files, targets, m.path, quiet, [&](size_t i, const std::function<void(float*)>& add) {
         const TensorData& td = *m.graph.initializers.at(targets[i].weight);
-        HostTensor h;
-        h.dtype = td.dtype;
-        h.shape = td.dims;
-        h.data = td.data;
-        h.nbytes = td.nbytes;
-        std::vector<float> w = h.to_f32();
+        std::vector<float> w = initializer_host(td).to_f32();
         add(w.data());
         set_initializer(m, targets[i].weight, w);
     });
