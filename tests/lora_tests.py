@@ -352,9 +352,24 @@ def torch_cases(a, work):
                 os.path.join(FAMILIES, part["file"]), feeds, [sfile], len(mods), want, base, "out_sample",
                 (FAMILIES, "sdxl_unet", 0))
 
+    def fused(kind, lora_file, scale, args):
+        """The reference: a fresh seeded small transformer of `kind` (flux_transformer, chroma_transformer) with the
+        LoRA loaded and fused by its diffusers pipeline, run on args."""
+        from diffusers import ChromaPipeline, FlowMatchEulerDiscreteScheduler, FluxPipeline
+        t = export_families.build(kind, dict(export_families.SMALL[kind]), seed=1234)
+        if kind == "flux_transformer":
+            pipe = FluxPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                                tokenizer=None, text_encoder_2=None, tokenizer_2=None, transformer=t)
+        else:
+            pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
+                                  tokenizer=None, transformer=t)
+        pipe.load_lora_weights(lora_file)
+        pipe.fuse_lora(components=["transformer"], lora_scale=scale)
+        with torch.no_grad():
+            return (export_families.Flux(t) if kind == "flux_transformer" else export_families.Chroma(t))(*args).numpy()
+
     # Flux transformer, exported by torch.export: its folded MatMul weights are named "val_N" and its nodes
     # "node_MatMul_N", so the module comes from the scope metadata. diffusers/PEFT keys, every Linear, scale 0.6.
-    from diffusers import FlowMatchEulerDiscreteScheduler, FluxPipeline
     prefix, part = manifest_part(FAMILIES, "flux_transformer")
     cfg = dict(export_families.SMALL["flux_transformer"])
     fx = export_families.build("flux_transformer", cfg, seed=1234)
@@ -367,19 +382,13 @@ def torch_cases(a, work):
         mods = modules_of(fx, None, rank=4, seed=61)
         ffile = os.path.join(work, "flux_peft.safetensors")
         write_safetensors(ffile, peft_tensors(mods, "transformer."))
-        pipe = FluxPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None, tokenizer=None,
-                            text_encoder_2=None, tokenizer_2=None, transformer=fx)
-        pipe.load_lora_weights(ffile)
-        pipe.fuse_lora(components=["transformer"], lora_scale=0.6)
-        with torch.no_grad():
-            want = wrapper(*args).numpy()
+        want = fused("flux_transformer", ffile, 0.6, args)
         compare(f"flux transformer (torch.export), PEFT ({len(mods)} modules) at 0.6",
                 os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.6"], len(mods), want, base, "sample",
                 (FAMILIES, "flux_transformer", 0))
 
     # Chroma (torch.export too): diffusers/PEFT keys on every Linear, the approximator's included, scale 0.8, at the
     # case with T5 padding masked
-    from diffusers import ChromaPipeline
     prefix, part = manifest_part(FAMILIES, "chroma_transformer")
     cx = export_families.build("chroma_transformer", dict(export_families.SMALL["chroma_transformer"]), seed=1234)
     wrapper = export_families.Chroma(cx)
@@ -388,21 +397,11 @@ def torch_cases(a, work):
     with torch.no_grad():
         base = wrapper(*args).numpy()
 
-    def fused_chroma(lora_file, scale):
-        """The reference: a fresh seeded transformer with the LoRA loaded and fused by diffusers' ChromaPipeline."""
-        t = export_families.build("chroma_transformer", dict(export_families.SMALL["chroma_transformer"]), seed=1234)
-        pipe = ChromaPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None,
-                              tokenizer=None, transformer=t)
-        pipe.load_lora_weights(lora_file)
-        pipe.fuse_lora(components=["transformer"], lora_scale=scale)
-        with torch.no_grad():
-            return export_families.Chroma(t)(*args).numpy()
-
     if check_rebuilt("chroma transformer", base, os.path.join(FAMILIES, part["refs"][1]["sample"])):
         mods = modules_of(cx, None, rank=4, seed=67)
         cfile = os.path.join(work, "chroma_peft.safetensors")
         write_safetensors(cfile, peft_tensors(mods, "transformer."))
-        want = fused_chroma(cfile, 0.8)
+        want = fused("chroma_transformer", cfile, 0.8, args)
         compare(f"chroma transformer (torch.export), PEFT ({len(mods)} modules) at 0.8",
                 os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.8"], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
@@ -425,7 +424,7 @@ def torch_cases(a, work):
         mods = {p: lora_pair(rng, o, (n,), 4) for p, (o, n) in shapes.items()}
         kfile = os.path.join(work, "chroma_kohya.safetensors")
         write_safetensors(kfile, kohya_tensors(mods, "lora_unet_", {p: 2.0 for p in mods}))
-        want = fused_chroma(kfile, 1.0)
+        want = fused("chroma_transformer", kfile, 1.0, args)
         compare(f"chroma transformer, kohya with BFL names ({len(mods)} modules, fused qkv, alpha 2)",
                 os.path.join(FAMILIES, part["file"]), feeds, [kfile], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
@@ -438,7 +437,7 @@ def torch_cases(a, work):
             comfy[f"diffusion_model.{p}.lora_up.weight"] = up
             comfy[f"diffusion_model.{p}.alpha"] = np.array(2.0, dtype=np.float32)
         write_safetensors(cfile, comfy)
-        want = fused_chroma(cfile, 0.5)
+        want = fused("chroma_transformer", cfile, 0.5, args)
         compare(f"chroma transformer, ComfyUI's diffusion_model. BFL keys ({len(mods)} modules, alpha 2) at 0.5",
                 os.path.join(FAMILIES, part["file"]), feeds, [cfile + ":0.5"], len(mods), want, base, "sample",
                 (FAMILIES, "chroma_transformer", 1))
@@ -471,7 +470,7 @@ def torch_cases(a, work):
         write_safetensors(kfile2, kohya_tensors(mods, "lora_unet_", {}))
         pfile = os.path.join(work, "chroma_kohya_rest_as_peft.safetensors")
         write_safetensors(pfile, peft_tensors(peft, "transformer."))
-        want = fused_chroma(pfile, 0.7)
+        want = fused("chroma_transformer", pfile, 0.7, args)
         compare(f"chroma transformer, kohya with BFL names: linear1, img_in, txt_in, final_layer, approximator "
                 f"({len(mods)} modules) at 0.7", os.path.join(FAMILIES, part["file"]), feeds, [kfile2 + ":0.7"],
                 len(mods), want, base, "sample", (FAMILIES, "chroma_transformer", 1))
@@ -502,12 +501,7 @@ def torch_cases(a, work):
     mods = {p: lora_pair(rng, o, (n,), 4) for p, (o, n) in shapes.items()}
     ffile = os.path.join(work, "flux_kohya.safetensors")
     write_safetensors(ffile, kohya_tensors(mods, "lora_unet_", {p: 8.0 for p in mods}))
-    pipe = FluxPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=None, text_encoder=None, tokenizer=None,
-                        text_encoder_2=None, tokenizer_2=None, transformer=fx)
-    pipe.load_lora_weights(ffile)
-    pipe.fuse_lora(components=["transformer"], lora_scale=0.9)
-    with torch.no_grad():
-        want = wrapper(*args).numpy()
+    want = fused("flux_transformer", ffile, 0.9, args)
     compare(f"flux transformer, kohya with BFL names ({len(mods)} modules, fused qkv, modulations, alpha 8) at 0.9",
             os.path.join(FAMILIES, part["file"]), feeds, [ffile + ":0.9"], len(mods), want, base, "sample",
             (FAMILIES, "flux_transformer", 0))
