@@ -366,18 +366,25 @@ def torch_cases(a, work):
         pipe.load_lora_weights(lora_file)
         pipe.fuse_lora(components=["transformer"], lora_scale=scale)
         with torch.no_grad():
-            return (export_families.Flux(t) if kind == "flux_transformer" else export_families.Chroma(t))(*args).numpy()
+            return wrap(kind, t)(*args).numpy()
+
+    def wrap(kind, t):
+        return export_families.Flux(t) if kind == "flux_transformer" else export_families.Chroma(t)
+
+    def family_case(kind, ci):
+        """A family fixture's case ci: its manifest part, the seeded PyTorch transformer, the feeds, the torch
+        arguments and the transformer's output on them."""
+        prefix, part = manifest_part(FAMILIES, kind)
+        t = export_families.build(kind, dict(export_families.SMALL[kind]), seed=1234)
+        feeds = case_inputs(prefix, part, ci)
+        args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
+        with torch.no_grad():
+            return part, t, feeds, args, wrap(kind, t)(*args).numpy()
 
     # Flux transformer, exported by torch.export: its folded MatMul weights are named "val_N" and its nodes
     # "node_MatMul_N", so the module comes from the scope metadata. diffusers/PEFT keys, every Linear, scale 0.6.
-    prefix, part = manifest_part(FAMILIES, "flux_transformer")
-    cfg = dict(export_families.SMALL["flux_transformer"])
-    fx = export_families.build("flux_transformer", cfg, seed=1234)
-    wrapper = export_families.Flux(fx)
-    feeds = case_inputs(prefix, part)
-    args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
-    with torch.no_grad():
-        base = wrapper(*args).numpy()
+    fpart, fx, ffeeds, fargs, fbase = family_case("flux_transformer", 0)
+    part, feeds, args, base = fpart, ffeeds, fargs, fbase
     if check_rebuilt("flux transformer", base, os.path.join(FAMILIES, part["refs"][0]["sample"])):
         mods = modules_of(fx, None, rank=4, seed=61)
         ffile = os.path.join(work, "flux_peft.safetensors")
@@ -389,13 +396,7 @@ def torch_cases(a, work):
 
     # Chroma (torch.export too): diffusers/PEFT keys on every Linear, the approximator's included, scale 0.8, at the
     # case with T5 padding masked
-    prefix, part = manifest_part(FAMILIES, "chroma_transformer")
-    cx = export_families.build("chroma_transformer", dict(export_families.SMALL["chroma_transformer"]), seed=1234)
-    wrapper = export_families.Chroma(cx)
-    feeds = case_inputs(prefix, part, 1)
-    args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
-    with torch.no_grad():
-        base = wrapper(*args).numpy()
+    part, cx, feeds, args, base = family_case("chroma_transformer", 1)
 
     if check_rebuilt("chroma transformer", base, os.path.join(FAMILIES, part["refs"][1]["sample"])):
         mods = modules_of(cx, None, rank=4, seed=67)
@@ -477,14 +478,8 @@ def torch_cases(a, work):
 
     # Flux with kohya's BFL keys: fused qkv, the AdaLN modulations (img_mod_lin, txt_mod_lin, modulation_lin), the
     # block projections; what diffusers' kohya converter loads at small width (see Chroma's above)
-    prefix, part = manifest_part(FAMILIES, "flux_transformer")
-    cfg = dict(export_families.SMALL["flux_transformer"])
-    fx = export_families.build("flux_transformer", cfg, seed=1234)
-    wrapper = export_families.Flux(fx)
-    feeds = case_inputs(prefix, part)
-    args = [torch.from_numpy(feeds[i["name"]]) for i in part["inputs"]]
-    with torch.no_grad():
-        base = wrapper(*args).numpy()
+    part, feeds, args, base = fpart, ffeeds, fargs, fbase  # the first Flux section's case
+    cfg = export_families.SMALL["flux_transformer"]
     inner = cfg["num_attention_heads"] * cfg["attention_head_dim"]
     shapes = {}
     for i in range(cfg["num_layers"]):
