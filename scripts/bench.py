@@ -27,6 +27,7 @@ import onnxruntime as ort
 
 NEWEST_ORT = "1.31.1"  # the newest on PyPI when the bars were set (scripts/setup.sh BENCH_PKGS)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ORT_ENV = None  # the onnxruntime workers' environment (--avx2: a copy of onnxruntime without AVX-512 first)
 sys.path.insert(0, os.path.join(REPO, "tests"))
 from model_data import make_inputs, regenerate_external_data  # noqa: E402
 import metrics  # noqa: E402
@@ -88,7 +89,7 @@ def onnxruntime(model, feeds, threads, runs, warmup, tmp):
     np.savez(npz, **{f"i{k}": v for k, v in enumerate(feeds.values())})
     names = json.dumps(list(feeds))
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--ort-worker", model, npz, names, str(threads),
-                        str(runs), str(warmup)], capture_output=True, text=True)
+                        str(runs), str(warmup)], capture_output=True, text=True, env=ORT_ENV)
     if r.returncode != 0:
         raise RuntimeError(f"onnxruntime on {model}: {r.stderr.strip().splitlines()[-1:]}")
     out = json.loads(r.stdout.strip().splitlines()[-1])
@@ -137,7 +138,7 @@ def parity(cli, model, feeds, threads, tmp, peak=0.0):
     npz, out = os.path.join(tmp, "parity_feeds.npz"), os.path.join(tmp, "parity_ort.npz")
     np.savez(npz, **{f"i{k}": v for k, v in enumerate(feeds.values())})
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--ort-outputs", model, npz, json.dumps(list(feeds)),
-                        str(threads), out], capture_output=True, text=True)
+                        str(threads), out], capture_output=True, text=True, env=ORT_ENV)
     if r.returncode:
         return None, None, None, False, "onnxruntime: " + r.stderr.strip().splitlines()[-1]
     ref = np.load(out)
@@ -242,6 +243,8 @@ def random_feeds(model_path, dims):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--ort-worker":
         return ort_worker(*sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "--ort-sgemm":
+        return ort_sgemm()
     if len(sys.argv) > 1 and sys.argv[1] == "--ort-outputs":
         return ort_outputs_worker(*sys.argv[2:])
     ap = argparse.ArgumentParser()
@@ -262,10 +265,15 @@ def main():
     ap.add_argument("--cpu-levels", default="",
                     help="comma-separated x86-64 levels (v4,v3,v2) to run ours at, each against the same "
                          "onnxruntime runs (ONNX2GGML_CPU; onnxruntime keeps the CPU's own level)")
+    ap.add_argument("--avx2", action="store_true",
+                    help="AVX2 against AVX2 on an AVX-512 machine: ours at v3 (unless --cpu-levels) and onnxruntime "
+                         "from a copy that sees no AVX-512 state (scripts/ort_isa.py, made in build/ort_avx2)")
     ap.add_argument("--corpus", action="store_true",
                     help="only the real models of tests/corpus.json (fetched into .deps/corpus when missing), with "
                          "parity against onnxruntime and the share of elementwise/REPEAT/CONT time")
     a = ap.parse_args()
+    if a.avx2:
+        use_ort_avx2(a)
     jobs = corpus_jobs(a.filter) if a.corpus else [j for j in collect_jobs(a) if re.search(a.filter, j[0])]
     print(f"onnxruntime {ort.__version__} (CPU provider); threads={a.threads} runs={a.runs} warmup={a.warmup}; "
           "times in ms (median / min); ratio = ours / onnxruntime; rss = peak RSS of each runtime's own process")
@@ -287,6 +295,38 @@ def main():
                 rows.append(row)
     if a.corpus:
         print_corpus(rows)
+
+
+def use_ort_avx2(a):
+    """Points the onnxruntime workers at scripts/ort_isa.py's copy and prints its single-thread sgemm rate, which
+    shows the ISA it runs (AVX2: at most 32 flops a cycle; AVX-512: 64)."""
+    global ORT_ENV
+    import ort_isa
+    dest, n = ort_isa.avx2_copy(os.path.join(REPO, "build", "ort_avx2"))
+    ORT_ENV = {**os.environ, "PYTHONPATH": dest + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    a.cpu_levels = a.cpu_levels or "v3"
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--ort-sgemm"], capture_output=True, text=True,
+                       env=ORT_ENV, check=True)
+    print(f"--avx2: onnxruntime from {dest} ({n} xgetbv rewritten): {r.stdout.strip()}; ours at {a.cpu_levels}")
+
+
+def ort_sgemm():
+    """One-thread 1024x1024x1024 MatMul rate of the importable onnxruntime, and where it was imported from."""
+    from onnx import helper
+    n = 1024
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"])], "g",
+                          [helper.make_tensor_value_info(x, 1, [n, n]) for x in "ab"],
+                          [helper.make_tensor_value_info("c", 1, [n, n])])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    s = ort.InferenceSession(helper.make_model(g).SerializeToString(), so, providers=["CPUExecutionProvider"])
+    x = np.random.rand(n, n).astype(np.float32)
+    s.run(None, {"a": x, "b": x})
+    t = time.perf_counter()
+    for _ in range(5):
+        s.run(None, {"a": x, "b": x})
+    print(f"sgemm 1024^3 on 1 thread {2 * n ** 3 * 5 / (time.perf_counter() - t) / 1e9:.0f} GF/s "
+          f"({os.path.dirname(ort.__file__)})")
 
 
 def collect_jobs(a):

@@ -12,7 +12,8 @@ this script; a few CPU seconds per optimized part, the UNet most):
   fp16         no fusion: onnxruntime.transformers.float16.convert_float_to_float16 only;
   fp16-f32ops  the same with op_block_list (normalizations, Softmax, Erf, ReduceMean, Pow, Sqrt kept in f32 between
                Cast nodes, as mixed-precision fp16 files are made: fusions must read through those Casts);
-  dynamo-opsetN  torch 2.9's dynamo exporter at opsets 18, 21 and 23, and
+  dynamo-opsetN  torch 2.9's dynamo exporter at opsets 18, 21 and 23 (each also as dynamo-opsetN-fp16-io32,
+               through the fp16 converter), and
   optimum-opset18  the text encoder through optimum's exporter (its SD pipeline's "clip-text" config): committed
                files (tests/models/sd15_exports, made by scripts/export_sd15.py --dynamo / --optimum; see
                tests/models/README.md), copied here so that one folder holds every flavour.
@@ -28,8 +29,10 @@ inputs and outputs stay float32) and False (-io16). Writes OUT/<flavour>/<part>.
 Usage: .venv/bin/python scripts/make_flavours.py OUT [--parts unet,vae_decoder,text_encoder] [--flavours REGEX]
        [--src DIR]   (another manifest folder, e.g. the full-size parts of scripts/export_sd15.py; files over
                       2 GB are written with external data, as the originals are)
-(--parts picks the SD 1.5 parts; the exporter and family flavours are made only from the committed small fixtures,
-so not with --src.)
+       [--exports DIR] (where the other exporters' files are: tests/models/sd15_exports for the small parts; for
+                      full-size ones, the --out-dir of `export_sd15.py --dynamo --opset N`)
+(--parts picks the SD 1.5 parts; the family flavours are made only from the committed small fixtures, and the
+exporter flavours with --src only when --exports is given.)
 """
 import argparse
 import collections
@@ -74,6 +77,7 @@ FP16_BLOCK = {"fp16-f32ops-io32": ["InstanceNormalization", "LayerNormalization"
 # (flavour, file suffix, parts) of the committed exports made by other exporters than ours
 EXPORTS_FLAVOURS = [(f"dynamo-opset{o}", f".opset{o}.dynamo", DEFAULT_PARTS) for o in (18, 21, 23)] + \
     [("optimum-opset18", ".opset18.optimum", ("text_encoder",))]
+EXPORTS_FP16 = ("dynamo-opset18", "dynamo-opset21", "dynamo-opset23")  # also made as <name>-fp16-io32
 # (flavour, optimizer model type, families_small parts)
 FAMILY_FLAVOURS = [("mmdit-fp32", "mmdit", ("sd3_transformer", "flux_transformer")),
                    ("t5-fp32", "t5", ("t5_encoder", "t5_encoder_masked"))]
@@ -139,6 +143,21 @@ def make_one(src, dst, model_type, options, fp16, keep_io, block=None):
     return model
 
 
+def copy_export(src, dst):
+    """Copies an exporter's file, and links (or copies) the external data files it names beside it."""
+    shutil.copyfile(src, dst)
+    locations = {e.value for t in onnx.load(src, load_external_data=False).graph.initializer
+                 for e in t.external_data if e.key == "location"}
+    for loc in locations:
+        to = os.path.join(os.path.dirname(dst), loc)
+        if os.path.exists(to):
+            os.remove(to)
+        try:
+            os.link(os.path.join(os.path.dirname(src), loc), to)
+        except OSError:
+            shutil.copyfile(os.path.join(os.path.dirname(src), loc), to)
+
+
 def op_counts(model):
     c = collections.Counter()
     for n in model.graph.node:
@@ -152,6 +171,8 @@ def main(argv=None):
     ap.add_argument("--parts", default=",".join(DEFAULT_PARTS), help="comma-separated sd15_small part names")
     ap.add_argument("--flavours", default=None, help="regex on flavour names")
     ap.add_argument("--src", default=SMALL, help="folder with the parts and their manifest.json")
+    ap.add_argument("--exports", default=None, help="folder of the other exporters' files (default: the committed "
+                                                    "small ones, with the default --src only)")
     args = ap.parse_args(argv)
     with open(os.path.join(args.src, "manifest.json")) as f:
         manifest = {p["name"]: p for p in json.load(f)["parts"]}
@@ -184,16 +205,27 @@ def main(argv=None):
             record(name, part, os.path.basename(os.path.normpath(args.src)), dst, model, t0, fp16, keep_io,
                    options is not None)
     small = os.path.abspath(args.src) == os.path.abspath(SMALL)  # the committed exports are of the small parts
-    for name, suffix, exported in EXPORTS_FLAVOURS:
-        if not small or (args.flavours and not re.search(args.flavours, name)):
-            continue
-        os.makedirs(os.path.join(args.out, name), exist_ok=True)
+    exports = args.exports or (EXPORTS if small else None)
+    for name, suffix, exported in EXPORTS_FLAVOURS if exports else ():
         for part in [p for p in parts if p in exported]:
-            src = os.path.join(EXPORTS, part + suffix + ".onnx")
-            dst = os.path.join(args.out, name, part + ".onnx")
-            t0 = time.perf_counter()
-            shutil.copyfile(src, dst)
-            record(name, part, "sd15_small", dst, onnx.load(dst), t0, optimized=False, exporter=True)
+            src = os.path.join(exports, part + suffix + ".onnx")
+            if not os.path.exists(src) and not small:
+                continue  # a full-size export folder need not hold every exporter's files
+            source = os.path.basename(os.path.normpath(args.src))
+            if not args.flavours or re.search(args.flavours, name):
+                os.makedirs(os.path.join(args.out, name), exist_ok=True)
+                dst = os.path.join(args.out, name, part + ".onnx")
+                t0 = time.perf_counter()
+                copy_export(src, dst)
+                record(name, part, source, dst, onnx.load(dst, load_external_data=False), t0, optimized=False,
+                       exporter=True)
+            fp16_name = name + "-fp16-io32"
+            if name in EXPORTS_FP16 and (not args.flavours or re.search(args.flavours, fp16_name)):
+                os.makedirs(os.path.join(args.out, fp16_name), exist_ok=True)
+                dst = os.path.join(args.out, fp16_name, part + ".onnx")
+                t0 = time.perf_counter()
+                model = make_one(src, dst, MODEL_TYPES[part], None, True, True)
+                record(fp16_name, part, source, dst, model, t0, True, True, optimized=False, exporter=True)
     for name, model_type, family_parts in FAMILY_FLAVOURS:
         if not small or (args.flavours and not re.search(args.flavours, name)):
             continue

@@ -133,7 +133,7 @@ def check_flavour(args, fl, path, ref, base_feeds, plain_err, work):
             base = plain_err.get((fl["part"], fl["io16"]))
         else:
             base = row["ort"]
-            if not fl["optimized"] and fl["flavour"] not in make_flavours.FP16_BLOCK:  # the plain converter's
+            if not (fl["optimized"] or fl["exporter"]) and fl["flavour"] not in make_flavours.FP16_BLOCK:  # plain
                 plain_err[(fl["part"], fl["io16"])] = base
         row["bar"] = None if base is None else ORT_FACTOR * base
     if ours is not None:
