@@ -319,7 +319,8 @@ def ort_sgemm():
                           [helper.make_tensor_value_info("c", 1, [n, n])])
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
-    s = ort.InferenceSession(helper.make_model(g).SerializeToString(), so, providers=["CPUExecutionProvider"])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
     x = np.random.rand(n, n).astype(np.float32)
     s.run(None, {"a": x, "b": x})
     t = time.perf_counter()
