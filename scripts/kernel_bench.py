@@ -27,7 +27,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMMS = [("gemm 1024^3", 1024, 1024, 1024), ("gemm 2048^3", 2048, 2048, 2048),
          ("gemm unet 4096x320x320", 4096, 320, 320), ("gemm unet 1024x640x640", 1024, 640, 640),
          ("gemm unet 4096x320x2560", 4096, 320, 2560), ("gemm unet 4096x1280x320", 4096, 1280, 320),
-         ("gemm clip 77x768x3072", 77, 768, 3072)]
+         ("gemm clip 77x768x3072", 77, 768, 3072), ("gemm clip 77x768x768", 77, 768, 768),
+         ("gemm clip 77x3072x768", 77, 3072, 768)]
 # (name, N, C, H, W, CO, k, stride, groups)
 CONVS = [("conv3x3 unet 320@64", 1, 320, 64, 64, 320, 3, 1, 1), ("conv3x3 unet 640@32", 2, 640, 32, 32, 640, 3, 1, 1),
          ("conv3x3 vae 512@128", 1, 512, 128, 128, 512, 3, 1, 1), ("conv3x3 vae 256@256", 1, 256, 256, 256, 256, 3, 1, 1),
