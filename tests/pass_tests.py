@@ -224,6 +224,9 @@ def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax
     "rank3_div": [B, T, C] Q, K^T by Transpose [0,2,1], scores divided by sqrt(C) (a VAE's own module);
     "two_step_k": [B, T, H, D] projections, K transposed [0,2,1,3] then [0,1,3,2], mask added, then Div by sqrt(D);
     "bh_qk": [B*H, T, D] heads, Q and K each multiplied by D**-0.25 before the product;
+    "bh_reshape_k": as "two_step_k" without the mask, K^T made as torch's dynamo exporter does at opset 18: its head
+    dims merged by a Reshape to [B*H, S, D], Transpose [0,2,1], and a Reshape back to [B, H, D, S], both targets
+    read from K's shape;
     "where_safe": "where" with torch's safe softmax after it (Where(IsNaN(p), 0, p), as torch.export writes SDPA with a
     boolean mask), and two queries masked everywhere (onnxruntime: NaN, then 0)."""
     rng = np.random.RandomState(9)
@@ -251,6 +254,20 @@ def attention_forms(form, B=2, T=37, S=45, H=2, D=24, const_nodes=False, softmax
                   helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3]),
                   helper.make_node("MatMul", ["qt", "kt"], ["sc"]), helper.make_node("Add", ["sc", "mask"], ["sm"]),
                   helper.make_node("Div", ["sm", "div"], ["ss"]),
+                  helper.make_node("Softmax", ["ss"], ["p"], axis=softmax_axis),
+                  helper.make_node("MatMul", ["p", "vt"], ["o"])]
+    elif form == "bh_reshape_k":
+        shapes = {"q": [B, T, H, D], "k": [B, S, H, D], "v": [B, S, H, D]}
+        const("div", np.array(np.sqrt(D), np.float32))
+        merge, merged = shape_of("k1", [2, 3], "m", consts=[(0, [-1])])
+        split, back = shape_of("k1", [0, 1, 3, 2], "b")
+        nodes += [helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Transpose", ["k"], ["k1"], perm=[0, 2, 1, 3]), *merge, *split,
+                  helper.make_node("Reshape", ["k1", merged], ["k3"]),
+                  helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+                  helper.make_node("Reshape", ["k3t", back], ["kt"]),
+                  helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3]),
+                  helper.make_node("MatMul", ["qt", "kt"], ["sc"]), helper.make_node("Div", ["sc", "div"], ["ss"]),
                   helper.make_node("Softmax", ["ss"], ["p"], axis=softmax_axis),
                   helper.make_node("MatMul", ["p", "vt"], ["o"])]
     elif form.startswith("where"):  # "where": fill -inf; "where_finite": fill -1e4, not a mask's equal
@@ -839,6 +856,8 @@ def main():
               {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
              ("fuse_attention: K transposed in two steps, mask added, then / sqrt(D) (mask scaled too)",
               attention_forms("two_step_k"), 2, {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL_MAT": None}, {}),
+             ("fuse_attention: K^T through a [B*H, S, D] Reshape pair (dynamo, opset 18): read in place, no copy",
+              attention_forms("bh_reshape_k"), 1, {"CUSTOM:attention": 1, "CONT": None, "SOFT_MAX": None}, {}),
              ("fuse_attention: [B*H, T, D] heads, Q and K each * D**-0.25", attention_forms("bh_qk"), 1,
               {"CUSTOM:attention": 1, "SOFT_MAX": None, "MUL": None}, {}),
              ("fuse_attention: boolean mask through Where(keep, S, -inf): one kernel, mask Where(keep, 0, -inf)",

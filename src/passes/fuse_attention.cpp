@@ -2,11 +2,12 @@
 // onnx2ggml.Attention(Q, K, V, sq, sk[, mask]) node over [B, T, H, D] projections (or [B', T, D] for rank-3 heads):
 //   O = MatMul(Cast*(Softmax(S, -1)), Vh),  S = MatMul(Qh, Kt), scaled and masked in any order
 // where Qh [B, H, Tq, D] and Vh [B, H, Tk, Dv] (or [B', T, D]) and Kt [B, H, D, Tk] (or [B', D, Tk]) are reached
-// through any chain of Transposes (composed: K transposed in one step or two) and scalar Mul/Div (on Q, on K or on
-// the scores, before or after the mask Add). Constant scales become the node's `scale`; other Mul operands ride in
-// sq/sk (torch's sqrt(1/sqrt(d)) from the shape). A scale after the mask scales the mask too (a new Mul/Div node);
-// a boolean mask through Where(c, S, -inf) becomes the additive Where(c, 0, -inf). torch's safe softmax after the
-// Softmax (Where(IsNaN(p), 0, p): fully masked queries give 0) becomes the attribute zero_masked_rows.
+// through any chain of Transposes (composed: K transposed in one step or two, or as [B·H, ., .] between two
+// Reshapes) and scalar Mul/Div (on Q, on K or on the scores, before or after the mask Add). Constant scales
+// become the node's `scale`; other Mul operands ride in sq/sk (torch's sqrt(1/sqrt(d)) from the shape). A scale
+// after the mask scales the mask too (a new Mul/Div node); a boolean mask through Where(c, S, -inf) becomes the
+// additive Where(c, 0, -inf). torch's safe softmax after the Softmax (Where(IsNaN(p), 0, p): fully masked queries
+// give 0) becomes the attribute zero_masked_rows.
 // Where a composed transpose is not the one the kernel reads, one Transpose node is added; the head transposes
 // otherwise become views, the scales move into the softmax, and no score matrix is written on the CPU.
 #include <map>
@@ -155,6 +156,15 @@ struct Match {
                 x = n.inputs[0];
             } else if (const_factor(n, x, c)) {
                 scale *= c;
+            } else if (n.op_type == "Reshape" && r.size() == 4) {
+                std::vector<int64_t> perm;
+                std::vector<std::pair<int, std::string>> chain;
+                if (!head_merge_view(v, x, perm, chain)) return;
+                std::vector<int64_t> comp(4);
+                for (size_t i = 0; i < 4; i++) comp[i] = perm[size_t(r[i])];
+                r = comp;
+                for (const auto& [idx, out] : chain)
+                    if ((chain_dead = chain_dead && u.uses[out] == 1)) dead.push_back(idx);
             } else if (side && side->empty() && n.op_type == "Mul" && n.inputs.size() == 2) {
                 int s = -1;
                 for (int i = 0; i < 2 && s < 0; i++) {
@@ -170,6 +180,62 @@ struct Match {
             if (chain_dead) dead.push_back(p->second);
             v = x;
         }
+    }
+    // v = Reshape(y, [a, b, c', d']) with y = Reshape(src, [-1, c, d]) (src's two head dims merged) through
+    // rank-3 Transposes that keep the merged dim first: how torch's dynamo exporter at opset 18 transposes K. Then
+    // v is the view transpose(src, p4) if the two targets say so; chain: the nodes after src, with their outputs.
+    bool head_merge_view(const std::string& v, std::string& src, std::vector<int64_t>& p4,
+                         std::vector<std::pair<int, std::string>>& chain) {
+        const Node& split = u.plan.node(u.m, u.producer.at(v));
+        if (split.inputs.size() != 2 || f.rank(split.inputs[0]) != 3) return false;
+        std::vector<int64_t> net{0, 1, 2};
+        std::string y = split.inputs[0];
+        for (int hops = 0; hops < 4; hops++) {
+            auto p = u.producer.find(y);
+            if (p == u.producer.end() || removed.count(p->second)) return false;
+            const Node& n = u.plan.node(u.m, p->second);
+            if (!n.domain.empty()) return false;
+            chain.push_back({p->second, y});
+            if (n.op_type == "Transpose") {
+                const std::vector<int64_t> perm = n.get_ints("perm");
+                if (perm.size() != 3) return false;
+                for (int64_t& a : net) a = perm[size_t(a)];
+                y = n.inputs[0];
+                continue;
+            }
+            if (n.op_type != "Reshape" || n.inputs.size() != 2 || f.rank(n.inputs[0]) != 4 || net[0] != 0)
+                return false;
+            src = n.inputs[0];
+            p4 = {0, 1, net[1] + 1, net[2] + 1};
+            std::vector<SymInt> merged, back;
+            if (!f.ints(n.inputs[1], merged) || !f.ints(split.inputs[1], back) || merged.size() != 3 ||
+                back.size() != 4)
+                return false;
+            auto minus1 = [](const SymInt& s) { return s.known() && s.value == -1; };
+            const bool a = same_dim(back[0], src, 0), b = same_dim(back[1], src, 1);
+            return minus1(merged[0]) && same_dim(merged[1], src, 2) && same_dim(merged[2], src, 3) &&
+                   ((a && b) || (a && minus1(back[1])) || (minus1(back[0]) && b)) &&
+                   same_dim(back[2], src, int(p4[2])) && same_dim(back[3], src, int(p4[3]));
+        }
+        return false;
+    }
+    // Whether shape entry t is dimension `axis` of src, both read back through Transposes.
+    bool same_dim(SymInt t, const std::string& src, int axis) {
+        SymInt d = through_transposes(f.dim(src, axis));
+        t = through_transposes(t);
+        if (t.known() || d.known()) return t.known() && d.known() && t.value == d.value;
+        return t.of != "?" && t.of == d.of && t.axis == d.axis;
+    }
+    SymInt through_transposes(SymInt s) {  // dim a of Transpose(x, p) is dim p[a] of x
+        for (int hops = 0; hops < 8 && !s.known() && s.of != "?"; hops++) {
+            auto p = u.producer.find(s.of);
+            if (p == u.producer.end()) break;
+            const Node& n = u.plan.node(u.m, p->second);
+            const std::vector<int64_t> perm = n.op_type == "Transpose" ? n.get_ints("perm") : std::vector<int64_t>{};
+            if (!n.domain.empty() || s.axis < 0 || s.axis >= int(perm.size())) break;
+            s = f.dim(n.inputs[0], int(perm[size_t(s.axis)]));
+        }
+        return s;
     }
 };
 
