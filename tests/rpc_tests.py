@@ -99,6 +99,22 @@ def check_errors(cli: str) -> list[str]:
     return failures
 
 
+def check_client_leaving(port: int, server: subprocess.Popen) -> list[str]:
+    """A client that leaves while the server serves another: the server answers it into a closed connection when
+    its turn comes (SIGPIPE once ended the server there) and goes on serving."""
+    hello = bytes([14]) + struct.pack("<Q", 24) + bytes(24)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as first:
+        first.sendall(hello)
+        first.recv(64)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as second:
+            second.sendall(hello)
+    time.sleep(0.5)
+    alive = server.poll() is None and wait_listening(port, server, 5)
+    why = None if alive else f"the server ended (exit {server.poll()})"
+    print(f"  {'ok  ' if alive else 'FAIL'} a client leaving while it waits: {why or 'the server goes on'}", flush=True)
+    return [f"client leaving: {why}"] if why else []
+
+
 def check_python_pipeline(rpc: str, threads: int) -> list[str]:
     """A text encoder on the CPU and a decoder on RPC0 in one process; the decoder equal to its local twin."""
     import numpy as np
@@ -149,6 +165,7 @@ def main() -> int:
             return 1
         print(f"server on {rpc} (log {log_path})", flush=True)
         failures += check_errors(args.cli)
+        failures += check_client_leaving(port, server)
         if args.python:
             failures += check_python_pipeline(rpc, args.threads)
         suites = [("model tests", [os.path.join(HERE, "model_tests.py")]),

@@ -1,6 +1,7 @@
 // Remote devices through ggml's RPC backend: `--rpc HOST:PORT[,HOST:PORT...]` adds each server's devices (RPC0,
 // RPC1, ...) to ggml's registry. ggml aborts the process when a server is down or speaks another protocol, so each
 // server is asked for its protocol version here first, and either case is one error line naming HOST:PORT.
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -86,15 +87,16 @@ bool send_all(int fd, const uint8_t* p, size_t n) {
     return true;
 }
 
-bool recv_all(int fd, uint8_t* p, size_t n) {
+// "" when n bytes came; else why not.
+std::string recv_all(int fd, uint8_t* p, size_t n) {
     while (n > 0) {
-        if (!wait_for(fd, POLLIN)) return false;
+        if (!wait_for(fd, POLLIN)) return "nothing within 5 s: busy with another client, or not an RPC server";
         ssize_t k = recv(fd, p, n, 0);
-        if (k <= 0) return false;
+        if (k <= 0) return "it hung up: a server of another protocol version, or not an RPC server";
         p += k;
         n -= size_t(k);
     }
-    return true;
+    return "";
 }
 
 // ggml's RPC handshake as the protocol defines it: command byte 14 (HELLO), an 8-byte little-endian length and a
@@ -112,12 +114,12 @@ void check_server(const std::string& endpoint) {
     hello[1] = kCaps;  // the length's low byte
     if (!send_all(s.fd, hello, sizeof(hello))) fail("RPC server ", endpoint, ": the connection closed while greeting it");
     uint8_t len[8], reply[4 + kCaps];
-    if (!recv_all(s.fd, len, 8))
-        fail("RPC server ", endpoint, " did not answer the protocol ", RPC_PROTO_MAJOR_VERSION,
-             ".x greeting: not an RPC server, or one of another ggml version");
+    const std::string why = recv_all(s.fd, len, 8);
+    if (!why.empty())
+        fail("RPC server ", endpoint, " did not answer the protocol ", RPC_PROTO_MAJOR_VERSION, ".x greeting: ", why);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | len[i];
-    if (n < 3 || n > sizeof(reply) || !recv_all(s.fd, reply, size_t(n)))
+    if (n < 3 || n > sizeof(reply) || !recv_all(s.fd, reply, size_t(n)).empty())
         fail("RPC server ", endpoint, " answered the greeting with ", n, " bytes, not ", sizeof(reply),
              ": an RPC server of another protocol version than ", RPC_PROTO_MAJOR_VERSION, ".", RPC_PROTO_MINOR_VERSION);
     if (reply[0] != RPC_PROTO_MAJOR_VERSION || reply[1] > RPC_PROTO_MINOR_VERSION)

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include <signal.h>
 #include <strings.h>
 
 #include "common/error.h"
@@ -72,6 +73,10 @@ int serve(int argc, char** argv) {
     if (!start) onnx2ggml::fail("this build's ggml has no RPC backend (configure ggml with -DGGML_RPC=ON)");
     std::vector<ggml_backend_dev_t> devs = pick_devices(devices);
     const std::string endpoint = host + ":" + port;
+#ifndef _WIN32
+    // A client that hangs up while ggml writes to it would end the server with SIGPIPE; the write fails instead.
+    signal(SIGPIPE, SIG_IGN);
+#endif
     setvbuf(stdout, nullptr, _IOLBF, 0);  // its start-up lines reach a log file as they are written
     start(endpoint.c_str(), cache.empty() ? nullptr : cache.c_str(), size_t(threads), devs.size(), devs.data());
     // It returns only when it could not listen (its own message says why).
