@@ -6,6 +6,7 @@ on 127.0.0.1 at a free port and checks
     malformed HOST:PORT: each one error line naming it, no crash;
   - the model tests and the SD 1.5 small parts with --device RPC0: onnxruntime's bars, and every output equal bit
     for bit to the same graph run on the local CPU (--portable), the path a remote device is sent;
+  - a compiled program (`onnx2ggml compile`) with --rpc: the same bits on RPC0 as `onnx2ggml run`;
   - with --python: one process placing a pipeline's parts on two devices (a text encoder on the CPU, a decoder on
     RPC0), the remote part equal bit for bit to its local run;
 
@@ -19,6 +20,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -115,6 +117,38 @@ def check_client_leaving(port: int, server: subprocess.Popen) -> list[str]:
     return [f"client leaving: {why}"] if why else []
 
 
+def check_compiled(cli: str, rpc: str, threads: int) -> list[str]:
+    """A program from `onnx2ggml compile`, built against build/install and the ggml install, with --rpc: the same
+    bits on RPC0 as `onnx2ggml run` on RPC0."""
+    import numpy as np
+
+    sys.path.insert(0, HERE)
+    from cli_common import bitwise_diff
+
+    model = os.path.join(HERE, "models", "vae_decoder_like.onnx")
+    with tempfile.TemporaryDirectory(prefix="onnx2ggml_rpc_") as d:
+        x = os.path.join(d, "latent.npy")
+        np.save(x, np.random.default_rng(1).standard_normal((1, 4, 12, 16)).astype(np.float32))
+        prefix = f"{REPO}/build/install;{REPO}/.deps/ggml-install"
+        steps = [[cli, "compile", model, "-o", f"{d}/src"],
+                 ["cmake", "-S", f"{d}/src", "-B", f"{d}/b", "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}"],
+                 ["cmake", "--build", f"{d}/b", f"-j{threads}"],
+                 [f"{d}/b/vae_decoder_like", "--input", x, "--output-dir", f"{d}/prog", "--rpc", rpc, "--device", "RPC0",
+                  "--threads", str(threads)],
+                 [cli, "run", model, "--input", x, "--output-dir", f"{d}/run", "--rpc", rpc, "--device", "RPC0",
+                  "--threads", str(threads)]]
+        why = None
+        for cmd in steps:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            if p.returncode:
+                why = f"{os.path.basename(cmd[0])} {cmd[1]}: exit {p.returncode}: {(p.stdout + p.stderr).strip()[-300:]}"
+                break
+        why = why or bitwise_diff(f"{d}/prog", f"{d}/run")
+    print(f"  {'ok  ' if why is None else 'FAIL'} compiled program --rpc: {why or 'the same bits as run on RPC0'}",
+          flush=True)
+    return [f"compiled program: {why}"] if why else []
+
+
 def check_python_pipeline(rpc: str, threads: int) -> list[str]:
     """A text encoder on the CPU and a decoder on RPC0 in one process; the decoder equal to its local twin."""
     import numpy as np
@@ -166,6 +200,7 @@ def main() -> int:
         print(f"server on {rpc} (log {log_path})", flush=True)
         failures += check_errors(args.cli)
         failures += check_client_leaving(port, server)
+        failures += check_compiled(args.cli, rpc, args.threads)
         if args.python:
             failures += check_python_pipeline(rpc, args.threads)
         suites = [("model tests", [os.path.join(HERE, "model_tests.py")]),
