@@ -131,17 +131,19 @@ def check_compiled(cli: str, rpc: str, threads: int) -> list[str]:
         np.save(x, np.random.default_rng(1).standard_normal((1, 4, 12, 16)).astype(np.float32))
         prefix = f"{REPO}/build/install;{REPO}/.deps/ggml-install"
         steps = [[cli, "compile", model, "-o", f"{d}/src"],
-                 ["cmake", "-S", f"{d}/src", "-B", f"{d}/b", "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={prefix}"],
+                 ["cmake", "-S", f"{d}/src", "-B", f"{d}/b", "-DCMAKE_BUILD_TYPE=Release",
+                  f"-DCMAKE_PREFIX_PATH={prefix}"],
                  ["cmake", "--build", f"{d}/b", f"-j{threads}"],
-                 [f"{d}/b/vae_decoder_like", "--input", x, "--output-dir", f"{d}/prog", "--rpc", rpc, "--device", "RPC0",
-                  "--threads", str(threads)],
+                 [f"{d}/b/vae_decoder_like", "--input", x, "--output-dir", f"{d}/prog", "--rpc", rpc,
+                  "--device", "RPC0", "--threads", str(threads)],
                  [cli, "run", model, "--input", x, "--output-dir", f"{d}/run", "--rpc", rpc, "--device", "RPC0",
                   "--threads", str(threads)]]
         why = None
         for cmd in steps:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if p.returncode:
-                why = f"{os.path.basename(cmd[0])} {cmd[1]}: exit {p.returncode}: {(p.stdout + p.stderr).strip()[-300:]}"
+                tail = (p.stdout + p.stderr).strip()[-300:]
+                why = f"{os.path.basename(cmd[0])} {cmd[1]}: exit {p.returncode}: {tail}"
                 break
         why = why or bitwise_diff(f"{d}/prog", f"{d}/run")
     print(f"  {'ok  ' if why is None else 'FAIL'} compiled program --rpc: {why or 'the same bits as run on RPC0'}",

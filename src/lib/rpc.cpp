@@ -112,7 +112,8 @@ void check_server(const std::string& endpoint) {
     uint8_t hello[1 + 8 + kCaps] = {};
     hello[0] = 14;     // RPC_CMD_HELLO
     hello[1] = kCaps;  // the length's low byte
-    if (!send_all(s.fd, hello, sizeof(hello))) fail("RPC server ", endpoint, ": the connection closed while greeting it");
+    if (!send_all(s.fd, hello, sizeof(hello)))
+        fail("RPC server ", endpoint, ": the connection closed while greeting it");
     uint8_t len[8], reply[4 + kCaps];
     const std::string why = recv_all(s.fd, len, 8);
     if (!why.empty())
@@ -121,7 +122,8 @@ void check_server(const std::string& endpoint) {
     for (int i = 7; i >= 0; i--) n = (n << 8) | len[i];
     if (n < 3 || n > sizeof(reply) || !recv_all(s.fd, reply, size_t(n)).empty())
         fail("RPC server ", endpoint, " answered the greeting with ", n, " bytes, not ", sizeof(reply),
-             ": an RPC server of another protocol version than ", RPC_PROTO_MAJOR_VERSION, ".", RPC_PROTO_MINOR_VERSION);
+             ": an RPC server of another protocol version than ", RPC_PROTO_MAJOR_VERSION, ".",
+             RPC_PROTO_MINOR_VERSION);
     if (reply[0] != RPC_PROTO_MAJOR_VERSION || reply[1] > RPC_PROTO_MINOR_VERSION)
         fail("RPC server ", endpoint, " speaks protocol ", int(reply[0]), ".", int(reply[1]), ".", int(reply[2]),
              ", this build ", RPC_PROTO_MAJOR_VERSION, ".", RPC_PROTO_MINOR_VERSION, ".", RPC_PROTO_PATCH_VERSION,
@@ -138,8 +140,8 @@ void add_rpc_servers(const std::string& list) {
     static std::set<std::string> added;
     std::lock_guard<std::mutex> lock(mu);
     ggml_backend_reg_t rpc = ggml_backend_reg_by_name("RPC");
-    auto add = rpc ? (ggml_backend_reg_t(*)(const char*))ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server")
-                   : nullptr;
+    using AddServer = ggml_backend_reg_t (*)(const char*);
+    auto add = rpc ? (AddServer)ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server") : nullptr;
     if (!add) fail("--rpc: this build's ggml has no RPC client (configure ggml with -DGGML_RPC=ON)");
     size_t start = 0;
     while (start <= list.size()) {
