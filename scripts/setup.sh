@@ -112,16 +112,17 @@ GGML_OWN_CPU=OFF
 
 # ggml as an installed CMake package: onnx2ggml, its Python module and the programs `onnx2ggml compile` writes build
 # against it, so ggml compiles once per machine rather than once per build folder. Position-independent, for the
-# Python module (a shared object). An install without the CPU level archive is
-# from before run-time dispatch: rebuilt.
-if [ ! -f .deps/ggml-install/lib/cmake/ggml/ggml-config.cmake ] || \
+# Python module (a shared object). With ggml's RPC client, whose devices --rpc adds (docs/backends.md; a few
+# seconds more to build). An install without the CPU level archive is from before run-time dispatch, one without
+# libggml-rpc.a from before --rpc: rebuilt.
+if [ ! -f .deps/ggml-install/lib/cmake/ggml/ggml-config.cmake ] || [ ! -f .deps/ggml-install/lib/libggml-rpc.a ] || \
    { [ "$(uname -m)" = x86_64 ] && [ ! -f .deps/ggml-install/lib/libggml-cpu-levels.a ]; }; then
   # The sdist leaves out the pkg-config template that ggml's install step reads.
   [ -f .deps/ggml/ggml.pc.in ] || printf 'Name: ggml\nDescription: ggml\nVersion: @GGML_VERSION@\nLibs: -L@CMAKE_INSTALL_FULL_LIBDIR@ -lggml -lggml-base\nCflags: -I@CMAKE_INSTALL_FULL_INCLUDEDIR@\n' > .deps/ggml/ggml.pc.in
   rm -rf .deps/ggml-build .deps/ggml-install
   cmake -S .deps/ggml -B .deps/ggml-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=ON \
     -DGGML_CPU=$GGML_OWN_CPU -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
-    "${CCACHE_ARGS[@]}" >/dev/null
+    -DGGML_RPC=ON -DGGML_RPC_RDMA=OFF "${CCACHE_ARGS[@]}" >/dev/null
   cmake --build .deps/ggml-build -j"$(nproc)" >/dev/null
   cmake --install .deps/ggml-build --prefix "$PWD/.deps/ggml-install" >/dev/null
   ggml_cpu_levels "$PWD/.deps/ggml-install"

@@ -67,6 +67,11 @@ run $PY tests/compile_tests.py
 run .venv/bin/pip install -q --no-build-isolation . -C build-dir=build-python
 run $PY tests/python_api_tests.py --threads 2
 run $PY tests/backend_api_tests.py -j 2 --check
+# More than one machine through ggml's RPC backend, on 127.0.0.1: onnx2ggml-rpc-server started at a free port, its
+# error lines, the model tests and SD 1.5 parts on RPC0 equal bit for bit to the same graph on the local CPU, a
+# compiled program with --rpc, and a Python pipeline over CPU and RPC0; the server is stopped at the end
+# (docs/backends.md; about 30 s).
+run $PY tests/rpc_tests.py --threads 2 --python
 
 # The ggml-op paths other backends take, on the CPU (custom CPU kernels off where a path exists).
 run env ONNX2GGML_PORTABLE=1 $PY tests/op_tests.py -j 2 -q

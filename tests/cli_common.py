@@ -229,8 +229,40 @@ def off_device(stats: dict, device: str) -> str | None:
     """None when every ggml node that computes ran on `device` (views and reshapes aside), per `--stats`; else why
     not. This is how tests on a GPU backend see a fallback to the CPU."""
     shares = stats.get("backends", {})
-    if device not in shares:
+    # An RPC device's backend is named with its server: "RPC0[127.0.0.1:50052]".
+    name = next((b for b in shares if b == device or b.startswith(device + "[")), None)
+    if name is None:
         return f"ran on {', '.join(shares) or 'no backend'}, not {device}"
     other = [f"{s['compute_nodes']} ggml nodes computed on {b} ({s['copy_mb']:.2f} MB copied in)"
-             for b, s in shares.items() if b != device and s["compute_nodes"]]
+             for b, s in shares.items() if b != name and s["compute_nodes"]]
     return "; ".join(other) + f", not on {device}" if other else None
+
+
+def local_twin(cmd: list[str], out_dir: str) -> list[str]:
+    """An `onnx2ggml run` command line moved to the local CPU through the portable path (the ggml graph a remote
+    device is sent), writing to out_dir: the run whose outputs a remote (RPC) device's must equal bit for bit."""
+    out, it = [], iter(cmd)
+    for a in it:
+        if a in ("--device", "--rpc", "--stats", "--output-dir"):
+            next(it, None)
+        else:
+            out.append(a)
+    return out + ["--portable", "--device", "CPU", "--output-dir", out_dir]
+
+
+def bitwise_diff(got_dir: str, local_dir: str) -> str | None:
+    """None when every .npy output in got_dir has the same bytes in local_dir; else which differ and by how much."""
+    bad = []
+    for f in sorted(os.listdir(got_dir)):
+        if not f.endswith(".npy"):
+            continue
+        path = os.path.join(local_dir, f)
+        if not os.path.exists(path):
+            bad.append(f"{f} missing in the local run")
+            continue
+        a, b = np.load(os.path.join(got_dir, f)), np.load(path)
+        if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            diff = (np.abs(a.astype(np.float64) - b.astype(np.float64)).max()
+                    if a.shape == b.shape and a.dtype.kind in "fiu" else "-")
+            bad.append(f"{f} differs from the local run (max abs {diff})")
+    return "; ".join(bad) or None

@@ -31,7 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from cli_common import cli_prefix, off_device  # noqa: E402
+from cli_common import bitwise_diff, cli_prefix, local_twin, off_device  # noqa: E402
 import metrics  # noqa: E402
 import model_data  # noqa: E402
 
@@ -109,6 +109,8 @@ def run_case(args, entry, model_path, case, ci, work):
     cmd += ["--stats", stats]
     if args.device:
         cmd += ["--device", args.device]
+    if args.rpc:
+        cmd += ["--rpc", args.rpc]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
 
@@ -136,6 +138,11 @@ def run_case(args, entry, model_path, case, ci, work):
     why = f"{st['unread_weight_bytes']} bytes of weight forms no kernel reads" if st.get("unread_weight_bytes") else None
     if args.device:  # every float op on the device: no CPU fallback
         why = off_device(st, args.device) or why
+    if args.rpc and not why:  # the remote device computes what the same graph gives here, bit for bit
+        local = os.path.join(case_dir, "local")
+        shutil.rmtree(local, ignore_errors=True)
+        proc = subprocess.run(local_twin(cmd, local), capture_output=True, text=True, timeout=args.timeout)
+        why = f"local run: exit {proc.returncode}" if proc.returncode else bitwise_diff(out_dir, local)
     if why:
         rows.append((entry["name"], shape_s, "-", None, None, tol, False, why, t_ref, t_cli))
     for name, r in ref.items():
@@ -172,6 +179,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--device", default=None,
                     help="run on this ggml device (e.g. Vulkan0) and fail any model with ggml nodes computed elsewhere")
+    ap.add_argument("--rpc", default=None, metavar="HOST:PORT",
+                    help="ggml RPC servers (with --device RPC0): each run must also equal the same graph run on the "
+                         "local CPU (--portable) bit for bit")
     ap.add_argument("--tol", type=float, default=None, help="override every model's rel tolerance")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir with inputs/outputs")

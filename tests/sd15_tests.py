@@ -35,7 +35,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from cli_common import off_device  # noqa: E402
+from cli_common import bitwise_diff, local_twin, off_device  # noqa: E402
 import metrics  # noqa: E402
 import sd15_data  # noqa: E402
 
@@ -134,6 +134,8 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
     cmd += ["--output-dir", out_dir, "--threads", str(args.threads), "--stats", stats]
     if args.device:
         cmd += ["--device", args.device]
+    if args.rpc:
+        cmd += ["--rpc", args.rpc]
     if args.precision:
         cmd += ["--precision", args.precision]
     rc, log, wall, peak = run_child(cmd, args.timeout, args.rss)
@@ -148,6 +150,10 @@ def run_case(args, manifest, manifest_dir, entry, ci, case, work):
     run["error"] = None if rc == 0 else f"exit {rc}: " + " | ".join(log.strip().splitlines()[-3:])[-400:]
     if rc == 0 and args.device:  # every float op on the device: no CPU fallback
         run["error"] = off_device(run.get("stats", {}), args.device)
+    if rc == 0 and args.rpc and not run["error"]:  # the remote device computes what the same graph gives here
+        local = os.path.join(case_dir, "local")
+        lrc, llog, _, _ = run_child(local_twin(cmd, local), args.timeout, False)
+        run["error"] = f"local run: exit {lrc}" if lrc else bitwise_diff(out_dir, local)
     if rc == 0 and run.get("stats", {}).get("unread_weight_bytes") and not run["error"]:  # one conv plan
         run["error"] = f"{run['stats']['unread_weight_bytes']} bytes of weight forms no kernel reads"
 
@@ -192,6 +198,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default=None,
                     help="run on this ggml device (e.g. Vulkan0) and fail any part with ggml nodes computed elsewhere")
+    ap.add_argument("--rpc", default=None, metavar="HOST:PORT",
+                    help="ggml RPC servers (with --device RPC0): each run must also equal the same graph run on the "
+                         "local CPU (--portable) bit for bit")
     ap.add_argument("--precision", choices=["exact", "fast"], default=None, help="onnx2ggml's --precision")
     ap.add_argument("--bench", type=int, default=0, metavar="N",
                     help="also time onnx2ggml with `bench --runs N` on each case's inputs (median and min ms)")

@@ -18,6 +18,9 @@ struct Model;
 struct SessionOptions {
     int threads = 0;          // 0: all cores
     std::string device;       // ggml device name (e.g. "CPU", "CUDA0"); empty: best available
+    // ggml RPC servers, "HOST:PORT[,HOST:PORT...]", whose devices (RPC0, RPC1, ...) join the registry before `device`
+    // is looked up (docs/backends.md).
+    std::string rpc;
     bool quiet = false;       // do not print the device on open
     bool profile = false;     // time every ggml node (slower: one synchronisation per node)
     // Storage of constant MatMul/Gemm and convolution weights: "f32" (exact), or "f16", "bf16", "q8_0" (less

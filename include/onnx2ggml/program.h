@@ -43,7 +43,14 @@ void load_backends();
 // Never falls back silently: an unknown name is an error listing the devices there are. precision: exact|fast.
 std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet,
                                         const std::string& precision = "exact");
-// Before allocation: graph inputs and uploaded constants live on the device, not in CPU memory.
+// Adds the devices of ggml RPC servers, "HOST:PORT[,HOST:PORT...]", to ggml's registry (RPC0, RPC1, ... in order);
+// each server once per process. A server that is unreachable or speaks another protocol version is an error
+// naming it ("" does nothing).
+void add_rpc_servers(const std::string& list);
+// A device of ggml's RPC backend (another process or machine runs its graphs).
+bool is_rpc_device(ggml_backend_dev_t dev);
+// Before allocation: graph inputs and uploaded constants live on the device, not in CPU memory; on an RPC device,
+// nodes of our CPU kernels stay on the CPU.
 void place_inputs_on_main(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b);
 // After allocation: nodes and copied bytes per backend, and the number of splits.
 std::vector<onnx2ggml::BackendShare> placement(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b,

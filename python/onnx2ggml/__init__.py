@@ -8,7 +8,8 @@ See docs/python.md.
 """
 
 from ._core import Error
-from .session import InferenceSession, NodeArg, SessionOptions, get_available_providers, get_device
+from .session import InferenceSession, NodeArg, SessionOptions, add_rpc_servers, get_available_providers, get_device
 
-__all__ = ["Error", "InferenceSession", "NodeArg", "SessionOptions", "get_available_providers", "get_device"]
+__all__ = ["Error", "InferenceSession", "NodeArg", "SessionOptions", "add_rpc_servers", "get_available_providers",
+           "get_device"]
 __version__ = "0.1.0"

@@ -187,6 +187,7 @@ NB_MODULE(_core, m) {
         .def("run", &PySession::run)
         .def("stats", &PySession::stats);
     m.def("devices", &devices);
+    m.def("add_rpc_servers", &o2g::add_rpc_servers);  // Error (a std::runtime_error) becomes onnx2ggml.Error
     m.def("embedding_tokens", [](const std::string& path, const std::string& token, int64_t width,
                                  const std::string& set) { return onnx2ggml::embedding_tokens({path, token}, width, set); });
 }

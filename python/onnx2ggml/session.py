@@ -76,6 +76,8 @@ class SessionOptions:
     log_severity_level: below 2 prints the device chosen when the session opens.
     device: a ggml device name ("CPU", "CUDA0", "Vulkan0"); empty: the `providers` argument, else the first GPU,
     else the CPU. Default from $ONNX2GGML_DEVICE.
+    rpc: ggml RPC servers, "HOST:PORT[,HOST:PORT...]", whose devices (RPC0, RPC1, ...) the session may then name as
+    its device (see add_rpc_servers). Default from $ONNX2GGML_RPC.
     weights: storage of constant MatMul/Gemm and convolution weights: "f32" (exact), "f16", "bf16" or "q8_0".
     precision: "exact" (f32 everywhere) or "fast" (backends may round to f16). Default from $ONNX2GGML_PRECISION.
     portable: ggml-op compositions instead of our CPU kernels (the path other backends take).
@@ -96,6 +98,7 @@ class SessionOptions:
         self.graph_optimization_level = None
         self.log_severity_level = 2
         self.device = os.environ.get("ONNX2GGML_DEVICE", "")
+        self.rpc = os.environ.get("ONNX2GGML_RPC", "")
         self.weights = "f32"
         self.precision = os.environ.get("ONNX2GGML_PRECISION", "exact")
         self.portable = os.environ.get("ONNX2GGML_PORTABLE") == "1"
@@ -149,6 +152,14 @@ def _ggml_devices() -> tuple[tuple[str, str], ...]:
     return tuple(_core.devices())
 
 
+def add_rpc_servers(servers: str) -> None:
+    """Adds the devices of ggml RPC servers, "HOST:PORT[,HOST:PORT...]", as RPC0, RPC1, ... (once per server and
+    process); an unreachable server, or one of another protocol version, raises onnx2ggml.Error naming it."""
+    if servers:
+        _core.add_rpc_servers(servers)
+        _ggml_devices.cache_clear()
+
+
 def _device_of_provider(provider) -> str:
     """ggml device for an onnxruntime provider name (or a ggml device name given as a provider)."""
     name, options = (provider if isinstance(provider, (tuple, list)) else (provider, {}))
@@ -189,6 +200,7 @@ class InferenceSession:
     def __init__(self, path_or_bytes, sess_options: SessionOptions | None = None, providers=None,
                  provider_options=None, **kwargs):
         opts = sess_options or SessionOptions()
+        add_rpc_servers(getattr(opts, "rpc", ""))
         device = opts.device
         if not device and providers:
             first = providers[0]

@@ -177,9 +177,15 @@ void place_inputs_on_main(ggml_backend_sched_t sched, ggml_cgraph* graph, const 
     // The scheduler would keep graph inputs and uploaded constants in CPU memory, and the views of them on the
     // CPU; on the device they are copied there once per run instead, and no node runs on the CPU.
     if (b.is_cpu()) return;
+    // An RPC server would call our CPU kernels' function pointers in its own process: they run here instead (the
+    // portable path leaves none in the models it covers; warn_fallback names any that remain).
+    const bool rpc = b.cpu && is_rpc_device(ggml_backend_get_device(b.main));
     std::set<ggml_tensor*> seen;
     for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
         ggml_tensor* n = ggml_graph_node(graph, i);
+        if (rpc && (n->op == GGML_OP_CUSTOM || n->op == GGML_OP_MAP_CUSTOM1 || n->op == GGML_OP_MAP_CUSTOM2 ||
+                    n->op == GGML_OP_MAP_CUSTOM3))
+            ggml_backend_sched_set_tensor_backend(sched, n, b.cpu);
         for (int s = 0; s < GGML_MAX_SRC; s++) {
             ggml_tensor* x = n->src[s];
             if (x && !x->buffer && !x->view_src && x->op == GGML_OP_NONE && seen.insert(x).second)

@@ -169,6 +169,7 @@ private:
 };
 
 void SessionImpl::init_device(const SessionOptions& opts) {
+    o2g::add_rpc_servers(opts.rpc);
     backends_ = o2g::open_backends(opts.device, opts.threads, opts.quiet, opts.precision);
     backend_ = backends_->main;
     cpu_ = backends_->cpu;

@@ -39,12 +39,14 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  onnx2ggml run MODEL.onnx --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME]\n"
+    "                [--rpc HOST:PORT[,HOST:PORT...]]   (ggml RPC servers: devices RPC0, RPC1, ...)\n"
     "                [--stats FILE.json] [--profile] [--weights f32|f16|bf16|q8_0]\n"
     "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
     "                [--embedding FILE[:TOKEN] ...] [--embedding-set clip_l|clip_g]   (textual inversion)\n"
     "                [--weights-file FILE.gguf] [--max-memory BYTES|512M|8G] [--progress]\n"
     "                [--then --input ... --output-dir DIR2 [--stats FILE2.json]]...   (more runs, same session)\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
+    "                [--rpc HOST:PORT[,HOST:PORT...]]\n"
     "                [--new-shape [NAME=]FILE.npy ...]   (then times a graph build for these inputs' shapes)\n"
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
     "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--max-memory SIZE]\n"
@@ -290,6 +292,7 @@ void add_input(std::vector<std::pair<std::string, std::string>>& inputs, const s
 SessionOptions default_options() {
     SessionOptions o;
     if (const char* d = getenv("ONNX2GGML_DEVICE")) o.device = d;
+    if (const char* r = getenv("ONNX2GGML_RPC")) o.rpc = r;
     if (const char* p = getenv("ONNX2GGML_PRECISION")) o.precision = p;
     if (const char* p = getenv("ONNX2GGML_PORTABLE")) o.portable = std::string(p) == "1";
     return o;
@@ -317,6 +320,7 @@ template <typename Next>
 bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
     else if (a == "--device") opts.device = next();
+    else if (a == "--rpc") opts.rpc = next();
     else if (a == "--profile") opts.profile = true;
     else if (a == "--weights") opts.weights = next();
     else if (a == "--precision") opts.precision = next();
