@@ -131,7 +131,10 @@ def make_one(src, dst, model_type, options, fp16, keep_io, block=None):
     patch_num_heads()
     with quiet():
         if options is None:
-            model = convert_float_to_float16(onnx.load(src), keep_io_types=keep_io, op_block_list=block)
+            model = onnx.load(src)
+            big = sum(len(t.raw_data) for t in model.graph.initializer) > 1_900_000_000
+            # shape inference serializes the model: not past protobuf's 2 GB (the full-size UNet)
+            model = convert_float_to_float16(model, keep_io_types=keep_io, op_block_list=block, disable_shape_infer=big)
         else:
             opt = optimize_model(src, model_type=model_type, opt_level=0,
                                  optimization_options=fusion_options(model_type, options))

@@ -350,10 +350,16 @@ def norm_decomposed(kind="layer", const_nodes=False, axes=(-1,), square="pow", i
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9), {"x": x}
 
 
-def attention23(rank=4, mask=True, causal=False, B=2, T=37, S=45, H=2, D=24):
-    """ONNX Attention-23: [B, H, T, D] heads, or [B, T, H*D] with the head counts; an additive float mask."""
+def attention23(rank=4, mask=True, causal=False, B=2, T=37, S=45, H=2, D=24, heads_from=False):
+    """ONNX Attention-23: [B, H, T, D] heads, or [B, T, H*D] with the head counts; an additive float mask.
+    heads_from: the heads are Transposes [0,2,1,3] of [B, T, H, D] inputs, as torch's dynamo exporter writes SDPA."""
     rng = np.random.RandomState(10)
-    if rank == 4:
+    nodes = []
+    if heads_from:
+        shapes = {"q": [B, T, H, D], "k": [B, S, H, D], "v": [B, S, H, D]}
+        nodes = [helper.make_node("Transpose", [n], [n + "h"], perm=[0, 2, 1, 3]) for n in "qkv"]
+        attrs = {}
+    elif rank == 4:
         shapes = {"q": [B, H, T, D], "k": [B, H, S, D], "v": [B, H, S, D]}
         attrs = {}
     else:
@@ -361,14 +367,14 @@ def attention23(rank=4, mask=True, causal=False, B=2, T=37, S=45, H=2, D=24):
         attrs = {"q_num_heads": H, "kv_num_heads": H}
     if causal:
         attrs["is_causal"] = 1
-    ins = ["q", "k", "v"]
+    ins = ["qh", "kh", "vh"] if heads_from else ["q", "k", "v"]
     if mask:
         shapes["m"] = [T, S]
         ins.append("m")
     feeds = {n: rng.randn(*sh).astype(np.float32) for n, sh in shapes.items()}
     if mask:
         feeds["m"] = (rng.rand(T, S) < 0.3).astype(np.float32) * -30
-    g = helper.make_graph([helper.make_node("Attention", ins, ["o"], **attrs)], "g",
+    g = helper.make_graph(nodes + [helper.make_node("Attention", ins, ["o"], **attrs)], "g",
                           [helper.make_tensor_value_info(n, TensorProto.FLOAT, sh) for n, sh in shapes.items()],
                           [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)], ir_version=10), feeds
@@ -898,6 +904,8 @@ def main():
               {"NORM": None}, {}),
              ("Attention-23 [B, H, T, D] with a float mask: the fused kernel", attention23(), 1,
               {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
+             ("Attention-23 over Transposes of [B, T, H, D] (dynamo, opset 23): heads read in place, no copy",
+              attention23(mask=False, heads_from=True), 1, {"CUSTOM:attention": 1, "CONT": None}, {}),
              ("Attention-23 [B, T, H*D] with head counts: the fused kernel", attention23(rank=3, mask=False), 1,
               {"CUSTOM:attention": 1, "SOFT_MAX": None}, {}),
              ("Attention-23 causal: not the fused kernel's form (ggml softmax)", attention23(causal=True), 1,

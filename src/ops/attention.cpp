@@ -28,6 +28,7 @@ void lower_AttentionFused(Lower& L) {
         L.error("fused attention: Q, K, V shapes do not match");
     o2g::FusedAttentionParams p;
     p.scale = L.node.get_float("scale", 1.0f);
+    if (L.node.get_int("default_scale", 0)) p.scale /= std::sqrt(float(qs[3]));  // Attention-23 without `scale`
     p.one_head = r == 3;
     p.zero_masked_rows = L.node.get_int("zero_masked_rows", 0) != 0;
     bool host = true;

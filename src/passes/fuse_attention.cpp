@@ -297,6 +297,106 @@ Attribute ints_attr(const std::string& name, const std::vector<int64_t>& v) {
     return a;
 }
 
+// The fused node in place of node idx (named `name`, with idx's outputs): q, k, v read through the composed
+// perms (a Transpose node added where one is not the identity), the mask given, mt's scale and the attributes.
+struct Heads {
+    std::string q, k, v, sq, sk;
+    std::vector<int64_t> rq, rk, rv;
+};
+void emit_fused(Match& mt, int idx, const std::string& name, Heads h, const std::string& mask,
+                std::vector<Attribute> attrs, std::vector<Node>& added, std::set<int>& removed) {
+    const Node& o = mt.u.plan.node(mt.u.m, idx);
+    auto view = [&](std::string& x, const std::vector<int64_t>& perm, const char* tag) {
+        if (identity(perm)) return;
+        Node t;
+        t.op_type = "Transpose";
+        t.name = name + "/" + tag;
+        t.inputs = {x};
+        t.outputs = {o.outputs[0] + "#" + tag};
+        t.attrs = {ints_attr("perm", perm)};
+        added.push_back(t);
+        x = t.outputs[0];
+    };
+    view(h.q, h.rq, "q");
+    view(h.k, h.rk, "k");
+    view(h.v, h.rv, "v");
+    Node fused;
+    fused.op_type = "onnx2ggml.Attention";  // internal op, produced only by this pass
+    fused.name = name;
+    fused.inputs = {h.q, h.k, h.v, h.sq, h.sk};
+    if (!mask.empty()) fused.inputs.push_back(mask);
+    fused.attrs = std::move(attrs);
+    if (mt.scale != 1.f) fused.attrs.push_back(float_attr("scale", mt.scale));
+    fused.outputs = o.outputs;
+    for (int dead : mt.dead) removed.insert(dead);
+    mt.u.plan.rewritten[idx] = fused;
+}
+
+// Walks back from the three heads (each the kernel's [B, T, H, D] through its perm); false when a scale sits on V
+// or a source is not of rank r.
+bool unwind_heads(Match& mt, Heads& h, int r) {
+    mt.unwind(h.q, h.rq, &h.sq);
+    mt.unwind(h.k, h.rk, &h.sk);
+    const float score_scale = mt.scale;
+    mt.unwind(h.v, h.rv, nullptr);
+    if (mt.scale != score_scale) return false;  // a scale on V is not the kernel's
+    for (const std::string* x : {&h.q, &h.k, &h.v})
+        if (mt.f.rank(*x) != r) return false;
+    return true;
+}
+
+// MatMul(Softmax(scaled, masked Q K^T), V), found from its last MatMul o at idx.
+void fuse_product(Match& mt, int idx, std::map<int, std::vector<Node>>& added, std::set<int>& removed) {
+    const Model& m = mt.u.m;
+    const Node& o = mt.u.plan.node(m, idx);
+    std::string p_in = o.inputs[0];
+    bool to_float = false, zero_rows = mt.safe_softmax(p_in), ok = zero_rows || mt.prob_casts(p_in, to_float);
+    int sm_i;
+    const Node* sm = ok ? mt.single(p_in, sm_i, zero_rows ? 2 : 1) : nullptr;
+    if (!sm || sm->op_type != "Softmax") return;
+    mt.dead.push_back(sm_i);
+    Scores sc;
+    if (!mt.scores(sm->inputs[0], sc)) return;
+    const Node& s = mt.u.plan.node(m, sc.product);
+    // The product's rank; a mask must not broadcast the scores to a higher one (unknown: only up to 4, the
+    // kernel's own limit, which it checks).
+    const int r = mt.f.rank(s.outputs[0]), mask_rank = sc.mask.empty() ? 0 : mt.f.rank(sc.mask);
+    if ((r != 3 && r != 4) || mask_rank > r || (mask_rank < 0 && r != 4)) return;
+    const int64_t axis = sm->get_int("axis", m.opset("") >= 13 ? -1 : 1);
+    if (axis != -1 && axis != r - 1) return;
+    mt.dead.push_back(sc.product);
+    Heads h{s.inputs[0], s.inputs[1], o.inputs[1], "", "", {0, 2, 1, 3}, {0, 3, 1, 2}, {0, 2, 1, 3}};
+    if (r == 3) h.rq = h.rv = {0, 1, 2}, h.rk = {0, 2, 1};
+    if (!unwind_heads(mt, h, r)) return;
+    std::vector<Node>& add = added[idx];
+    const std::string mask = sc.mask.empty() ? "" : mask_nodes(mt, sc, o.outputs[0], add);
+    std::vector<Attribute> attrs;
+    if (to_float) attrs.push_back(int_attr("to_float", 1));
+    if (zero_rows) attrs.push_back(int_attr("zero_masked_rows", 1));
+    emit_fused(mt, idx, s.name, h, mask, attrs, add, removed);
+}
+
+// Attention-23/24 in its plain form ([B, H, T, D] heads; no mask, cache, causal mask or softcap): the same kernel,
+// its heads read through the exporter's Transposes (torch's dynamo exporter at opset 23 writes SDPA this way) rather
+// than copied. Without `scale` the op's default 1/sqrt(D) applies (attribute default_scale). A masked one keeps
+// lower_Attention, which reads a boolean mask as well.
+void fuse_attention_op(Match& mt, int idx, std::map<int, std::vector<Node>>& added, std::set<int>& removed) {
+    const Node& a = mt.u.plan.node(mt.u.m, idx);
+    for (size_t i = 1; i < a.outputs.size(); i++)
+        if (!a.outputs[i].empty() && mt.u.uses[a.outputs[i]]) return;
+    for (size_t i = 3; i < a.inputs.size(); i++)
+        if (!a.inputs[i].empty()) return;
+    if (a.get_int("is_causal", 0) || a.get_float("softcap", 0.f) != 0.f || a.get_int("qk_matmul_output_mode", 0) ||
+        a.has("q_num_heads") || a.has("kv_num_heads") || mt.f.rank(a.inputs[0]) != 4)
+        return;
+    std::vector<Attribute> attrs;
+    if (a.has("scale")) mt.scale = a.get_float("scale", 1.f);
+    else attrs.push_back(int_attr("default_scale", 1));
+    Heads h{a.inputs[0], a.inputs[1], a.inputs[2], "", "", {0, 2, 1, 3}, {0, 2, 1, 3}, {0, 2, 1, 3}};
+    if (!unwind_heads(mt, h, 4)) return;
+    emit_fused(mt, idx, a.name, h, "", attrs, added[idx], removed);
+}
+
 }  // namespace
 
 void fuse_attention(const Model& m, GraphPlan& plan) {
@@ -306,64 +406,10 @@ void fuse_attention(const Model& m, GraphPlan& plan) {
     std::map<int, std::vector<Node>> added;  // nodes to insert before the fused node at this index
     for (int idx : plan.live_nodes) {
         const Node& o = plan.node(m, idx);
-        if (o.op_type != "MatMul" || !o.domain.empty() || o.inputs.size() != 2 || removed.count(idx)) continue;
+        if (!o.domain.empty() || removed.count(idx)) continue;
         Match mt{u, f, removed, {}, 1.f};
-        std::string p_in = o.inputs[0];
-        bool to_float = false, zero_rows = mt.safe_softmax(p_in), ok = zero_rows || mt.prob_casts(p_in, to_float);
-        int sm_i;
-        const Node* sm = ok ? mt.single(p_in, sm_i, zero_rows ? 2 : 1) : nullptr;
-        if (!sm || sm->op_type != "Softmax") continue;
-        mt.dead.push_back(sm_i);
-        Scores sc;
-        if (!mt.scores(sm->inputs[0], sc)) continue;
-        const int s_i = sc.product;
-        std::string mask = sc.mask;
-        const Node& s = plan.node(m, s_i);
-        // The product's rank; a mask must not broadcast the scores to a higher one (unknown: only up to 4, the
-        // kernel's own limit, which it checks).
-        const int r = f.rank(s.outputs[0]), mask_rank = mask.empty() ? 0 : f.rank(mask);
-        if ((r != 3 && r != 4) || mask_rank > r || (mask_rank < 0 && r != 4)) continue;
-        const int64_t axis = sm->get_int("axis", m.opset("") >= 13 ? -1 : 1);
-        if (axis != -1 && axis != r - 1) continue;
-        mt.dead.push_back(s_i);
-        std::string q = s.inputs[0], k = s.inputs[1], v = o.inputs[1], sq, sk;
-        std::vector<int64_t> rq = r == 4 ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 1, 2};
-        std::vector<int64_t> rk = r == 4 ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{0, 2, 1};
-        std::vector<int64_t> rv = rq;
-        mt.unwind(q, rq, &sq);
-        mt.unwind(k, rk, &sk);
-        const float score_scale = mt.scale;
-        mt.unwind(v, rv, nullptr);
-        if (mt.scale != score_scale) continue;  // a scale on V is not the kernel's
-        for (const std::string* x : {&q, &k, &v})
-            if (f.rank(*x) != r) ok = false;
-        if (!ok) continue;
-        Node fused;
-        fused.op_type = "onnx2ggml.Attention";  // internal op, produced only by this pass
-        fused.name = s.name;
-        auto view = [&](std::string& x, const std::vector<int64_t>& perm, const char* tag) {
-            if (identity(perm)) return;
-            Node t;
-            t.op_type = "Transpose";
-            t.name = s.name + "/" + tag;
-            t.inputs = {x};
-            t.outputs = {o.outputs[0] + "#" + tag};
-            t.attrs = {ints_attr("perm", perm)};
-            added[idx].push_back(t);
-            x = t.outputs[0];
-        };
-        view(q, rq, "q");
-        view(k, rk, "k");
-        view(v, rv, "v");
-        if (!mask.empty()) mask = mask_nodes(mt, sc, o.outputs[0], added[idx]);
-        fused.inputs = {q, k, v, sq, sk};
-        if (!mask.empty()) fused.inputs.push_back(mask);
-        if (to_float) fused.attrs.push_back(int_attr("to_float", 1));
-        if (zero_rows) fused.attrs.push_back(int_attr("zero_masked_rows", 1));
-        if (mt.scale != 1.f) fused.attrs.push_back(float_attr("scale", mt.scale));
-        fused.outputs = o.outputs;
-        for (int dead : mt.dead) removed.insert(dead);
-        plan.rewritten[idx] = fused;
+        if (o.op_type == "MatMul" && o.inputs.size() == 2) fuse_product(mt, idx, added, removed);
+        else if (o.op_type == "Attention" && o.inputs.size() >= 3) fuse_attention_op(mt, idx, added, removed);
     }
     plan.drop(removed);
     if (added.empty()) return;
