@@ -275,6 +275,11 @@ ggml_tensor* attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
     return y;
 }
 
+ggml_tensor* attention_grouped(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, const AttentionParams& p) {
+    auto heads_first = [&](ggml_tensor* x) { return ggml_permute(ctx, x, 0, 2, 1, 3); };
+    return attention(ctx, heads_first(q), heads_first(k), heads_first(v), nullptr, nullptr, nullptr, {}, p);
+}
+
 ggml_tensor* attention_present(Ctx& ctx, ggml_tensor* past, ggml_tensor* cur, const AttentionParams& p) {
     if (p.q_heads > 0) cur = split_heads(ctx, cur, p.kv_heads);
     return cont(ctx, with_past(ctx, past, cur));

@@ -23,6 +23,14 @@ void lower_AttentionFused(Lower& L) {
         return s;
     };
     const Shape qs = heads(0), ks = heads(1), vs = heads(2);
+    if (L.node.get_int("grouped_ok", 0) && r == 4 && qs[2] != ks[2]) {  // Attention-23 with fewer K/V heads
+        if (L.has(3) || L.has(4) || L.has(5)) L.error("fused attention: grouped heads with scales or a mask");
+        o2g::AttentionParams p;
+        p.scale = L.node.get_float("scale", 1.0f);
+        if (L.node.get_int("default_scale", 0)) p.scale /= std::sqrt(float(qs[3]));
+        L.out(0, O2G_CALL(L, o2g::attention_grouped, L.t(0), L.t(1), L.t(2), p), L.dtype(0), 4);
+        return;
+    }
     if ((r != 3 && r != 4) || L.rank(1) != r || L.rank(2) != r || qs[0] != ks[0] || ks[0] != vs[0] ||
         qs[2] != ks[2] || ks[2] != vs[2] || qs[3] != ks[3] || ks[1] != vs[1])
         L.error("fused attention: Q, K, V shapes do not match");

@@ -333,10 +333,10 @@ void emit_fused(Match& mt, int idx, const std::string& name, Heads h, const std:
 }
 
 // Walks back from the three heads (each the kernel's [B, T, H, D] through its perm); false when a scale sits on V
-// or a source is not of rank r.
-bool unwind_heads(Match& mt, Heads& h, int r) {
-    mt.unwind(h.q, h.rq, &h.sq);
-    mt.unwind(h.k, h.rk, &h.sk);
+// or a source is not of rank r. sides: non-constant scales of Q and K may ride in sq/sk.
+bool unwind_heads(Match& mt, Heads& h, int r, bool sides = true) {
+    mt.unwind(h.q, h.rq, sides ? &h.sq : nullptr);
+    mt.unwind(h.k, h.rk, sides ? &h.sk : nullptr);
     const float score_scale = mt.scale;
     mt.unwind(h.v, h.rv, nullptr);
     if (mt.scale != score_scale) return false;  // a scale on V is not the kernel's
@@ -389,11 +389,11 @@ void fuse_attention_op(Match& mt, int idx, std::map<int, std::vector<Node>>& add
     if (a.get_int("is_causal", 0) || a.get_float("softcap", 0.f) != 0.f || a.get_int("qk_matmul_output_mode", 0) ||
         a.has("q_num_heads") || a.has("kv_num_heads") || mt.f.rank(a.inputs[0]) != 4)
         return;
-    std::vector<Attribute> attrs;
+    std::vector<Attribute> attrs{int_attr("grouped_ok", 1)};  // fewer K/V heads than Q's: o2g::attention_grouped
     if (a.has("scale")) mt.scale = a.get_float("scale", 1.f);
     else attrs.push_back(int_attr("default_scale", 1));
     Heads h{a.inputs[0], a.inputs[1], a.inputs[2], "", "", {0, 2, 1, 3}, {0, 2, 1, 3}, {0, 2, 1, 3}};
-    if (!unwind_heads(mt, h, 4)) return;
+    if (!unwind_heads(mt, h, 4, false)) return;
     emit_fused(mt, idx, a.name, h, "", attrs, added[idx], removed);
 }
 

@@ -53,6 +53,9 @@ struct AttentionParams {
 ggml_tensor* attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* mask,
                        ggml_tensor* past_key, ggml_tensor* past_value, const Ints& nonpad_kv_seqlen,
                        const AttentionParams& p);
+// Attention over heads given in the fused kernel's layout [B, T, H, D] (as fuse_attention hands Attention-23's to
+// it) whose Q and K/V head counts differ (grouped-query): o2g::attention on their [B, H, T, D] views.
+ggml_tensor* attention_grouped(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, const AttentionParams& p);
 // Attention-23's present_key / present_value: past (may be null) followed by the new keys or values, as
 // [B, kv heads, total length, head size].
 ggml_tensor* attention_present(Ctx& ctx, ggml_tensor* past, ggml_tensor* cur, const AttentionParams& p);
