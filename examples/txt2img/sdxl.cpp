@@ -68,6 +68,7 @@ void sdxl_txt2img(const SdxlOptions& o) {
     auto te2 = Session::open(o.text_encoder_2, opts);
     opts.embeddings.clear();
     auto unet = Session::open(o.unet, opts);
+    opts.tiling = o.vae_tiling;
     auto vae = Session::open(o.vae_decoder, opts);
 
     // 1. text embeddings. Encoder rows: [negative, prompt] with a negative prompt, else [prompt].

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "onnx2ggml/embedding.h"
+#include "onnx2ggml/tiling.h"
 
 namespace txt2img {
 
@@ -25,6 +26,7 @@ struct SdxlOptions {
     bool progress = false;  // the progress line even when stderr is not a terminal
     // Textual inversion: CLIP-L's vectors (clip_l, or any set of its width) to encoder 1, CLIP-G's to encoder 2.
     std::vector<onnx2ggml::EmbeddingFile> embeddings;
+    onnx2ggml::TileOptions vae_tiling;  // the VAE decode in tiles (size 0: whole)
 };
 
 // Runs the pipeline and writes the PNG (and the final latent); throws std::runtime_error with context.

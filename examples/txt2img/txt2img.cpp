@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
     Special sp;
     int64_t pad_2 = 0;
     int steps = 20, threads = 0;
+    onnx2ggml::TileOptions vae_tiling;  // --vae-tiling: the decode in overlapping tiles, memory of one tile
     std::optional<int> width, height;  // size and guidance: per model family unless given
     unsigned seed = 42;
     std::optional<float> guidance;
@@ -107,6 +108,9 @@ int main(int argc, char** argv) {
         else if (a == "--init-latent") init_latent = next();
         else if (a == "--save-latent") save_latent = next();
         else if (a == "--progress") force_progress = true;
+        else if (a == "--vae-tiling") vae_tiling.size = vae_tiling.size ? vae_tiling.size : onnx2ggml::kVaeTileSize;
+        else if (a == "--tile-size") vae_tiling.size = std::max(1, std::stoi(next()));
+        else if (a == "--tile-overlap") vae_tiling.overlap = std::max(0, std::stoi(next()));
         else if (a == "--embedding") embeddings.push_back(onnx2ggml::parse_embedding_arg(next()));
         else if (a == "-o" || a == "--output") out = next();
         else {
@@ -116,6 +120,7 @@ int main(int argc, char** argv) {
                             "               [--seed N] [--steps N] [--guidance G] [--width W] [--height H] [--threads N]\n"
                             "               [--init-latent X.npy] [--save-latent OUT.npy] [--progress] [-o IMAGE.png]\n"
                             "               [--embedding FILE[:TOKEN] ...]   (textual inversion)\n"
+                            "               [--vae-tiling] [--tile-size N] [--tile-overlap N]   (decode in tiles of N latents)\n"
                             "       SDXL: add --text-encoder-2 TE2.onnx [--tokens-2 IDS.npy] [--uncond-tokens-2 IDS.npy]\n"
                             "               [--pad-2 N]   (SDXL's VAE; 1024x1024 and guidance 5 by default)\n");
             return 2;
@@ -152,6 +157,7 @@ int main(int argc, char** argv) {
             o.width = width.value_or(1024), o.height = height.value_or(1024), o.guidance = guidance.value_or(5.0f);
             o.init_latent = init_latent, o.save_latent = save_latent, o.out = out, o.progress = force_progress;
             o.embeddings = embeddings;
+            o.vae_tiling = vae_tiling;
             sdxl_txt2img(o);
             return 0;
         }
@@ -167,6 +173,7 @@ int main(int argc, char** argv) {
         opts.quiet = true;
         opts.embeddings.clear();
         auto unet = Session::open(unet_path, opts);
+        opts.tiling = vae_tiling;
         auto vae = Session::open(vae_path, opts);
 
         // 1. text embeddings for [uncond, prompt]

@@ -10,6 +10,7 @@
 #include "onnx2ggml/embedding.h"
 #include "onnx2ggml/lora.h"
 #include "onnx2ggml/tensor.h"
+#include "onnx2ggml/tiling.h"
 
 namespace onnx2ggml {
 
@@ -49,6 +50,9 @@ struct SessionOptions {
     // A progress line on stderr while a model of 1 GB or more reads and converts its weights, even when stderr is not
     // a terminal (on a terminal it is shown anyway).
     bool progress = false;
+    // Tiled runs of a fully-convolutional image model (onnx2ggml/tiling.h): with tiling.size > 0, run() cuts the
+    // 4-D input into overlapping tiles that share one graph, so memory is one tile's (`--vae-tiling`).
+    TileOptions tiling;
 };
 
 // Where the scheduler put a graph's nodes: per backend, its nodes, the nodes that compute (views and reshapes
@@ -72,13 +76,15 @@ struct RunStats {
     int host_nodes = 0;       // evaluated on the host (shape, integer and boolean work)
     int host_float_nodes = 0; // float math that had to run on the host
     bool cache_hit = false;   // graph reused from an earlier run with the same shapes
-    double build_ms = 0, compute_ms = 0;
+    double build_ms = 0, compute_ms = 0;  // a tiled run's: summed over its tiles
+    int tiles = 0;            // tiles of a tiled run (SessionOptions::tiling), 0 when untiled
     int ggml_graph_nodes = 0;
     std::map<std::string, int> ggml_ops;  // ggml graph nodes per op (GROUP_NORM, SOFT_MAX, ...): shows fusions
     double compute_buffer_mb = 0;  // intermediates as allocated by ggml-alloc (memory reused, ops in place)
     double unshared_mb = 0;        // the same intermediates if none shared memory
     double weights_mb = 0;         // weights this run's graph reads, transformed forms in place of their originals
     double gflop = 0;              // dense conv/matmul/attention work per run (direct-convolution count)
+                                   // (a tiled run's: all tiles')
     int splits = 0;                          // graph pieces the scheduler runs one after another
     std::vector<BackendShare> backends;      // main device first
     // Weight bytes transformed or copied to the device while building this run's graph (0 on a cache hit, and

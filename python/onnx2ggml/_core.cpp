@@ -45,8 +45,11 @@ public:
     PySession(nb::object model, int threads, const std::string& device, const std::string& weights,
               const std::string& precision, bool portable, const std::vector<std::pair<std::string, float>>& lora,
               bool quiet, size_t max_memory, bool progress,
-              const std::vector<std::pair<std::string, std::string>>& embeddings, const std::string& embedding_set) {
+              const std::vector<std::pair<std::string, std::string>>& embeddings, const std::string& embedding_set,
+              int tile_size, int tile_overlap) {
         SessionOptions o;
+        o.tiling.size = tile_size;
+        o.tiling.overlap = tile_overlap;
         o.max_memory = max_memory;
         o.progress = progress;
         o.threads = threads;
@@ -122,6 +125,7 @@ public:
         d["cache_hit"] = s.cache_hit;
         d["build_ms"] = s.build_ms;
         d["compute_ms"] = s.compute_ms;
+        d["tiles"] = s.tiles;
         d["compute_buffer_mb"] = s.compute_buffer_mb;
         d["weights_mb"] = s.weights_mb;
         d["unshared_mb"] = s.unshared_mb;
@@ -176,11 +180,11 @@ NB_MODULE(_core, m) {
     nb::class_<PySession>(m, "Session")
         .def(nb::init<nb::object, int, const std::string&, const std::string&, const std::string&,
                       bool, const std::vector<std::pair<std::string, float>>&, bool, size_t, bool,
-                      const std::vector<std::pair<std::string, std::string>>&, const std::string&>(),
+                      const std::vector<std::pair<std::string, std::string>>&, const std::string&, int, int>(),
              nb::arg("model"), nb::arg("threads"), nb::arg("device"), nb::arg("weights"), nb::arg("precision"), nb::arg("portable"),
              nb::arg("lora"), nb::arg("quiet"), nb::arg("max_memory") = 0, nb::arg("progress") = false,
              nb::arg("embeddings") = std::vector<std::pair<std::string, std::string>>{},
-             nb::arg("embedding_set") = std::string())
+             nb::arg("embedding_set") = std::string(), nb::arg("tile_size") = 0, nb::arg("tile_overlap") = -1)
         .def("inputs", &PySession::inputs)
         .def("outputs", &PySession::outputs)
         .def("device", &PySession::device)

@@ -90,6 +90,10 @@ class SessionOptions:
     graph is refused before anything is allocated, naming its largest tensor. None or 0: the machine's memory.
     progress: a progress line on stderr while a model of 1 GB or more reads and prepares its weights, even when
     stderr is not a terminal (on a terminal it is shown anyway).
+    vae_tiling: run a fully-convolutional image model (a VAE decoder or encoder, an upscaler) in overlapping tiles of
+    its 4-D input that share one graph, blended linearly over the overlap, so memory is one tile's (onnx2ggml/tiling.h).
+    tile_size: the tiles' side in input elements (latents for a VAE decoder; 0: 32 with vae_tiling, else no tiling);
+    tile_overlap: their overlap (None: tile_size / 4).
     """
 
     def __init__(self):
@@ -107,6 +111,9 @@ class SessionOptions:
         self.embedding_set = ""
         self.max_memory = None
         self.progress = False
+        self.vae_tiling = False
+        self.tile_size = 0
+        self.tile_overlap = None
         self._config = {}
 
     def add_session_config_entry(self, key: str, value: str) -> None:
@@ -114,6 +121,15 @@ class SessionOptions:
 
     def get_session_config_entry(self, key: str) -> str:
         return self._config[key]
+
+
+def _tiling(opts) -> tuple[int, int]:
+    """(tile size, overlap) for the C++ session: (0, -1) untiled; overlap -1 is a quarter of the size."""
+    size = int(getattr(opts, "tile_size", 0) or 0)
+    if getattr(opts, "vae_tiling", False) and size == 0:
+        size = 32  # onnx2ggml::kVaeTileSize
+    overlap = getattr(opts, "tile_overlap", None)
+    return size, -1 if overlap is None else int(overlap)
 
 
 def _lora_list(lora) -> list[tuple[str, float]]:
@@ -213,7 +229,7 @@ class InferenceSession:
                                    bool(opts.portable), _lora_list(opts.lora), opts.log_severity_level >= 2,
                                    int(opts.max_memory or 0), bool(getattr(opts, "progress", False)),
                                    _embedding_list(getattr(opts, "embeddings", [])),
-                                   str(getattr(opts, "embedding_set", "") or ""))
+                                   str(getattr(opts, "embedding_set", "") or ""), *_tiling(opts))
         self._inputs = [NodeArg(*i) for i in self._sess.inputs()]
         self._outputs = [NodeArg(*o) for o in self._sess.outputs()]
         for kind, args in (("input", self._inputs), ("output", self._outputs)):

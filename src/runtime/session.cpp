@@ -99,6 +99,7 @@ public:
         quiet_ = opts.quiet;
         max_memory_ = effective_max_memory(opts.max_memory);
         user_limit_ = opts.max_memory != 0;
+        tiling_ = opts.tiling;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
         weights_.backend = backend_;
         weights_.fast = opts.precision == "fast";
@@ -129,6 +130,7 @@ public:
     std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) override;
 
 private:
+    std::vector<Tensor> run_once(const std::map<std::string, Tensor>& inputs);
     void init_device(const SessionOptions& opts);
     std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key);
     std::unique_ptr<CachedGraph> build(const std::vector<const Tensor*>& ins);
@@ -149,6 +151,7 @@ private:
     bool quiet_ = false;
     size_t max_memory_ = 0;
     bool user_limit_ = false;
+    TileOptions tiling_;
     std::vector<ProfileEntry> profile_;
     const Builder* builder_ = nullptr;  // of the graph being profiled
     double last_ms_ = 0;
@@ -437,6 +440,26 @@ std::vector<Tensor> SessionImpl::read_outputs(CachedGraph& c) {
 
 std::vector<Tensor> SessionImpl::run(const std::map<std::string, Tensor>& inputs) {
     std::lock_guard<std::mutex> lock(run_mu_);
+    if (tiling_.size <= 0) return run_once(inputs);
+    // Every tile has one shape, so one graph and one compute buffer serve them all; times add up.
+    double build = 0, compute = 0, gflop = 0;
+    TileReport rep;
+    auto one = [&](const std::map<std::string, Tensor>& feeds) {
+        auto outs = run_once(feeds);
+        build += stats_.build_ms;
+        compute += stats_.compute_ms;
+        gflop += stats_.gflop;
+        return outs;
+    };
+    auto outs = run_tiled(one, inputs, tiling_, &rep);
+    stats_.build_ms = build;
+    stats_.compute_ms = compute;
+    stats_.gflop = gflop;
+    stats_.tiles = rep.tiles;
+    return outs;
+}
+
+std::vector<Tensor> SessionImpl::run_once(const std::map<std::string, Tensor>& inputs) {
     std::string key;
     auto ins = check_inputs(inputs, key);
     double t0 = now_ms();

@@ -44,6 +44,8 @@ const char* kUsage =
     "                [--precision exact|fast] [--portable] [--lora FILE.safetensors[:SCALE] ...]\n"
     "                [--embedding FILE[:TOKEN] ...] [--embedding-set clip_l|clip_g]   (textual inversion)\n"
     "                [--weights-file FILE.gguf] [--max-memory BYTES|512M|8G] [--progress]\n"
+    "                [--vae-tiling] [--tile-size N] [--tile-overlap N]   (overlapping tiles of the 4-D input, one\n"
+    "                 graph for all: memory of one tile; N in input elements, default 32 and size/4)\n"
     "                [--then --input ... --output-dir DIR2 [--stats FILE2.json]]...   (more runs, same session)\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--rpc HOST:PORT[,HOST:PORT...]]\n"
@@ -51,6 +53,7 @@ const char* kUsage =
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
     "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--max-memory SIZE]\n"
     "                [--progress] [--peak GFLOPS]   (with --profile: warns below 25% of this peak)\n"
+    "                [--vae-tiling] [--tile-size N] [--tile-overlap N]\n"
     "  (a model of 1 GB or more shows its loading on a terminal; --progress shows it anyway)\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
@@ -316,6 +319,15 @@ size_t parse_bytes(const std::string& opt, const std::string& v) {
     return size_t(x);
 }
 
+// A whole number from `lo` up (tile sizes and overlaps).
+int parse_count(const std::string& opt, const std::string& v, long lo) {
+    char* end = nullptr;
+    long x = strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end || x < lo || x > (1L << 20))
+        throw Error(opt + " takes a whole number >= " + std::to_string(lo) + ", not '" + v + "'");
+    return int(x);
+}
+
 template <typename Next>
 bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     if (a == "--threads" || a == "-t") opts.threads = std::atoi(next().c_str());
@@ -331,6 +343,9 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     else if (a == "--weights-file") opts.weights_file = next();
     else if (a == "--progress") opts.progress = true;
     else if (a == "--max-memory") opts.max_memory = parse_bytes(a, next());
+    else if (a == "--vae-tiling") opts.tiling.size = opts.tiling.size ? opts.tiling.size : kVaeTileSize;
+    else if (a == "--tile-size") opts.tiling.size = parse_count(a, next(), 1);
+    else if (a == "--tile-overlap") opts.tiling.overlap = parse_count(a, next(), 0);  // with --vae-tiling/--tile-size
     else return false;
     return true;
 }
@@ -394,6 +409,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     printf("work: %.2f GFLOP per run (dense conv/matmul/attention), %.1f GFLOP/s at the median\n", first.gflop,
            first.gflop / (median / 1e3));
     printf("peak RSS: %.1f MB\n", double(platform::peak_resident_bytes()) / (1024.0 * 1024.0));
+    if (first.tiles) printf("tiles: %d per run (compute buffer: one tile's)\n", first.tiles);
     if (opts.profile) {
         print_profile(*session);
         print_verdict(*session, first.gflop, median, peak);
@@ -491,7 +507,7 @@ int cmd_run(const std::vector<std::string>& args) {
               << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
               << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms
               << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
-              << ", \"cache_hit\": " << (s.cache_hit ? "true" : "false")
+              << ", \"cache_hit\": " << (s.cache_hit ? "true" : "false") << ", \"tiles\": " << s.tiles
               << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes
               << ", \"unread_weight_bytes\": " << s.unread_weight_bytes << ", \"cpu_code\": \""
               << o2g::cpu_code_description() << "\", \"ggml_ops\": {";
