@@ -21,8 +21,10 @@ struct TileOptions {
     std::string input;  // the input to cut; "": the only 4-D input (others are passed to every tile unchanged)
 };
 
-// `--vae-tiling`'s tile size, in latents: 256x256-pixel tiles for an SD VAE decoder (overlap 8: 64 pixels of blend).
-constexpr int kVaeTileSize = 32;
+// `--vae-tiling`'s tile size, in latents: 512x512-pixel tiles for an SD VAE decoder, overlap 16 (128 pixels of
+// blend), as diffusers' AutoencoderKL tiling for SD 1.5. Smaller tiles take less memory but differ more from an
+// untiled decode (docs/performance.md).
+constexpr int kVaeTileSize = 64;
 
 // What a tiled run did.
 struct TileReport {

@@ -92,7 +92,7 @@ class SessionOptions:
     stderr is not a terminal (on a terminal it is shown anyway).
     vae_tiling: run a fully-convolutional image model (a VAE decoder or encoder, an upscaler) in overlapping tiles of
     its 4-D input that share one graph, blended linearly over the overlap, so memory is one tile's (onnx2ggml/tiling.h).
-    tile_size: the tiles' side in input elements (latents for a VAE decoder; 0: 32 with vae_tiling, else no tiling);
+    tile_size: the tiles' side in input elements (latents for a VAE decoder; 0: 64 with vae_tiling, else no tiling);
     tile_overlap: their overlap (None: tile_size / 4).
     """
 
@@ -127,7 +127,7 @@ def _tiling(opts) -> tuple[int, int]:
     """(tile size, overlap) for the C++ session: (0, -1) untiled; overlap -1 is a quarter of the size."""
     size = int(getattr(opts, "tile_size", 0) or 0)
     if getattr(opts, "vae_tiling", False) and size == 0:
-        size = 32  # onnx2ggml::kVaeTileSize
+        size = 64  # onnx2ggml::kVaeTileSize
     overlap = getattr(opts, "tile_overlap", None)
     return size, -1 if overlap is None else int(overlap)
 

@@ -45,7 +45,7 @@ const char* kUsage =
     "                [--embedding FILE[:TOKEN] ...] [--embedding-set clip_l|clip_g]   (textual inversion)\n"
     "                [--weights-file FILE.gguf] [--max-memory BYTES|512M|8G] [--progress]\n"
     "                [--vae-tiling] [--tile-size N] [--tile-overlap N]   (overlapping tiles of the 4-D input, one\n"
-    "                 graph for all: memory of one tile; N in input elements, default 32 and size/4)\n"
+    "                 graph for all: memory of one tile; N in input elements, default 64 and size/4)\n"
     "                [--then --input ... --output-dir DIR2 [--stats FILE2.json]]...   (more runs, same session)\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--rpc HOST:PORT[,HOST:PORT...]]\n"
