@@ -15,8 +15,10 @@
    it: max abs 1.17 or 8.2% of the range, mean abs 0.0169, against our 0.60, 4.2% and 0.0127); the bound is
    diffusers' measured error.
 3. examples/txt2img with --vae-tiling: its PNG is the tiled decode (`run --tile-size`) of its final latent.
+4. The small VAE decoder through `onnx2ggml compile`: the program's --tile-size gives `run --tile-size`'s bytes.
 
 Usage: .venv/bin/python tests/tiling_test.py [--cli build/onnx2ggml] [--txt2img build/txt2img] [--diffusers]
+                                            [--no-compile]
 """
 from __future__ import annotations
 
@@ -206,14 +208,42 @@ def txt2img(cli, binary, tmp) -> list[str]:
     return [] if d <= 1 and st["tiles"] == 9 else [f"txt2img's tiled PNG differs from the tiled decode by {d}"]
 
 
+def compiled(cli, tmp) -> list[str]:
+    """The compiled VAE decoder's --tile-size 16 against `run --tile-size 16`: the same bytes."""
+    d = os.path.join(tmp, "vae_program")
+    prefix = f"{REPO}/build/install;{REPO}/.deps/ggml-install"
+    steps = [[cli, "compile", VAE, "-o", d, "--name", "vae"],
+             ["cmake", "-S", d, "-B", os.path.join(d, "build"), f"-DCMAKE_PREFIX_PATH={prefix}"],
+             ["cmake", "--build", os.path.join(d, "build"), "-j2"]]
+    for cmd in steps:
+        r = subprocess.run(["nice", "-n", "19", *cmd], capture_output=True, text=True)
+        if r.returncode:
+            return [f"compiling the VAE decoder: {(r.stdout + r.stderr).strip()[-400:]}"]
+    x = np.random.default_rng(6).standard_normal((1, 4, 40, 24)).astype(np.float32)
+    tiles = ["--tile-size", "16", "--tile-overlap", "4"]
+    want, st, _, rc, err = run(cli, VAE, x, tmp, "c_run", tiles)
+    r = subprocess.run(["nice", "-n", "19", os.path.join(d, "build", "vae"), "--input", os.path.join(tmp, "c_run.npy"),
+                        "-o", os.path.join(tmp, "c_prog"), "--threads", "1", *tiles], capture_output=True, text=True)
+    if rc or r.returncode:
+        return [f"tiled VAE decode, compiled or run, failed: {(err + r.stderr).strip()[-400:]}"]
+    got = np.load(os.path.join(tmp, "c_prog", "sample.npy"))
+    same = got.shape == want.shape and np.array_equal(got, want)
+    print(f"compiled VAE decoder --tile-size 16 ({st['tiles']} tiles): "
+          f"{'bit-identical to' if same else 'DIFFERS from'} `run --tile-size 16`")
+    return [] if same and st["tiles"] > 1 else ["the compiled program's tiled decode differs from run's"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"))
     ap.add_argument("--txt2img", default=os.path.join(REPO, "build", "txt2img"))
+    ap.add_argument("--no-compile", action="store_true", help="skip the compiled program (it builds one, ~30 s)")
     ap.add_argument("--diffusers", action="store_true", help="also measure diffusers' tiled_decode (~1 min)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         fails = geometry(args.cli, tmp) + vae(args.cli, tmp, args.diffusers) + txt2img(args.cli, args.txt2img, tmp)
+        if not args.no_compile:
+            fails += compiled(args.cli, tmp)
     for f in fails:
         print("FAIL:", f)
     print("tiling_test:", "FAILED" if fails else "ok")
