@@ -4,7 +4,8 @@ onnx2ggml.InferenceSession must give the same input/output names, shapes (symbol
 the same outputs (dtype, shape, values within each fixture's tolerance), for the model fixtures of
 tests/models/manifest.json and tests/models/sd15_small (first shape case of each), plus a model with inputs of every
 numpy dtype. Also checks run() with chosen outputs, bytes models, errors, the GIL being released, and
-SessionOptions.embeddings against diffusers (tests/models/embeddings).
+SessionOptions.embeddings against diffusers (tests/models/embeddings), and SessionOptions.vae_tiling against the
+CLI's --vae-tiling.
 
 Usage: tests/python_api_tests.py [--filter REGEX] [--threads N]   (needs `pip install .` in this venv)
 """
@@ -256,6 +257,26 @@ def embedding_cases() -> None:
                                    f"max abs error {err:.2e} (bar 1e-5)")
 
 
+def tiling_case(cli: str, threads: int) -> None:
+    """SessionOptions.vae_tiling / tile_size / tile_overlap give the CLI's tiled decode, bit for bit, in its tiles."""
+    vae = os.path.join(REPO, "tests/models/sd15_small/vae_decoder.onnx")
+    x = np.random.default_rng(7).standard_normal((1, 4, 48, 40)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as work:
+        np.save(os.path.join(work, "x.npy"), x)
+        for extra, size, overlap in [(["--vae-tiling", "--tile-size", "24"], 24, None),
+                                     (["--tile-size", "16", "--tile-overlap", "2"], 16, 2)]:
+            r = subprocess.run([cli, "run", vae, "--input", os.path.join(work, "x.npy"), "-o", work, "--threads",
+                                str(threads), *extra], capture_output=True, text=True)
+            o = onnx2ggml.SessionOptions()
+            o.intra_op_num_threads = threads
+            o.vae_tiling, o.tile_size, o.tile_overlap = overlap is None, size, overlap
+            sess = onnx2ggml.InferenceSession(vae, o)
+            got = sess.run(None, {"latent": x})[0]
+            same = r.returncode == 0 and np.array_equal(got, np.load(os.path.join(work, "sample.npy")))
+            check(same and sess.stats()["tiles"] > 1, f"tiling {' '.join(extra)}: {sess.stats()['tiles']} tiles, "
+                                                      f"{'the CLI' if same else 'NOT the CLI'}'s bytes")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--filter", default=None, help="regex on the fixture name")
@@ -322,6 +343,8 @@ def main(argv=None) -> int:
         hostile_files_in_one_interpreter()
     if not args.filter or re.search(args.filter, "embeddings"):
         embedding_cases()
+    if not args.filter or re.search(args.filter, "tiling"):
+        tiling_case(args.cli, args.threads)
     print()
     if failures:
         print(f"{len(failures)} checks FAILED")

@@ -167,8 +167,9 @@ std::vector<Tensor> run_tiled(const RunFn& run, const std::map<std::string, Tens
     for (auto& s : outs)
         if (align % s.down) tile_error("outputs shrink the input by scales that do not divide each other");
     if ((H - th) % align || (W - tw) % align || (H > th && th % align) || (W > tw && tw % align))
-        tile_error("input '" + name + "' " + dims(x.shape) + " with " + std::to_string(th) + "x" + std::to_string(tw) +
-             " tiles: the model shrinks by " + std::to_string(align) + ", so sizes must be multiples of it");
+        tile_error("input '" + name + "' " + dims(x.shape) + " with " + std::to_string(th) + "x" +
+                   std::to_string(tw) + " tiles: the model shrinks by " + std::to_string(align) +
+                   ", so sizes must be multiples of it");
     const std::vector<int64_t> ys = tile_starts(H, th, overlap, align), xs = tile_starts(W, tw, overlap, align);
     for (int64_t y0 : ys)
         for (int64_t x0 : xs) {
@@ -179,7 +180,8 @@ std::vector<Tensor> run_tiled(const RunFn& run, const std::map<std::string, Tens
             }
             const std::vector<Tensor>& o = (y0 || x0) ? got : first;
             for (size_t i = 0; i < outs.size(); i++) {
-                if (o[i].shape != first[i].shape) tile_error("output " + std::to_string(i) + " changed shape between tiles");
+                if (o[i].shape != first[i].shape)
+                    tile_error("output " + std::to_string(i) + " changed shape between tiles");
                 accumulate(outs[i], o[i], y0, x0, overlap);
             }
         }
