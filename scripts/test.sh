@@ -60,7 +60,7 @@ run $PY tests/shape_change_test.py
 run $PY tests/tokenizer_test.py
 run $PY tests/embedding_tests.py  # textual inversion against diffusers: tokenize, run, txt2img, a compiled encoder (~50 s)
 run $PY tests/txt2img_test.py
-run $PY tests/tiling_test.py  # --vae-tiling: exact tile geometry, VAE seam error under diffusers' own, memory (~20 s)
+run $PY tests/tiling_test.py  # --vae-tiling: exact tile geometry, VAE seam error under diffusers' own, memory, txt2img, a compiled decoder (~10 s)
 run $PY tests/node_tests.py -j 2 --check
 run $PY tests/compile_tests.py
 # The Python package (pip install . builds ggml from .deps/ggml position-independent; build folder kept for reruns): onnxruntime's API
