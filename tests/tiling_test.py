@@ -8,7 +8,7 @@
 2. The small SD 1.5 VAE decoder at a 128x128 latent (a 1024x1024 image), untiled and with --vae-tiling (9 tiles
    of 64x64, overlap 16): the seam error (max and mean abs, and max relative to the output's range) is printed and
    held under the bound below; the tiled run's compute buffer is one tile's (an untiled 64x64 run's), and with
-   32x32 tiles it is smaller still; peak RSS falls with it.
+   32x32 tiles it is smaller still; peak RSS falls with it. `--max-memory 200M` runs it tiled, refuses it untiled.
    The bound: GroupNorm and the mid-block attention see one tile instead of the whole image, so tiled and untiled
    differ everywhere, not just at seams. diffusers' own AutoencoderKL.tiled_decode on the same model and latent,
    with the same tiles (64 latents, overlap 0.25), differs from its untiled decode by more (--diffusers measures
@@ -146,7 +146,7 @@ def vae(cli, tmp, with_diffusers) -> list[str]:
     latent = rng.standard_normal((1, 4, 128, 128)).astype(np.float32)
     runs = {}  # name: (output, stats, peak RSS MB)
     for name, x, extra in [("one 64x64", latent[:, :, :64, :64], []), ("one 32x32", latent[:, :, :32, :32], []),
-                           ("untiled", latent, []), ("--vae-tiling", latent, ["--vae-tiling"]),
+                           ("untiled", latent, []), ("--vae-tiling", latent, ["--vae-tiling", "--max-memory", "200M"]),
                            ("tiles 32", latent, ["--tile-size", "32"])]:
         y, st, rss, rc, err = run(cli, VAE, x, tmp, "v", extra)
         if rc:
@@ -155,6 +155,12 @@ def vae(cli, tmp, with_diffusers) -> list[str]:
     ref, su, rss_u = runs["untiled"]
     print(f"VAE decoder, 128x128 latent -> {ref.shape[2]}x{ref.shape[3]} image:")
     print(f"  untiled: compute buffer {su['compute_buffer_mb']:.1f} MB, peak RSS {rss_u:.1f} MB, {su['compute_ms']:.0f} ms")
+    # The bound holds as a limit: 200 MiB runs the tiled decode (above) and refuses the untiled one before allocating.
+    _, _, _, rc, err = run(cli, VAE, latent, tmp, "v", ["--max-memory", "200M"])
+    refused = rc == 1 and "max_memory is 200.0 MiB" in err
+    print(f"  --max-memory 200M: tiled ran, untiled {'refused' if refused else 'NOT refused'} ({err.strip()[-90:]})")
+    if not refused:
+        fails.append(f"untiled decode under --max-memory 200M: rc {rc}, {err.strip()[-200:]}")
     rng_out = float(ref.max() - ref.min())
     seams = {}
     for name, tile in [("--vae-tiling", 64), ("tiles 32", 32)]:
