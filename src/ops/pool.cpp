@@ -7,11 +7,12 @@ namespace onnx2ggml {
 
 namespace {
 
-// MaxPool / AveragePool attributes.
-o2g::PoolParams pool_params(Lower& L) {
-    int sp = L.rank(0) - 2;
+// The window attributes every pool reads (PoolParams and LpPoolParams alike).
+template <class P>
+P window_params(Lower& L) {
+    const int sp = L.rank(0) - 2;
     if (sp < 1 || sp > 3) L.error("only 1-D to 3-D pooling is supported");
-    o2g::PoolParams p;
+    P p;
     p.dims = sp;
     p.auto_pad = o2g::auto_pad_value(L.node.get_string("auto_pad", "NOTSET"));
     p.kernel = L.node.get_ints("kernel_shape");
@@ -19,8 +20,14 @@ o2g::PoolParams pool_params(Lower& L) {
     p.strides = L.node.get_ints("strides");
     p.dilations = L.node.get_ints("dilations");
     p.ceil_mode = L.node.get_int("ceil_mode", 0) != 0;
-    p.count_include_pad = L.node.get_int("count_include_pad", 0) != 0;
     if (int(p.kernel.size()) != sp) L.error("kernel_shape has wrong length");
+    return p;
+}
+
+// MaxPool / AveragePool attributes.
+o2g::PoolParams pool_params(Lower& L) {
+    o2g::PoolParams p = window_params<o2g::PoolParams>(L);
+    p.count_include_pad = L.node.get_int("count_include_pad", 0) != 0;
     return p;
 }
 
@@ -56,18 +63,9 @@ void lower_GlobalMaxPool(Lower& L) { global_pool(L, o2g::global_max_pool, "o2g::
 // p is a float attribute in opset 1 and an int from 2.
 static void lp_pool(Lower& L, float pw) {
     const Shape& xs = L.shape(0);
-    int sp = int(xs.size()) - 2;
-    if (sp < 1 || sp > 3) L.error("only 1-D to 3-D pooling is supported");
-    o2g::LpPoolParams p;
-    p.dims = sp;
-    p.auto_pad = o2g::auto_pad_value(L.node.get_string("auto_pad", "NOTSET"));
-    p.kernel = L.node.get_ints("kernel_shape");
-    p.pads = L.node.get_ints("pads");
-    p.strides = L.node.get_ints("strides");
-    p.dilations = L.node.get_ints("dilations");
-    p.ceil_mode = L.node.get_int("ceil_mode", 0) != 0;
+    o2g::LpPoolParams p = window_params<o2g::LpPoolParams>(L);
+    const int sp = p.dims;
     p.p = pw;
-    if (int(p.kernel.size()) != sp) L.error("kernel_shape has wrong length");
     if (!(p.p > 0)) L.error("p must be positive");
     ggml_tensor* y = O2G_CALL(L, o2g::lp_pool, L.t(0), p);
     if (sp < 3) return L.out(0, y, L.dtype(0), int(xs.size()));
