@@ -71,7 +71,8 @@ def main() -> int:
             return stats["backends"].get("CPU", {}).get("compute_nodes", 0)
 
         p, ref_stats, ref, secs = run("unlimited", [])
-        check(p.returncode == 0, f"unlimited run ({secs:.1f} s): exit {p.returncode} {p.stderr.strip()[-300:]}")
+        check(p.returncode == 0, f"unlimited run ({secs:.1f} s): exit {p.returncode}"
+              + (f" {p.stderr.strip()[-300:]}" if p.returncode else ""))
         if p.returncode != 0:
             return 1
         half = int(ref_stats["weights_mb"] * 1048576) // 2
@@ -81,8 +82,8 @@ def main() -> int:
 
         def budget_case(tag: str, budget: int):
             p, stats, outs, secs = run(tag, ["--device-memory", str(budget)])
-            check(p.returncode == 0, f"{tag} ({budget} bytes, {secs:.1f} s): exit {p.returncode} "
-                  f"{p.stderr.strip()[-300:]}")
+            check(p.returncode == 0, f"{tag} ({budget} bytes, {secs:.1f} s): exit {p.returncode}"
+                  + (f" {p.stderr.strip()[-300:]}" if p.returncode else ""))
             if p.returncode != 0:
                 return None, p
             same = all(np.array_equal(outs[o], ref[o]) for o in part["outputs"])
@@ -104,6 +105,8 @@ def main() -> int:
             if s_part:
                 check(0 < s_part["device_weight_bytes"] <= half,
                       f"partial: 0 < device weights {s_part['device_weight_bytes']} <= {half}")
+                held = int(s_part["compute_buffer_mb"] * 1048576) + s_part["device_weight_bytes"]
+                check(held <= budget, f"partial: compute buffer + device weights {held} <= budget {budget}")
                 check(0 < s_part["copied_weight_bytes"] < s_half["copied_weight_bytes"],
                       "partial: fewer bytes copied than with no weight on the device")
 
