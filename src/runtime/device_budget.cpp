@@ -98,30 +98,61 @@ std::vector<ggml_tensor*> host_weights_read(ggml_cgraph* g, ggml_backend_t devic
     return out;
 }
 
+// Weights moved to the device by one try, with where they were: a try that overshoots the budget is undone.
+struct Moved {
+    std::vector<std::pair<ggml_tensor*, std::pair<ggml_backend_buffer_t, void*>>> from;
+    std::vector<ggml_backend_buffer_t> buffers;
+    size_t bytes = 0;
+};
+
 // Moves `ts` into new device buffers (at most the buffer type's largest size each); their host copies stay where
-// they were, unused.
-void move_to_device(WeightCache& w, const std::vector<ggml_tensor*>& ts) {
+// they were.
+Moved move_to_device(WeightCache& w, const std::vector<ggml_tensor*>& ts) {
     const size_t max = ggml_backend_buft_get_max_size(w.buft), align = ggml_backend_buft_get_alignment(w.buft);
     auto padded = [&](ggml_tensor* t) { return (ggml_backend_buft_get_alloc_size(w.buft, t) + align - 1) / align * align; };
+    Moved m;
     for (size_t i = 0; i < ts.size();) {
         size_t j = i, total = 0;
         while (j < ts.size() && (j == i || total + padded(ts[j]) <= max)) total += padded(ts[j++]);
         ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(w.buft, total);
         O2G_CHECK(buf, "could not allocate ", bytes_str(double(total)), " of device memory for the weights");
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        w.buffers.push_back(buf);
+        m.buffers.push_back(buf);
+        m.bytes += total;
         char* at = static_cast<char*>(ggml_backend_buffer_get_base(buf));
         for (; i < j; i++) {
             ggml_tensor* t = ts[i];
-            const void* host = t->data;
+            m.from.push_back({t, {t->buffer, t->data}});
             t->buffer = nullptr;
             t->data = nullptr;
             O2G_CHECK(ggml_backend_tensor_alloc(buf, t, at) == GGML_STATUS_SUCCESS, "could not place weight '",
                       ggml_get_name(t), "' on the device");
-            ggml_backend_tensor_set(t, host, 0, ggml_nbytes(t));
+            ggml_backend_tensor_set(t, m.from.back().second.second, 0, ggml_nbytes(t));
             at += padded(t);
         }
     }
+    return m;
+}
+
+// Undoes ggml-alloc's placement of the graph's tensors (it keeps a tensor that already has an address where it is,
+// so a second allocation would overlap the first one's).
+void unplace(ggml_cgraph* g) {
+    each_tensor(g, [](ggml_tensor* t) {
+        const ggml_tensor* r = t->view_src ? t->view_src : t;
+        if (!t->buffer || (r->buffer && ggml_backend_buffer_get_usage(r->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS))
+            return;
+        t->buffer = nullptr;
+        t->data = nullptr;
+    });
+}
+
+void move_back(Moved& m) {
+    for (auto& [t, was] : m.from) {
+        t->buffer = was.first;
+        t->data = was.second;
+    }
+    for (ggml_backend_buffer_t buf : m.buffers) ggml_backend_buffer_free(buf);
+    m = Moved();
 }
 
 }  // namespace
@@ -144,20 +175,33 @@ size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, We
                 "held by weights and other graphs); it is allocated anyway (graphs are not split into segments), "
                 "and the weights it reads stay in host memory\n", path.c_str(), bytes_str(double(limit)).c_str(),
                 bytes_str(double(measured)).c_str(), bytes_str(double(others + resident)).c_str());
-    std::vector<ggml_tensor*> moving;
-    for (ggml_tensor* t : host_weights_read(graph, b.main)) {
-        const size_t n = ggml_backend_buft_get_alloc_size(w.buft, t);
-        if (n > room) continue;
-        moving.push_back(t);
-        room -= n;
-        resident += n;
+    // Laid out again once weights have moved, the compute buffer may come out a little larger than measured: a try
+    // that overshoots is undone and made again with that much less room.
+    Moved moved;
+    for (int attempt = 0;; attempt++) {
+        std::vector<ggml_tensor*> moving;
+        size_t left = room;
+        for (ggml_tensor* t : host_weights_read(graph, b.main)) {
+            const size_t n = ggml_backend_buft_get_alloc_size(w.buft, t);
+            if (n > left) continue;
+            moving.push_back(t);
+            left -= n;
+        }
+        moved = move_to_device(w, moving);
+        bind_weight_views(graph);
+        place(sched, graph, b);
+        O2G_CHECK(ggml_backend_sched_alloc_graph(sched, graph), path, ": could not allocate the graph's device memory");
+        compute = ggml_backend_sched_get_buffer_size(sched, b.main);
+        const size_t held = compute + others + resident + moved.bytes;
+        if (held <= limit || moved.from.empty() || attempt == 3) break;
+        ggml_backend_sched_reset(sched);
+        restore_srcs(srcs);
+        unplace(graph);
+        move_back(moved);
+        room = room > held - limit ? room - (held - limit) : 0;
     }
-    move_to_device(w, moving);
-    bind_weight_views(graph);
-
-    place(sched, graph, b);
-    O2G_CHECK(ggml_backend_sched_alloc_graph(sched, graph), path, ": could not allocate the graph's device memory");
-    compute = ggml_backend_sched_get_buffer_size(sched, b.main);
+    resident += moved.bytes;
+    for (ggml_backend_buffer_t buf : moved.buffers) w.buffers.push_back(buf);
     // The sources the scheduler replaced by a copy: each copy of a host weight is made once per run.
     std::set<const ggml_tensor*> copies;
     size_t copied = 0;
