@@ -19,8 +19,9 @@ struct DeviceBudget {
     // Places and allocates `graph` on `sched` (instead of place_inputs_on_main and ggml_backend_sched_alloc_graph):
     // measures its compute buffer with every weight on the host, moves the host weights it reads onto the device
     // while they fit in what `limit` leaves after that buffer, `others` (the device memory of the session's other
-    // graphs) and the weights already there, and puts every node reading a host weight on the device. Returns the
-    // bytes of host weights the scheduler copies in per run; `compute` gets the graph's device compute buffer.
+    // graphs) and the weights already there (less, should the buffer then come out larger than measured), and puts
+    // every node reading a host weight on the device. Returns the bytes of host weights the scheduler copies in per
+    // run; `compute` gets the graph's device compute buffer.
     size_t allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
                     size_t others, const std::string& path, bool quiet, size_t& compute);
     // Weight bytes that stay in host memory only.
