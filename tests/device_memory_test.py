@@ -89,7 +89,8 @@ def main() -> int:
             same = all(np.array_equal(outs[o], ref[o]) for o in part["outputs"])
             check(same, f"{tag}: outputs bit-identical to the unlimited run")
             check(on_cpu(stats) == 0, f"{tag}: no node computes on the CPU ({on_cpu(stats)})")
-            print(f"      device weights {stats['device_weight_bytes']} B, host weights {stats['host_weight_bytes']} B, "
+            print(f"      device weights {stats['device_weight_bytes']} B, host weights "
+                  f"{stats['host_weight_bytes']} B, "
                   f"copied per run {stats['copied_weight_bytes']} B, {stats['splits']} splits, compute "
                   f"{stats['compute_ms']:.0f} ms (unlimited {ref_stats['compute_ms']:.0f} ms)")
             return stats, p

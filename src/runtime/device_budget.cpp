@@ -109,7 +109,9 @@ struct Moved {
 // they were.
 Moved move_to_device(WeightCache& w, const std::vector<ggml_tensor*>& ts) {
     const size_t max = ggml_backend_buft_get_max_size(w.buft), align = ggml_backend_buft_get_alignment(w.buft);
-    auto padded = [&](ggml_tensor* t) { return (ggml_backend_buft_get_alloc_size(w.buft, t) + align - 1) / align * align; };
+    auto padded = [&](ggml_tensor* t) {
+        return (ggml_backend_buft_get_alloc_size(w.buft, t) + align - 1) / align * align;
+    };
     Moved m;
     for (size_t i = 0; i < ts.size();) {
         size_t j = i, total = 0;
