@@ -49,8 +49,7 @@ struct SessionOptions {
     size_t max_memory = 0;
     // Bytes the session may keep on a GPU: each graph's compute buffer first, then as many weights as fit; the
     // other weights stay in host memory and are copied to the device as the nodes reading them run (the same device
-    // computes every node, so results equal the unlimited run's). 0: no cap. Refused on the CPU device
-    // (docs/backends.md, "Small GPUs").
+    // computes every node, so results equal the unlimited run's). 0: no cap. Refused on the CPU device (docs/backends.md).
     size_t device_memory = 0;
     // A progress line on stderr while a model of 1 GB or more reads and converts its weights, even when stderr is not
     // a terminal (on a terminal it is shown anyway).
