@@ -108,6 +108,8 @@ if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
   # Models first: their pipelines fill Mesa's shader cache, which the many small op and node tests then reuse.
   run $PY tests/sd15_tests.py --cli $VK --device Vulkan0 --threads 2 --no-ort
   run $PY tests/model_tests.py --cli $VK --device Vulkan0 --threads 2
+  # --device-memory: the UNet with its weights in host memory, bit-identical to the unlimited run (docs/backends.md).
+  run $PY tests/device_memory_test.py --cli $VK --device Vulkan0 --threads 2
   run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/op_tests.py --cli $VK -j 2 -q --timeout 300
   run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/node_tests.py --cli $VK -j 2 -q --timeout 300 --check
   # New exporters' files (opset 23 holds every new op; the VAE decoders add lavapipe time, not signal).

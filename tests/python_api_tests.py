@@ -337,6 +337,16 @@ def main(argv=None) -> int:
             check(False, "SessionOptions.max_memory = 16: the run was not refused")
         except onnx2ggml.Error as e:
             check("max_memory" in str(e) and "\n" not in str(e), f"SessionOptions.max_memory = 16: '{str(e)[:150]}'")
+        # device_memory reaches it too: on the CPU device the cap is refused in one line (docs/backends.md).
+        opts = onnx2ggml.SessionOptions()
+        opts.device = "CPU"
+        opts.device_memory = 1 << 30
+        try:
+            onnx2ggml.InferenceSession(blob, opts)
+            check(False, "SessionOptions.device_memory on the CPU: not refused")
+        except onnx2ggml.Error as e:
+            check("device_memory" in str(e) and "\n" not in str(e),
+                  f"SessionOptions.device_memory on the CPU: '{str(e)[:150]}'")
         with tempfile.TemporaryDirectory() as work:
             truncated_while_mapped(work)
     if not args.filter or re.search(args.filter, "hostile"):

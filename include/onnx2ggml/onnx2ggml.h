@@ -47,6 +47,10 @@ struct SessionOptions {
     // Bytes a graph's compute buffer plus its host tensors may take; larger graphs are refused, naming their
     // largest tensor, before anything is allocated. 0: the machine's memory (RAM, or the cgroup limit if smaller).
     size_t max_memory = 0;
+    // Bytes the session may keep on a GPU: each graph's compute buffer first, then as many weights as fit; the
+    // other weights stay in host memory and are copied to the device as the nodes reading them run (the same device
+    // computes every node, so results equal the unlimited run's). 0: no cap. Refused on the CPU device (docs/backends.md).
+    size_t device_memory = 0;
     // A progress line on stderr while a model of 1 GB or more reads and converts its weights, even when stderr is not
     // a terminal (on a terminal it is shown anyway).
     bool progress = false;
@@ -93,6 +97,9 @@ struct RunStats {
     // Bytes of transformed weight forms (packed panels, pointwise forms) held by the session that this run's graph
     // does not read: forms made for a kernel the graph did not choose (0 when the conv plan is one decision).
     size_t unread_weight_bytes = 0;
+    // With SessionOptions::device_memory: weight bytes kept on the device, weight bytes held in host memory, and
+    // the bytes of host weights copied to the device per run (0 without the option).
+    size_t device_weight_bytes = 0, host_weight_bytes = 0, copied_weight_bytes = 0;
 };
 
 // Threads: Session::open may be called from several threads at once, and distinct sessions run on distinct

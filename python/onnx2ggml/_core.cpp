@@ -46,11 +46,12 @@ public:
               const std::string& precision, bool portable, const std::vector<std::pair<std::string, float>>& lora,
               bool quiet, size_t max_memory, bool progress,
               const std::vector<std::pair<std::string, std::string>>& embeddings, const std::string& embedding_set,
-              int tile_size, int tile_overlap) {
+              int tile_size, int tile_overlap, size_t device_memory) {
         SessionOptions o;
         o.tiling.size = tile_size;
         o.tiling.overlap = tile_overlap;
         o.max_memory = max_memory;
+        o.device_memory = device_memory;
         o.progress = progress;
         o.threads = threads;
         o.device = device;
@@ -133,6 +134,9 @@ public:
         d["splits"] = s.splits;
         d["transformed_weight_bytes"] = s.transformed_weight_bytes;
         d["unread_weight_bytes"] = s.unread_weight_bytes;
+        d["device_weight_bytes"] = s.device_weight_bytes;
+        d["host_weight_bytes"] = s.host_weight_bytes;
+        d["copied_weight_bytes"] = s.copied_weight_bytes;
         nb::dict ops;
         for (auto& [op, n] : s.ggml_ops) ops[op.c_str()] = n;
         d["ggml_ops"] = ops;
@@ -180,11 +184,12 @@ NB_MODULE(_core, m) {
     nb::class_<PySession>(m, "Session")
         .def(nb::init<nb::object, int, const std::string&, const std::string&, const std::string&,
                       bool, const std::vector<std::pair<std::string, float>>&, bool, size_t, bool,
-                      const std::vector<std::pair<std::string, std::string>>&, const std::string&, int, int>(),
+                      const std::vector<std::pair<std::string, std::string>>&, const std::string&, int, int, size_t>(),
              nb::arg("model"), nb::arg("threads"), nb::arg("device"), nb::arg("weights"), nb::arg("precision"), nb::arg("portable"),
              nb::arg("lora"), nb::arg("quiet"), nb::arg("max_memory") = 0, nb::arg("progress") = false,
              nb::arg("embeddings") = std::vector<std::pair<std::string, std::string>>{},
-             nb::arg("embedding_set") = std::string(), nb::arg("tile_size") = 0, nb::arg("tile_overlap") = -1)
+             nb::arg("embedding_set") = std::string(), nb::arg("tile_size") = 0, nb::arg("tile_overlap") = -1,
+             nb::arg("device_memory") = 0)
         .def("inputs", &PySession::inputs)
         .def("outputs", &PySession::outputs)
         .def("device", &PySession::device)

@@ -94,6 +94,9 @@ class SessionOptions:
     its 4-D input that share one graph, blended linearly over the overlap, so memory is one tile's (onnx2ggml/tiling.h).
     tile_size: the tiles' side in input elements (latents for a VAE decoder; 0: 64 with vae_tiling, else no tiling);
     tile_overlap: their overlap (None: tile_size / 4).
+    device_memory: bytes the session may keep on a GPU (SessionOptions::device_memory): weights that do not fit beside
+    the compute buffer stay in host memory and are copied in as they are used; stats() reports device_weight_bytes,
+    host_weight_bytes and copied_weight_bytes. None or 0: no cap. Refused on the CPU device.
     """
 
     def __init__(self):
@@ -110,6 +113,7 @@ class SessionOptions:
         self.embeddings = []
         self.embedding_set = ""
         self.max_memory = None
+        self.device_memory = None
         self.progress = False
         self.vae_tiling = False
         self.tile_size = 0
@@ -229,7 +233,8 @@ class InferenceSession:
                                    bool(opts.portable), _lora_list(opts.lora), opts.log_severity_level >= 2,
                                    int(opts.max_memory or 0), bool(getattr(opts, "progress", False)),
                                    _embedding_list(getattr(opts, "embeddings", [])),
-                                   str(getattr(opts, "embedding_set", "") or ""), *_tiling(opts))
+                                   str(getattr(opts, "embedding_set", "") or ""), *_tiling(opts),
+                                   int(getattr(opts, "device_memory", None) or 0))
         self._inputs = [NodeArg(*i) for i in self._sess.inputs()]
         self._outputs = [NodeArg(*o) for o in self._sess.outputs()]
         for kind, args in (("input", self._inputs), ("output", self._outputs)):

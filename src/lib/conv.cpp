@@ -36,12 +36,15 @@ ggml_tensor* pad_crop_2d(Ctx& ctx, ggml_tensor* x, int64_t wb, int64_t we, int64
 namespace {
 
 // Dense 2-D convolution through an F32 im2col (ggml_conv_2d's F16 im2col loses fp32 parity).
-// ggml_im2col reads only its kernel argument's sizes. Where the product takes a derived form of a constant kernel
-// (packed, reduced precision), a view of x with those sizes stands in for it, so the original weight is not in
-// the graph: not uploaded to a device, not counted in the graph's weights.
+// ggml_im2col reads only its kernel argument's sizes: a view of x with those sizes stands in for it. Where the product
+// takes a derived form of a constant kernel (packed, reduced precision), the original weight is then not in the
+// graph (not uploaded to a device, not counted in its weights); and a kernel kept in host memory (device_memory) is
+// copied to the device once, for the product, not twice.
 ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh) {
     x = cont(ctx, x);
-    ggml_tensor* sizes = k;
+    // x smaller than one output channel's kernel (the UNet's 1x1 levels at an 8x8 latent): that slice of k, the
+    // bytes a copy would move.
+    ggml_tensor* sizes = ggml_view_3d(ctx, k, k->ne[0], k->ne[1], k->ne[2], k->nb[1], k->nb[2], 0);
     if (x->type == GGML_TYPE_F32 && ggml_nelements(x) >= k->ne[0] * k->ne[1] * k->ne[2])
         sizes = ggml_view_3d(ctx, x, k->ne[0], k->ne[1], k->ne[2], size_t(k->ne[0]) * sizeof(float),
                              size_t(k->ne[0] * k->ne[1]) * sizeof(float), 0);
@@ -126,8 +129,7 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
     }
     const bool gemm = ctx.cpu && constant_k && k->type == GGML_TYPE_F32 && gemm_available() &&
                       gemm_wanted(OW * OH * x->ne[3], CKK, M);
-    ggml_tensor* col = gemm ? im2col(ctx, k, x, sw, sh, pw, ph, dw, dh)
-                            : ggml_im2col(ctx, k, cont(ctx, x), sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);
+    ggml_tensor* col = im2col(ctx, k, x, sw, sh, pw, ph, dw, dh);
     ggml_tensor* col2 = ggml_reshape_2d(ctx, col, col->ne[0], col->ne[1] * col->ne[2] * col->ne[3]);
     if (gemm) {
         // Our packed-weight kernel (~10 % faster than ggml's sgemm on ResNet-18, SqueezeNet and MobileNetV2, equal on

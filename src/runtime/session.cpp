@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
+#include "ggml-cpu.h"
 #include "onnx2ggml/onnx2ggml.h"
 #include "onnx2ggml/ops.h"
 #include "onnx2ggml/program.h"
@@ -18,6 +19,7 @@
 #include "kernels/gemm.h"
 #include "runtime/builder.h"
 #include "runtime/checkpoint_import.h"
+#include "runtime/device_budget.h"
 #include "runtime/load_progress.h"
 #include "lib/conv_plan.h"
 #include "lib/host_util.h"
@@ -38,13 +40,16 @@ double now_ms() {
 // Bytes of the distinct weight tensors a graph reads: originals replaced by a transformed form are not counted,
 // though the session still holds their (released) mappings.
 double graph_weight_mb(ggml_cgraph* g) {
-    std::set<const void*> seen;
+    // By address within a device buffer (Vulkan's buffers all start at the same made-up address), by address alone
+    // in host memory (two tensors may wrap the same mapped bytes).
+    std::set<std::pair<const void*, const void*>> seen;
     double bytes = 0;
     for (int i = 0; i < ggml_graph_n_nodes(g); i++)
         for (const ggml_tensor* s : ggml_graph_node(g, i)->src) {
             while (s && s->view_src) s = s->view_src;
             if (!s || !s->buffer || ggml_backend_buffer_get_usage(s->buffer) != GGML_BACKEND_BUFFER_USAGE_WEIGHTS) continue;
-            if (seen.insert(s->data).second) bytes += double(ggml_nbytes(s));
+            const void* buf = ggml_backend_buffer_is_host(s->buffer) ? nullptr : s->buffer;
+            if (seen.insert({buf, s->data}).second) bytes += double(ggml_nbytes(s));
         }
     return bytes / 1048576.0;
 }
@@ -62,6 +67,7 @@ struct CachedGraph {
     double compute_mb = 0, unshared_mb = 0;  // graph memory as allocated, and what it would be without reuse
     double weights_mb = -1;                  // weights this graph reads (-1: not counted yet)
     size_t unread_bytes = 0, unread_at = SIZE_MAX;  // prepared forms it does not read, when the session held unread_at
+    size_t device_compute = 0, copied = 0;  // with device_memory: its device compute buffer, host weights copied per run
     ~CachedGraph() {
         if (sched) ggml_backend_sched_free(sched);
         if (ctx) ggml_free(ctx);
@@ -101,6 +107,14 @@ public:
         user_limit_ = opts.max_memory != 0;
         tiling_ = opts.tiling;
         weights_.buft = ggml_backend_get_default_buffer_type(backend_);
+        if (opts.device_memory) {
+            O2G_CHECK(!backends_->is_cpu(), "device_memory caps a GPU's memory; the device is ", device_,
+                      ", whose memory is the host's (use max_memory to cap what a graph takes)");
+            budget_.limit = opts.device_memory;
+            // Pinned memory where the device has it: faster copies to the device.
+            ggml_backend_buffer_type_t host = ggml_backend_dev_host_buffer_type(ggml_backend_get_device(backend_));
+            weights_.host_buft = host ? host : ggml_backend_cpu_buffer_type();
+        }
         weights_.backend = backend_;
         weights_.fast = opts.precision == "fast";
         weights_.zero_copy = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
@@ -145,6 +159,7 @@ private:
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr, accel_ = nullptr;  // owned by backends_
     std::string device_;
     WeightCache weights_;
+    DeviceBudget budget_;  // SessionOptions::device_memory
     std::map<std::string, std::unique_ptr<CachedGraph>> cache_;
     RunStats stats_;
     bool profiling_ = false;
@@ -367,9 +382,16 @@ void SessionImpl::allocate(CachedGraph& c, Builder& b) {
     c.sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c.graph)), false, true);
     o2g::place_inputs_on_main(c.sched, c.graph, *backends_);
     check_graph_memory(c.sched, c.graph, int(bk.size()), b, max_memory_, user_limit_);
-    o2g::place_inputs_on_main(c.sched, c.graph, *backends_);  // the measurement reset the scheduler
-    O2G_CHECK(ggml_backend_sched_alloc_graph(c.sched, c.graph), model_->path,
-              ": could not allocate the graph's device memory");
+    if (budget_.limit) {
+        c.weights_mb = graph_weight_mb(c.graph);  // before the scheduler puts copies in place of host weights
+        size_t others = 0;  // the device memory of the session's other graphs
+        for (auto& [key, g] : cache_) others += g.get() != &c ? g->device_compute : 0;
+        c.copied = budget_.allocate(c.sched, c.graph, weights_, *backends_, others, model_->path, quiet_, c.device_compute);
+    } else {
+        o2g::place_inputs_on_main(c.sched, c.graph, *backends_);  // the measurement reset the scheduler
+        O2G_CHECK(ggml_backend_sched_alloc_graph(c.sched, c.graph), model_->path,
+                  ": could not allocate the graph's device memory");
+    }
     c.shares = o2g::placement(c.sched, c.graph, *backends_, c.splits);
     c.allocated = true;
     std::set<ggml_backend_buffer_t> bufs;
@@ -510,6 +532,11 @@ std::vector<Tensor> SessionImpl::run_once(const std::map<std::string, Tensor>& i
     stats_.weights_mb = c->weights_mb;
     stats_.splits = c->splits;
     stats_.backends = c->shares;
+    if (budget_.limit) {
+        stats_.device_weight_bytes = budget_.resident;
+        stats_.host_weight_bytes = budget_.host_bytes(weights_, backend_);
+        stats_.copied_weight_bytes = c->copied;
+    }
 
     return read_outputs(*c);
 }

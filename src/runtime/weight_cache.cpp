@@ -275,7 +275,8 @@ void WeightCache::commit(ggml_cgraph* g) {
 
 void WeightCache::commit() {
     if (!pending_ctx) return;
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(pending_ctx, buft);
+    ggml_backend_buffer_type_t to = host_buft ? host_buft : buft;
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(pending_ctx, to);
     O2G_CHECK(buf || pending.empty(), "could not allocate device memory for the weights");
     if (buf) {
         advise_huge_pages(buf);
@@ -284,7 +285,7 @@ void WeightCache::commit() {
     }
     size_t total = 0;
     for (auto& [t, h] : pending) total += ggml_nbytes(t);
-    LoadProgress shown("weights to " + std::string(ggml_backend_buft_name(buft)), total, progress && total >= (64u << 20));
+    LoadProgress shown("weights to " + std::string(ggml_backend_buft_name(to)), total, progress && total >= (64u << 20));
     for (auto& [t, h] : pending) {
         auto done = converted.find(t);
         std::vector<uint8_t> bytes;

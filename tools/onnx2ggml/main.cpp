@@ -46,6 +46,7 @@ const char* kUsage =
     "                [--weights-file FILE.gguf] [--max-memory BYTES|512M|8G] [--progress]\n"
     "                [--vae-tiling] [--tile-size N] [--tile-overlap N]   (overlapping tiles of the 4-D input, one\n"
     "                 graph for all: memory of one tile; N in input elements, default 64 and size/4)\n"
+    "                [--device-memory SIZE]   (cap on a GPU: weights that do not fit stay in host memory)\n"
     "                [--then --input ... --output-dir DIR2 [--stats FILE2.json]]...   (more runs, same session)\n"
     "  onnx2ggml bench MODEL.onnx --input [NAME=]FILE.npy ... [--threads N] [--runs K] [--warmup W] [--device NAME]\n"
     "                [--rpc HOST:PORT[,HOST:PORT...]]\n"
@@ -54,6 +55,7 @@ const char* kUsage =
     "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--max-memory SIZE]\n"
     "                [--progress] [--peak GFLOPS]   (with --profile: warns below 25% of this peak)\n"
     "                [--vae-tiling] [--tile-size N] [--tile-overlap N]\n"
+    "                [--device-memory SIZE]\n"
     "  (a model of 1 GB or more shows its loading on a terminal; --progress shows it anyway)\n"
     "  onnx2ggml info MODEL.onnx\n"
     "  onnx2ggml compile MODEL.onnx -o DIR [--name NAME] [--example [NAME=]FILE.npy ...]\n"
@@ -346,6 +348,7 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     else if (a == "--vae-tiling") opts.tiling.size = opts.tiling.size ? opts.tiling.size : kVaeTileSize;
     else if (a == "--tile-size") opts.tiling.size = parse_count(a, next(), 1);
     else if (a == "--tile-overlap") opts.tiling.overlap = parse_count(a, next(), 0);  // with --vae-tiling/--tile-size
+    else if (a == "--device-memory") opts.device_memory = parse_bytes(a, next());
     else return false;
     return true;
 }
@@ -406,6 +409,10 @@ int cmd_bench(const std::vector<std::string>& args) {
     printf("runs: %d (after %d warm-up)\n", runs, warmup);
     printf("memory: weights %.1f MB, compute buffer %.1f MB (%.1f MB of intermediates without reuse)\n",
            first.weights_mb, first.compute_buffer_mb, first.unshared_mb);
+    if (opts.device_memory)
+        printf("device memory: budget %.1f MB, weights on the device %.1f MB, in host memory %.1f MB, copied per run "
+               "%.1f MB\n", double(opts.device_memory) / 1048576.0, double(first.device_weight_bytes) / 1048576.0,
+               double(first.host_weight_bytes) / 1048576.0, double(first.copied_weight_bytes) / 1048576.0);
     printf("work: %.2f GFLOP per run (dense conv/matmul/attention), %.1f GFLOP/s at the median\n", first.gflop,
            first.gflop / (median / 1e3));
     printf("peak RSS: %.1f MB\n", double(platform::peak_resident_bytes()) / (1024.0 * 1024.0));
@@ -509,7 +516,9 @@ int cmd_run(const std::vector<std::string>& args) {
               << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
               << ", \"cache_hit\": " << (s.cache_hit ? "true" : "false") << ", \"tiles\": " << s.tiles
               << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes
-              << ", \"unread_weight_bytes\": " << s.unread_weight_bytes << ", \"cpu_code\": \""
+              << ", \"unread_weight_bytes\": " << s.unread_weight_bytes
+              << ", \"device_weight_bytes\": " << s.device_weight_bytes << ", \"host_weight_bytes\": "
+              << s.host_weight_bytes << ", \"copied_weight_bytes\": " << s.copied_weight_bytes << ", \"cpu_code\": \""
               << o2g::cpu_code_description() << "\", \"ggml_ops\": {";
             const char* sep = "";
             for (auto& [op, n] : s.ggml_ops) {

@@ -1,0 +1,228 @@
+// The device_memory budget: which weights a graph brings onto the device, and a placement that copies in the rest.
+#include "runtime/device_budget.h"
+
+#include <array>
+#include <map>
+#include <cstdio>
+#include <set>
+#include <vector>
+
+#include "common/error.h"
+#include "lib/host_util.h"
+#include "runtime/builder.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+using Srcs = std::map<ggml_tensor*, std::array<ggml_tensor*, GGML_MAX_SRC>>;
+
+bool is_view_op(const ggml_tensor* t) {
+    switch (t->op) {
+        case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// A weight (or a view of one) in a buffer the device cannot read: host memory.
+bool host_weight(const ggml_tensor* t, ggml_backend_t device) {
+    const ggml_tensor* r = t->view_src ? t->view_src : t;
+    return r->buffer && ggml_backend_buffer_get_usage(r->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS &&
+           !ggml_backend_supports_buft(device, ggml_backend_buffer_get_type(r->buffer));
+}
+
+template <typename F>
+void each_tensor(ggml_cgraph* g, F f) {  // nodes and their sources
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++) {
+        ggml_tensor* n = ggml_graph_node(g, i);
+        f(n);
+        for (ggml_tensor* s : n->src)
+            if (s) f(s);
+    }
+}
+
+// Views of weights take their weight's buffer now (ggml-alloc would do it later): the scheduler then sees them as
+// weights and starts a new split at each node that reads a host one, so a split holds only its own weights' copies.
+// A view made before its weight moved to the device is pointed there again.
+void bind_weight_views(ggml_cgraph* g) {
+    each_tensor(g, [](ggml_tensor* t) {
+        ggml_tensor* r = t->view_src;
+        if (!r || !r->buffer || ggml_backend_buffer_get_usage(r->buffer) != GGML_BACKEND_BUFFER_USAGE_WEIGHTS) return;
+        if (t->buffer == r->buffer && t->data == static_cast<char*>(r->data) + t->view_offs) return;
+        t->buffer = nullptr;
+        O2G_CHECK(ggml_backend_view_init(t) == GGML_STATUS_SUCCESS, "could not place a view of weight '",
+                  ggml_get_name(r), "'");
+    });
+}
+
+// Graph inputs and constants on the device (as without a budget), and every node reading a host weight too: the
+// scheduler would run it on the CPU, beside its weight.
+void place(ggml_backend_sched_t sched, ggml_cgraph* g, const o2g::Backends& b) {
+    o2g::place_inputs_on_main(sched, g, b);
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++) {
+        ggml_tensor* n = ggml_graph_node(g, i);
+        if (is_view_op(n) || !ggml_backend_supports_op(b.main, n)) continue;
+        for (const ggml_tensor* s : n->src)
+            if (s && host_weight(s, b.main)) {
+                ggml_backend_sched_set_tensor_backend(sched, n, b.main);
+                break;
+            }
+    }
+}
+
+// The scheduler replaces the sources it copies by their copies in the graph itself (and a backend may reorder the
+// nodes of a split): a measurement must not leave them there, or the real split would copy copies.
+Srcs save_srcs(ggml_cgraph* g) {
+    Srcs s;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++) {
+        ggml_tensor* n = ggml_graph_node(g, i);
+        for (int k = 0; k < GGML_MAX_SRC; k++) s[n][size_t(k)] = n->src[k];
+    }
+    return s;
+}
+void restore_srcs(const Srcs& s) {
+    for (const auto& [n, src] : s)
+        for (int k = 0; k < GGML_MAX_SRC; k++) n->src[k] = src[size_t(k)];
+}
+
+// Host weights the graph reads, in the order of their first use.
+std::vector<ggml_tensor*> host_weights_read(ggml_cgraph* g, ggml_backend_t device) {
+    std::vector<ggml_tensor*> out;
+    std::set<ggml_tensor*> seen;
+    each_tensor(g, [&](ggml_tensor* t) {
+        ggml_tensor* r = t->view_src ? t->view_src : t;
+        if (host_weight(r, device) && seen.insert(r).second) out.push_back(r);
+    });
+    return out;
+}
+
+// Weights moved to the device by one try, with where they were: a try that overshoots the budget is undone.
+struct Moved {
+    std::vector<std::pair<ggml_tensor*, std::pair<ggml_backend_buffer_t, void*>>> from;
+    std::vector<ggml_backend_buffer_t> buffers;
+    size_t bytes = 0;
+};
+
+// Moves `ts` into new device buffers (at most the buffer type's largest size each); their host copies stay where
+// they were.
+Moved move_to_device(WeightCache& w, const std::vector<ggml_tensor*>& ts) {
+    const size_t max = ggml_backend_buft_get_max_size(w.buft), align = ggml_backend_buft_get_alignment(w.buft);
+    auto padded = [&](ggml_tensor* t) {
+        return (ggml_backend_buft_get_alloc_size(w.buft, t) + align - 1) / align * align;
+    };
+    Moved m;
+    for (size_t i = 0; i < ts.size();) {
+        size_t j = i, total = 0;
+        while (j < ts.size() && (j == i || total + padded(ts[j]) <= max)) total += padded(ts[j++]);
+        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(w.buft, total);
+        O2G_CHECK(buf, "could not allocate ", bytes_str(double(total)), " of device memory for the weights");
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        m.buffers.push_back(buf);
+        m.bytes += total;
+        char* at = static_cast<char*>(ggml_backend_buffer_get_base(buf));
+        for (; i < j; i++) {
+            ggml_tensor* t = ts[i];
+            m.from.push_back({t, {t->buffer, t->data}});
+            t->buffer = nullptr;
+            t->data = nullptr;
+            O2G_CHECK(ggml_backend_tensor_alloc(buf, t, at) == GGML_STATUS_SUCCESS, "could not place weight '",
+                      ggml_get_name(t), "' on the device");
+            ggml_backend_tensor_set(t, m.from.back().second.second, 0, ggml_nbytes(t));
+            at += padded(t);
+        }
+    }
+    return m;
+}
+
+// Undoes ggml-alloc's placement of the graph's tensors (it keeps a tensor that already has an address where it is,
+// so a second allocation would overlap the first one's).
+void unplace(ggml_cgraph* g) {
+    each_tensor(g, [](ggml_tensor* t) {
+        const ggml_tensor* r = t->view_src ? t->view_src : t;
+        if (!t->buffer || (r->buffer && ggml_backend_buffer_get_usage(r->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS))
+            return;
+        t->buffer = nullptr;
+        t->data = nullptr;
+    });
+}
+
+void move_back(Moved& m) {
+    for (auto& [t, was] : m.from) {
+        t->buffer = was.first;
+        t->data = was.second;
+    }
+    for (ggml_backend_buffer_t buf : m.buffers) ggml_backend_buffer_free(buf);
+    m = Moved();
+}
+
+}  // namespace
+
+size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
+                              size_t others, const std::string& path, bool quiet, size_t& compute) {
+    bind_weight_views(graph);
+    // Measured with every weight it reads on the host: the copies of a split's weights are part of it.
+    const Srcs srcs = save_srcs(graph);
+    place(sched, graph, b);
+    O2G_CHECK(ggml_backend_sched_reserve(sched, graph), path, ": could not allocate the graph's device memory");
+    const size_t measured = ggml_backend_sched_get_buffer_size(sched, b.main);
+    ggml_backend_sched_reset(sched);
+    restore_srcs(srcs);
+
+    const size_t used = measured + others + resident;
+    size_t room = used < limit ? limit - used : 0;
+    if (used > limit && !quiet)
+        fprintf(stderr, "onnx2ggml: warning: %s: device_memory is %s, but the graph's compute buffer needs %s (%s more "
+                "held by weights and other graphs); it is allocated anyway (graphs are not split into segments), "
+                "and the weights it reads stay in host memory\n", path.c_str(), bytes_str(double(limit)).c_str(),
+                bytes_str(double(measured)).c_str(), bytes_str(double(others + resident)).c_str());
+    // Laid out again once weights have moved, the compute buffer may come out a little larger than measured: a try
+    // that overshoots is undone and made again with that much less room.
+    Moved moved;
+    for (int attempt = 0;; attempt++) {
+        std::vector<ggml_tensor*> moving;
+        size_t left = room;
+        for (ggml_tensor* t : host_weights_read(graph, b.main)) {
+            const size_t n = ggml_backend_buft_get_alloc_size(w.buft, t);
+            if (n > left) continue;
+            moving.push_back(t);
+            left -= n;
+        }
+        moved = move_to_device(w, moving);
+        bind_weight_views(graph);
+        place(sched, graph, b);
+        O2G_CHECK(ggml_backend_sched_alloc_graph(sched, graph), path, ": could not allocate the graph's device memory");
+        compute = ggml_backend_sched_get_buffer_size(sched, b.main);
+        const size_t held = compute + others + resident + moved.bytes;
+        if (held <= limit || moved.from.empty() || attempt == 3) break;
+        ggml_backend_sched_reset(sched);
+        restore_srcs(srcs);
+        unplace(graph);
+        move_back(moved);
+        room = room > held - limit ? room - (held - limit) : 0;
+    }
+    resident += moved.bytes;
+    for (ggml_backend_buffer_t buf : moved.buffers) w.buffers.push_back(buf);
+    // The sources the scheduler replaced by a copy: each copy of a host weight is made once per run.
+    std::set<const ggml_tensor*> copies;
+    size_t copied = 0;
+    for (const auto& [n, src] : srcs)
+        for (int k = 0; k < GGML_MAX_SRC; k++) {
+            const ggml_tensor* was = src[size_t(k)];
+            if (was && n->src[k] != was && host_weight(was, b.main) && copies.insert(n->src[k]).second)
+                copied += ggml_nbytes(was);
+        }
+    return copied;
+}
+
+size_t DeviceBudget::host_bytes(const WeightCache& w, ggml_backend_t device) const {
+    size_t host = 0;
+    for (ggml_backend_buffer_t buf : w.buffers)
+        if (ggml_backend_buffer_get_usage(buf) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS &&
+            !ggml_backend_supports_buft(device, ggml_backend_buffer_get_type(buf)))
+            host += ggml_backend_buffer_get_size(buf);
+    return host > resident ? host - resident : 0;
+}
+
+}  // namespace onnx2ggml

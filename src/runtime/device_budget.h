@@ -1,0 +1,31 @@
+// SessionOptions::device_memory: weights live in host memory, and each graph brings onto the device as many of the
+// ones it reads as the budget leaves after its compute buffer; the rest are copied in by the scheduler as the
+// nodes reading them run, on the same device, so results equal the unlimited run's.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "ggml-backend.h"
+#include "onnx2ggml/program.h"
+
+namespace onnx2ggml {
+
+struct WeightCache;
+
+struct DeviceBudget {
+    size_t limit = 0;     // bytes; 0: no cap (nothing here is used)
+    size_t resident = 0;  // weight bytes moved to the device so far
+
+    // Places and allocates `graph` on `sched` (instead of place_inputs_on_main and ggml_backend_sched_alloc_graph):
+    // measures its compute buffer with every weight on the host, moves the host weights it reads onto the device
+    // while they fit in what `limit` leaves after that buffer, `others` (the device memory of the session's other
+    // graphs) and the weights already there (less, should the buffer then come out larger than measured), and puts
+    // every node reading a host weight on the device. Returns the bytes of host weights the scheduler copies in per
+    // run; `compute` gets the graph's device compute buffer.
+    size_t allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
+                    size_t others, const std::string& path, bool quiet, size_t& compute);
+    // Weight bytes that stay in host memory only.
+    size_t host_bytes(const WeightCache& w, ggml_backend_t device) const;
+};
+
+}  // namespace onnx2ggml
