@@ -78,53 +78,62 @@ int main(int argc, char** argv) {
     std::optional<int> width, height;  // size and guidance: per model family unless given
     unsigned seed = 42;
     std::optional<float> guidance;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--text-encoder") te_path = next();
-        else if (a == "--unet") unet_path = next();
-        else if (a == "--vae-decoder") vae_path = next();
-        else if (a == "--tokens") tokens_path = next();
-        else if (a == "--uncond-tokens") uncond_path = next();
-        else if (a == "--prompt") prompt_text = next(), have_prompt = true;
-        else if (a == "--negative-prompt") negative_text = next(), have_negative_text = true;
-        else if (a == "--vocab") vocab_path = next();
-        else if (a == "--text-encoder-2") te2_path = next();
-        else if (a == "--tokens-2") tokens2_path = next();
-        else if (a == "--uncond-tokens-2") uncond2_path = next();
-        else if (a == "--pad-2") pad_2 = std::stoll(next());
-        else if (a == "--bos") sp.bos = std::stoll(next());
-        else if (a == "--eos") sp.eos = std::stoll(next());
-        else if (a == "--pad") sp.pad = std::stoll(next());
-        else if (a == "--seed") seed = unsigned(std::stoul(next()));
-        else if (a == "--steps") steps = std::stoi(next());
-        else if (a == "--guidance") guidance = std::stof(next());
-        else if (a == "--width") width = std::stoi(next());
-        else if (a == "--height") height = std::stoi(next());
-        else if (a == "--threads") threads = std::stoi(next());
-        else if (a == "--init-latent") init_latent = next();
-        else if (a == "--save-latent") save_latent = next();
-        else if (a == "--progress") force_progress = true;
-        else if (a == "--vae-tiling") vae_tiling.size = vae_tiling.size ? vae_tiling.size : onnx2ggml::kVaeTileSize;
-        else if (a == "--tile-size") vae_tiling.size = std::max(1, std::stoi(next()));
-        else if (a == "--tile-overlap") vae_tiling.overlap = std::max(0, std::stoi(next()));
-        else if (a == "--embedding") embeddings.push_back(onnx2ggml::parse_embedding_arg(next()));
-        else if (a == "-o" || a == "--output") out = next();
-        else {
-            fprintf(stderr, "usage: txt2img --text-encoder TE.onnx --unet UNET.onnx --vae-decoder VAE.onnx (--prompt TEXT | --tokens IDS.npy)\n"
-                            "               [--negative-prompt TEXT] [--vocab BPE.txt.gz]\n"
-                            "               [--uncond-tokens IDS.npy] [--bos N] [--eos N] [--pad N]\n"
-                            "               [--seed N] [--steps N] [--guidance G] [--width W] [--height H] [--threads N]\n"
-                            "               [--init-latent X.npy] [--save-latent OUT.npy] [--progress] [-o IMAGE.png]\n"
-                            "               [--embedding FILE[:TOKEN] ...]   (textual inversion)\n"
-                            "               [--vae-tiling] [--tile-size N] [--tile-overlap N]   (decode in tiles of N latents)\n"
-                            "       SDXL: add --text-encoder-2 TE2.onnx [--tokens-2 IDS.npy] [--uncond-tokens-2 IDS.npy]\n"
-                            "               [--pad-2 N]   (SDXL's VAE; 1024x1024 and guidance 5 by default)\n");
-            return 2;
+    std::string opt;  // the option being read: a bad number names it (std::stoi's own error names only itself)
+    auto at_least = [](int lo, int v) { return v >= lo ? v : throw std::out_of_range("below its least value"); };
+    try {
+        for (int i = 1; i < argc; i++) {
+            std::string a = argv[i];
+            opt = a;
+            auto next = [&]() -> std::string {
+                if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+                return argv[++i];
+            };
+            if (a == "--text-encoder") te_path = next();
+            else if (a == "--unet") unet_path = next();
+            else if (a == "--vae-decoder") vae_path = next();
+            else if (a == "--tokens") tokens_path = next();
+            else if (a == "--uncond-tokens") uncond_path = next();
+            else if (a == "--prompt") prompt_text = next(), have_prompt = true;
+            else if (a == "--negative-prompt") negative_text = next(), have_negative_text = true;
+            else if (a == "--vocab") vocab_path = next();
+            else if (a == "--text-encoder-2") te2_path = next();
+            else if (a == "--tokens-2") tokens2_path = next();
+            else if (a == "--uncond-tokens-2") uncond2_path = next();
+            else if (a == "--pad-2") pad_2 = std::stoll(next());
+            else if (a == "--bos") sp.bos = std::stoll(next());
+            else if (a == "--eos") sp.eos = std::stoll(next());
+            else if (a == "--pad") sp.pad = std::stoll(next());
+            else if (a == "--seed") seed = unsigned(std::stoul(next()));
+            else if (a == "--steps") steps = std::stoi(next());
+            else if (a == "--guidance") guidance = std::stof(next());
+            else if (a == "--width") width = std::stoi(next());
+            else if (a == "--height") height = std::stoi(next());
+            else if (a == "--threads") threads = std::stoi(next());
+            else if (a == "--init-latent") init_latent = next();
+            else if (a == "--save-latent") save_latent = next();
+            else if (a == "--progress") force_progress = true;
+            else if (a == "--vae-tiling") vae_tiling.size = vae_tiling.size ? vae_tiling.size : onnx2ggml::kVaeTileSize;
+            else if (a == "--tile-size") vae_tiling.size = at_least(1, std::stoi(next()));
+            else if (a == "--tile-overlap") vae_tiling.overlap = at_least(0, std::stoi(next()));
+            else if (a == "--embedding") embeddings.push_back(onnx2ggml::parse_embedding_arg(next()));
+            else if (a == "-o" || a == "--output") out = next();
+            else {
+                fprintf(stderr, "usage: txt2img --text-encoder TE.onnx --unet UNET.onnx --vae-decoder VAE.onnx (--prompt TEXT | --tokens IDS.npy)\n"
+                                "               [--negative-prompt TEXT] [--vocab BPE.txt.gz]\n"
+                                "               [--uncond-tokens IDS.npy] [--bos N] [--eos N] [--pad N]\n"
+                                "               [--seed N] [--steps N] [--guidance G] [--width W] [--height H] [--threads N]\n"
+                                "               [--init-latent X.npy] [--save-latent OUT.npy] [--progress] [-o IMAGE.png]\n"
+                                "               [--embedding FILE[:TOKEN] ...]   (textual inversion)\n"
+                                "               [--vae-tiling] [--tile-size N] [--tile-overlap N]   (decode in tiles of N latents)\n"
+                                "       SDXL: add --text-encoder-2 TE2.onnx [--tokens-2 IDS.npy] [--uncond-tokens-2 IDS.npy]\n"
+                                "               [--pad-2 N]   (SDXL's VAE; 1024x1024 and guidance 5 by default)\n");
+                return 2;
+            }
         }
+    } catch (const std::exception& e) {
+        fprintf(stderr, "txt2img: error: %s: %s\n", opt.c_str(),
+                dynamic_cast<const std::logic_error*>(&e) ? "not a number in range" : e.what());
+        return 2;
     }
     try {
         // Token ids: from --prompt through the CLIP tokenizer, or from --tokens files.

@@ -41,44 +41,43 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) { fprintf(stderr, "@NAME@: error: %s needs a value\n", a.c_str()); exit(2); }
             return argv[++i];
         };
+        auto count = [&](long lo) {  // a whole number from lo up, or one line and exit 2
+            const std::string v = next();
+            char* end = nullptr;
+            const long n = strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end || n < lo || n > 1000000) {
+                fprintf(stderr, "@NAME@: error: %s wants a whole number from %ld, not '%s'\n", a.c_str(), lo, v.c_str());
+                exit(2);
+            }
+            return int(n);
+        };
+        auto parsed = [&](auto fn, int code) {  // the library's parsers throw on a bad value: one line
+            const std::string v = next();
+            try {
+                fn(v);
+            } catch (const std::exception& e) {
+                fprintf(stderr, "@NAME@: error: %s\n", e.what());
+                exit(code);
+            }
+        };
         if (a == "--input" || a == "-i") {
             std::string v = next();
             auto eq = v.find('=');
             inputs.emplace_back(eq == std::string::npos ? "" : v.substr(0, eq), eq == std::string::npos ? v : v.substr(eq + 1));
         } else if (a == "--output-dir" || a == "-o") out_dir = next();
-        else if (a == "--threads" || a == "-t") threads = atoi(next().c_str());
-        else if (a == "--runs") runs = atoi(next().c_str());
+        else if (a == "--threads" || a == "-t") threads = count(0);  // 0: as many as the machine has
+        else if (a == "--runs") runs = count(1);
         else if (a == "--device") device = next();
-        else if (a == "--rpc") {  // before the device is opened: adds RPC0, RPC1, ...
-            std::string v = next();
-            try {
-                o2g::add_rpc_servers(v);
-            } catch (const std::exception& e) {
-                fprintf(stderr, "@NAME@: error: %s\n", e.what());
-                return 1;
-            }
-        } else if (a == "--precision") precision = next();
+        else if (a == "--rpc") parsed([](const std::string& v) { o2g::add_rpc_servers(v); }, 1);  // adds RPC0, ...
+        else if (a == "--precision") precision = next();
         else if (a == "--weights") weights = next();
-        else if (a == "--lora") {
-            std::string v = next();
-            try {
-                loras.push_back(onnx2ggml::parse_lora_arg(v));
-            } catch (const std::exception& e) {
-                fprintf(stderr, "@NAME@: error: %s\n", e.what());
-                return 2;
-            }
-        } else if (a == "--embedding") {
-            std::string v = next();
-            try {
-                embeddings.push_back(onnx2ggml::parse_embedding_arg(v));
-            } catch (const std::exception& e) {
-                fprintf(stderr, "@NAME@: error: %s\n", e.what());
-                return 2;
-            }
-        } else if (a == "--embedding-set") embedding_set = next();
+        else if (a == "--lora") parsed([&](const std::string& v) { loras.push_back(onnx2ggml::parse_lora_arg(v)); }, 2);
+        else if (a == "--embedding")
+            parsed([&](const std::string& v) { embeddings.push_back(onnx2ggml::parse_embedding_arg(v)); }, 2);
+        else if (a == "--embedding-set") embedding_set = next();
         else if (a == "--vae-tiling") tiling.size = tiling.size ? tiling.size : onnx2ggml::kVaeTileSize;
-        else if (a == "--tile-size") tiling.size = std::max(1, atoi(next().c_str()));
-        else if (a == "--tile-overlap") tiling.overlap = std::max(0, atoi(next().c_str()));
+        else if (a == "--tile-size") tiling.size = count(1);
+        else if (a == "--tile-overlap") tiling.overlap = count(0);
         else {
             fprintf(stderr, "usage: @NAME@ --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME] [--rpc HOST:PORT[,...]] [--precision exact|fast] [--weights FILE.gguf] [--lora FILE.safetensors[:SCALE] ...] [--embedding FILE[:TOKEN] ...] [--embedding-set clip_l|clip_g] [--runs K] [--vae-tiling] [--tile-size N] [--tile-overlap N]\n");
             return 2;
