@@ -14,6 +14,7 @@
 
 #include "common/platform.h"
 #include "common/error.h"
+#include "emit/blocks.h"
 #include "emit/lora_table.h"
 #include "emit/recorder.h"
 #include "ggml-backend.h"
@@ -418,6 +419,23 @@ void make_dirs(const std::string& dir) {
         O2G_CHECK(std::filesystem::is_directory(p, ec), "'", dir, "' is not a directory");
 }
 
+// Each live node's code and the comment that heads it: its index, name, op and output shape.
+std::vector<NodeText> node_texts(const Model& m, const GraphPlan& plan, const std::vector<Probe>& probes) {
+    const ProgramRecorder& r = *probes[0].rec;
+    std::vector<NodeText> nodes;
+    for (size_t i = 0; i < r.node_code.size(); i++) {
+        if (r.node_code[i].empty()) continue;
+        const Node& n = plan.node(m, plan.live_nodes[i]);
+        std::string shape;
+        if (i < r.node_shape.size() && !r.node_shape[i].empty())
+            shape = " -> " + shape_text(r.node_shape[i], probes.size() == 2 ? &probes[1].rec->node_shape[i] : nullptr,
+                                        probes[0].dims, probes.size() == 2 ? &probes[1].dims : nullptr);
+        nodes.push_back({"    // [" + std::to_string(i) + "] " + c_comment(n.name.empty() ? "(unnamed)" : n.name) + ": " +
+                         c_comment(n.op_type) + c_comment(shape) + "\n", r.node_code[i]});
+    }
+    return nodes;
+}
+
 // The model's graph as code: its weights struct, their loader, and build() with one block per node.
 void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan& plan,
                         const std::vector<Probe>& probes, const std::string& name) {
@@ -437,26 +455,21 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
     src << "};\n\nWeights load_weights(o2g::WeightFile& f) {\n    Weights w;\n";
     for (auto& w : r.weights) src << "    w." << w.field << " = f.get(" << c_string(w.key) << ");\n";
     src << "    (void)f;\n    return w;\n}\n\n";
+    std::string tail;
+    for (auto& e : r.epilogue) tail += "    " + e + "\n";
+    std::string blocks, body = fold_blocks(node_texts(m, plan, probes), r.prologue, tail, blocks);
+    if (!blocks.empty())
+        src << "// ... and after the layer index il, the name pre + il + post (llama.cpp's cb(cur, name, il)).\n"
+            << "[[maybe_unused]] static ggml_tensor* cb(ggml_tensor* t, const char* pre, int il, const char* post) {\n"
+            << "    char name[256];\n    snprintf(name, sizeof name, \"%s%d%s\", pre, il, post);\n"
+            << "    return cb(t, name);\n}\n\n" << blocks;
     src << "// Builds the graph for the shapes of `in` (and the data of `hin`, the inputs read on the host); fills `out`,\n"
         << "// or `hout` for outputs computed on the host, in graph-output order.\n"
         << "void build([[maybe_unused]] o2g::Ctx& ctx, const void* weights, [[maybe_unused]] ggml_tensor* const* in,\n"
         << "           [[maybe_unused]] const o2g::HostTensor* hin, [[maybe_unused]] ggml_tensor** out,\n"
         << "           [[maybe_unused]] o2g::HostTensor* hout) {\n"
         << "    [[maybe_unused]] const Weights& w = *static_cast<const Weights*>(weights);\n";
-    std::string body;
-    for (size_t i = 0; i < r.node_code.size(); i++) {
-        if (r.node_code[i].empty()) continue;
-        const Node& n = plan.node(m, plan.live_nodes[i]);
-        std::string shape;
-        if (i < r.node_shape.size() && !r.node_shape[i].empty())
-            shape = " -> " + shape_text(r.node_shape[i], probes.size() == 2 ? &probes[1].rec->node_shape[i] : nullptr,
-                                        probes[0].dims, probes.size() == 2 ? &probes[1].dims : nullptr);
-        body += "    // [" + std::to_string(i) + "] " + c_comment(n.name.empty() ? "(unnamed)" : n.name) + ": " +
-                c_comment(n.op_type) + c_comment(shape) + "\n" + r.node_code[i];
-    }
     for (auto& p : r.prologue) src << "    [[maybe_unused]] " << p << "\n";
-    std::string tail;
-    for (auto& e : r.epilogue) tail += "    " + e + "\n";
     src << drop_unread_results(body, tail) << tail;
     src << "}\n\n";
     src << "}  // namespace " << name << "_graph\n\n";
