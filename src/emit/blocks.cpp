@@ -303,14 +303,20 @@ std::string unique(std::string name, std::set<std::string>& taken) {
     return r;
 }
 
-// A node's head comment for the block function: its index left out, the block index written as '*'.
+// A node's head comment for the block function: its index left out, the first number that differs from the next
+// block's written as '*', and its shape only where every block has the same.
 std::string block_head(const std::string& h0, const std::string& h1) {
     static const std::regex idx(R"(\[\d+\] )");
     std::string a = std::regex_replace(h0, idx, ""), b = std::regex_replace(h1, idx, "");
-    size_t p = 0, q = 0;
+    size_t sa = a.find(" -> "), sb = b.find(" -> ");
+    if (sa != std::string::npos && sb != std::string::npos && a.substr(sa) != b.substr(sb))
+        a = a.substr(0, sa) + "\n", b = b.substr(0, sb) + "\n";
+    size_t p = 0;
     while (p < a.size() && p < b.size() && a[p] == b[p]) p++;
-    while (q + p < a.size() && q + p < b.size() && a[a.size() - 1 - q] == b[b.size() - 1 - q]) q++;
-    return p + q < a.size() ? a.substr(0, p) + "*" + a.substr(a.size() - q) : a;
+    while (p > 0 && isdigit(static_cast<unsigned char>(a[p - 1]))) p--;
+    size_t e = p;
+    while (e < a.size() && isdigit(static_cast<unsigned char>(a[e]))) e++;
+    return e > p ? a.substr(0, p) + "*" + a.substr(e) : a;
 }
 
 // The names the block function gives the block's locals, weights and inputs.
@@ -418,7 +424,13 @@ std::string write_blocks(const Program& P, const std::vector<NodeText>& nodes, c
       << ";\n}\n\n";
     defs += d.str();
 
-    std::string b = "    // " + std::to_string(r.count) + " blocks in a row, each a call of " + n.fn + " from here:\n";
+    auto index = [&](int node) {
+        const std::string& h = nodes[size_t(node)].head;
+        size_t a = h.find('['), e = h.find(']');
+        return a == std::string::npos || e == std::string::npos ? std::string() : h.substr(a, e + 1 - a);
+    };
+    std::string b = "    // " + index(r.start) + ".." + index(r.start + r.period * r.count - 1) + ": " +
+                    std::to_string(r.count) + " blocks in a row, one call of " + n.fn + " each\n";
     for (auto& s : r.segs)
         for (auto& h : s.hoisted) b += h + "\n";
     b += "    const " + n.type + " " + n.array + "[" + std::to_string(r.count) + "] = {\n";
