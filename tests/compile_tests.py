@@ -48,6 +48,9 @@ BATCH = 60  # generated sources per unity-build target
 KNOWN_REFUSALS = {}
 # The families_small parts compiled here (each adds a build): those with rank > 4 shapes, and ControlNet (its
 # hint and latent sizes are tied, so the second probe scales the first).
+# Models whose repeated blocks must read as a loop over one block function: (function, blocks in the loop).
+BLOCK_LOOPS = {"sd15_text_encoder": [("layers_block", 2)], "resnet18": [("layer1_block", 2)],
+               "sd15_vae_decoder": [("up_blocks_block", 3), ("resnets_block", 2)]}
 FAMILIES_COMPILED = {"esrgan_x2", "sd3_transformer", "flux_transformer", "chroma_transformer", "controlnet"}
 
 
@@ -258,6 +261,20 @@ def hostile_model(path):
     return x, y
 
 
+def block_loops_missing(code, loops):
+    """Why the generated code lacks a block function called once per block in a loop ("" when it has them)."""
+    for fn, count in loops:
+        body = code[code.find("\nvoid build("):]
+        if not re.search(r"\nstatic ggml_tensor\* " + fn + r"\(", code):
+            return f"no block function {fn}"
+        loop = re.search(r"for \(int il = 0; il < (\d+); il\+\+\)\n\s+(\w+) = " + fn + r"\(ctx, \w+\[il\], \2[,)]", body)
+        if not loop or int(loop.group(1)) != count:
+            return f"build() does not call {fn} in a loop over {count} blocks"
+        if len(re.findall(r"\b" + fn + r"\(", body)) != 1:
+            return f"build() calls {fn} outside its loop"
+    return ""
+
+
 def model_cases(work):
     """(stem, model path, [feeds, feeds]) for the committed model fixtures."""
     out = []
@@ -420,6 +437,14 @@ def main():
             print(("FAIL" if err else "OK  ") + f" {stem} at {shapes}: " + (err or "bit-identical to onnx2ggml run"))
             if err:
                 failures.append(f"model {stem} at {shapes}: {err}")
+
+    for stem, loops in BLOCK_LOOPS.items():
+        if (stem, os.path.join(work, stem)) not in programs:
+            continue
+        err = block_loops_missing(open(os.path.join(work, stem, stem + ".cpp")).read(), loops)
+        print(("FAIL" if err else "OK  ") + f" {stem}: " + (err or "repeated blocks are a loop over one block function"))
+        if err:
+            failures.append(f"model {stem}: {err}")
 
     if ("hostile", hd) in programs:
         import onnxruntime as ort
