@@ -50,7 +50,8 @@ KNOWN_REFUSALS = {}
 # hint and latent sizes are tied, so the second probe scales the first).
 # Models whose repeated blocks must read as a loop over one block function: (function, blocks in the loop).
 BLOCK_LOOPS = {"sd15_text_encoder": [("layers_block", 2)], "resnet18": [("layer1_block", 2)],
-               "sd15_vae_decoder": [("up_blocks_block", 3), ("resnets_block", 2)]}
+               "sd15_vae_decoder": [("up_blocks_block", 3), ("resnets_block", 2)],
+               "sd15_unet": [("resnets_block", 2), ("resnets_block_2", 2)]}
 FAMILIES_COMPILED = {"esrgan_x2", "sd3_transformer", "flux_transformer", "chroma_transformer", "controlnet"}
 
 

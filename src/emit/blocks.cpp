@@ -148,32 +148,42 @@ Seg analyse(const Program& P, int a, int b, int run_start) {
             s.tmpl += '\n';
             if (!l.decl.empty()) locals.insert(l.decl), s.out = l.decl;
         }
-    s.ok = !s.weights.empty() && s.named >= 2 && !s.out.empty() && P.vars.at(s.out).second == "ggml_tensor*";
+    s.ok = !s.weights.empty() && s.named >= 3 && !s.out.empty() && P.vars.at(s.out).second == "ggml_tensor*";
     return s;
 }
 
-// A varying name "P<n>Q" across the blocks (n counting up by one): P, Q and the first n.
-bool varying_name(const std::vector<std::string>& v, std::string& pre, std::string& post, long& first) {
+// The cb arguments that give a name differing by block (string literals, quotes included), or "": "P<n>Q" with n
+// counting up by one (`"P", il + n0, "Q"`), or torch's suffixes for repeated names, "PQ", "P_1Q", "P_2Q"
+// (`"P", "_", il, "Q"`). `pre` gets P.
+std::string name_args(const std::vector<std::string>& v, std::string* pre = nullptr) {
+    for (size_t i = 1; i + 1 < v[0].size(); i++) {  // torch's suffixes
+        bool ok = true;
+        for (size_t k = 1; k < v.size() && ok; k++) ok = v[k] == v[0].substr(0, i) + "_" + std::to_string(k) + v[0].substr(i);
+        if (!ok) continue;
+        if (pre) *pre = "";  // names no block
+        return v[0].substr(0, i) + "\", \"_\", il, \"" + v[0].substr(i);
+    }
     size_t p = 0, q = 0;
     auto all = [&](auto f) { return std::all_of(v.begin(), v.end(), f); };
     while (all([&](const std::string& x) { return p < x.size() && x[p] == v[0][p]; })) p++;
     while (all([&](const std::string& x) { return q + p < x.size() && x[x.size() - 1 - q] == v[0][v[0].size() - 1 - q]; })) q++;
-    if (p == 0 || isdigit(static_cast<unsigned char>(v[0][p - 1]))) return false;
+    if (p == 0 || isdigit(static_cast<unsigned char>(v[0][p - 1]))) return "";
+    long first = 0;
     for (size_t k = 0; k < v.size(); k++) {
         std::string mid = v[k].substr(p, v[k].size() - p - q);
-        if (mid.empty() || mid.size() > 6 || !std::all_of(mid.begin(), mid.end(), ::isdigit)) return false;
+        if (mid.empty() || mid.size() > 6 || !std::all_of(mid.begin(), mid.end(), ::isdigit)) return "";
         if (k == 0) first = std::stol(mid);
-        else if (std::stol(mid) != first + long(k)) return false;
+        else if (std::stol(mid) != first + long(k)) return "";
     }
-    pre = v[0].substr(0, p) + "\"";
-    post = "\"" + v[0].substr(v[0].size() - q);
-    return true;
+    if (pre) *pre = v[0].substr(0, p);
+    return v[0].substr(0, p) + "\", il" + (first ? " + " + std::to_string(first) : "") + ", \"" + v[0].substr(v[0].size() - q);
 }
 
 struct Run {
     int start, period, count;
     std::vector<Seg> segs;
-    int carry = -1;  // the external that is the previous block's output
+    int carry = -1;              // the external that is the previous block's output
+    std::vector<bool> per_block;  // per external: differs by block (a UNet's skip connection), else shared
 };
 
 // Checks that the blocks link only through their outputs and name their results by block index.
@@ -185,6 +195,7 @@ bool validate(const Program& P, Run& r) {
     }
     const Seg& s0 = r.segs[0];
     r.carry = -1;
+    r.per_block.assign(s0.ext.size(), false);
     for (size_t j = 0; j < s0.ext.size(); j++) {
         bool carry = true, shared = true;
         for (int k = 1; k < r.count; k++) {
@@ -192,7 +203,12 @@ bool validate(const Program& P, Run& r) {
             shared &= r.segs[size_t(k)].ext[j] == s0.ext[j];
         }
         if (carry && r.carry < 0) r.carry = int(j);
-        else if (!shared) return false;
+        else if (!shared)
+            for (auto& s : r.segs) {  // made before the run, one per block
+                auto v = P.vars.at(s.ext[j]);
+                if (v.first >= r.start || v.second != "ggml_tensor*") return false;
+                r.per_block[j] = true;
+            }
     }
     if (r.carry < 0 || P.vars.at(s0.ext[size_t(r.carry)]).second != "ggml_tensor*") return false;
     for (int k = 0; k < r.count; k++) {
@@ -206,13 +222,11 @@ bool validate(const Program& P, Run& r) {
             if (!(v == s.out && k + 1 == r.count) && P.total.at(v) - inside != next) return false;
         }
     }
-    std::string pre, post;
-    long first;
     for (size_t j = 0; j < s0.strs.size(); j++) {
         std::vector<std::string> v;
         for (auto& s : r.segs) v.push_back(s.strs[j]);
         if (std::any_of(v.begin(), v.end(), [&](const std::string& x) { return x != v[0]; }) &&
-            (!s0.str_last[j] || !varying_name(v, pre, post, first)))
+            (!s0.str_last[j] || name_args(v).empty()))
             return false;
     }
     return true;
@@ -287,7 +301,12 @@ std::string strip_index(const std::string& a, const std::string& b) {
         return t;
     };
     std::vector<std::string> x = split(a), y = split(b);
-    if (x.size() != y.size()) return "";
+    auto number = [](const std::string& t) { return !t.empty() && std::all_of(t.begin(), t.end(), ::isdigit); };
+    if (x.size() != y.size()) {  // "up_blocks_1_Concat" against "up_blocks_1_Concat_1": after the last number
+        std::string r;
+        for (auto& t : x) r = number(t) ? "" : r + (r.empty() ? "" : "_") + t;
+        return r == a || r.empty() || isdigit(static_cast<unsigned char>(r[0])) ? "" : r;
+    }
     size_t d = x.size();
     for (size_t i = 0; i < x.size(); i++)
         if (x[i] != y[i]) d = i;
@@ -322,6 +341,7 @@ std::string block_head(const std::string& h0, const std::string& h1) {
 // The names the block function gives the block's locals, weights and inputs.
 struct BlockNames {
     std::string fn, type, array, carry;
+    std::map<size_t, std::string> inputs;   // per-block input -> the array of them in build()
     std::map<std::string, std::string> var;  // block 0's local or input -> its name in the function
     std::vector<std::string> field;          // per weight
 };
@@ -329,12 +349,11 @@ struct BlockNames {
 BlockNames block_names(const Program& P, const Run& r, std::set<std::string>& taken) {
     const Seg &s0 = r.segs[0], &s1 = r.segs[1];
     BlockNames n;
-    std::string base = "block", pre, post;
-    long first;
+    std::string base = "block", pre;
     for (size_t j = 0; j < s0.strs.size() && base == "block"; j++) {
         std::vector<std::string> v;
         for (auto& s : r.segs) v.push_back(s.strs[j]);
-        if (v[0] != v[1] && varying_name(v, pre, post, first)) {
+        if (v[0] != v[1] && !name_args(v, &pre).empty()) {
             std::string t = pre.substr(pre.find_last_of('/') + 1), id;
             for (char c : t) id += word_char(c) ? c : '_';
             while (!id.empty() && id.back() == '_') id.pop_back();
@@ -347,8 +366,10 @@ BlockNames block_names(const Program& P, const Run& r, std::set<std::string>& ta
     n.array = unique(base + "_w", taken);
     std::set<std::string> local{"ctx", "b", "il", "cb", "o2g"};
     for (size_t j = 0; j < s0.ext.size(); j++)
-        if (int(j) != r.carry) local.insert(s0.ext[j]), n.var[s0.ext[j]] = s0.ext[j];
+        if (int(j) != r.carry && !r.per_block[j]) local.insert(s0.ext[j]), n.var[s0.ext[j]] = s0.ext[j];
     n.carry = unique("x", local);
+    for (size_t j = 0; j < s0.ext.size(); j++)
+        if (r.per_block[j]) n.var[s0.ext[j]] = unique("skip", local), n.inputs[j] = unique(base + "_" + n.var[s0.ext[j]], taken);
     n.var[s0.ext[size_t(r.carry)]] = n.carry;
     for (size_t j = 0; j < s0.locals.size(); j++) {
         std::string s = strip_index(s0.locals[j], s1.locals[j]);
@@ -379,11 +400,7 @@ std::string block_line(const Line& l, const Run& r, const BlockNames& n, size_t&
             std::vector<std::string> v;
             for (auto& s : r.segs) v.push_back(s.strs[str_at]);
             str_at++;
-            std::string pre, post;
-            long first = 0;
-            if (v[0] != v[1] && varying_name(v, pre, post, first))
-                out += pre + ", il" + (first ? " + " + std::to_string(first) : "") + ", " + post;
-            else out += t.s;
+            out += v[0] != v[1] ? name_args(v) : t.s;
         } else if (t.kind == Tok::Id && n.var.count(t.s)) out += n.var.at(t.s);
         else out += t.s;
     }
@@ -407,6 +424,10 @@ std::string write_blocks(const Program& P, const std::vector<NodeText>& nodes, c
       << n.carry;
     for (size_t j = 0; j < s0.ext.size(); j++) {
         if (int(j) == r.carry) continue;
+        if (r.per_block[j]) {
+            d << ", ggml_tensor* " << n.var.at(s0.ext[j]);
+            continue;
+        }
         std::string type = P.vars.at(s0.ext[j]).second;
         if (type.rfind("const ", 0) == 0) type = type.substr(6);
         d << ", " << (type == "ggml_tensor*" ? type + " " : "const " + type + "& ") << s0.ext[j];
@@ -439,12 +460,18 @@ std::string write_blocks(const Program& P, const std::vector<NodeText>& nodes, c
         for (size_t j = 0; j < s.weights.size(); j++) b += (j ? ", w." : "w.") + s.weights[j];
         b += "},\n";
     }
+    b += "    };\n";
+    for (auto& [j, array] : n.inputs) {
+        b += "    ggml_tensor* const " + array + "[" + std::to_string(r.count) + "] = {";
+        for (size_t k = 0; k < r.segs.size(); k++) b += (k ? ", " : "") + r.segs[k].ext[j];
+        b += "};\n";
+    }
     const std::string& out = r.segs.back().out;
-    b += "    };\n    ggml_tensor* " + out + " = " + s0.ext[size_t(r.carry)] + ";\n";
+    b += "    ggml_tensor* " + out + " = " + s0.ext[size_t(r.carry)] + ";\n";
     b += "    for (int il = 0; il < " + std::to_string(r.count) + "; il++)\n        " + out + " = " + n.fn + "(ctx, " +
          n.array + "[il], " + out;
     for (size_t j = 0; j < s0.ext.size(); j++)
-        if (int(j) != r.carry) b += ", " + s0.ext[j];
+        if (int(j) != r.carry) b += ", " + (r.per_block[j] ? n.inputs.at(j) + "[il]" : s0.ext[j]);
     return b + ", il);\n";
 }
 

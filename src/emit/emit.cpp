@@ -462,6 +462,11 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
         src << "// ... and after the layer index il, the name pre + il + post (llama.cpp's cb(cur, name, il)).\n"
             << "[[maybe_unused]] static ggml_tensor* cb(ggml_tensor* t, const char* pre, int il, const char* post) {\n"
             << "    char name[256];\n    snprintf(name, sizeof name, \"%s%d%s\", pre, il, post);\n"
+            << "    return cb(t, name);\n}\n\n"
+            << "// ... or torch's suffix for a repeated name: pre + post, then pre + sep + il + post from il = 1.\n"
+            << "[[maybe_unused]] static ggml_tensor* cb(ggml_tensor* t, const char* pre, const char* sep, int il, const char* post) {\n"
+            << "    char name[256];\n    if (il) snprintf(name, sizeof name, \"%s%s%d%s\", pre, sep, il, post);\n"
+            << "    else snprintf(name, sizeof name, \"%s%s\", pre, post);\n"
             << "    return cb(t, name);\n}\n\n" << blocks;
     src << "// Builds the graph for the shapes of `in` (and the data of `hin`, the inputs read on the host); fills `out`,\n"
         << "// or `hout` for outputs computed on the host, in graph-output order.\n"
