@@ -51,7 +51,8 @@ KNOWN_REFUSALS = {}
 # Models whose repeated blocks must read as a loop over one block function: (function, blocks in the loop).
 BLOCK_LOOPS = {"sd15_text_encoder": [("layers_block", 2)], "resnet18": [("layer1_block", 2)],
                "sd15_vae_decoder": [("up_blocks_block", 3), ("resnets_block", 2)],
-               "sd15_unet": [("resnets_block", 2), ("resnets_block_2", 2)]}
+               "sd15_unet": [("resnets_block", 2), ("resnets_block_2", 2)],
+               "squeezenet1_1": [("features_block", 2), ("features_block", 2), ("features_block", 4)]}
 FAMILIES_COMPILED = {"esrgan_x2", "sd3_transformer", "flux_transformer", "chroma_transformer", "controlnet"}
 
 
@@ -263,16 +264,19 @@ def hostile_model(path):
 
 
 def block_loops_missing(code, loops):
-    """Why the generated code lacks a block function called once per block in a loop ("" when it has them)."""
-    for fn, count in loops:
-        body = code[code.find("\nvoid build("):]
+    """Why the generated code lacks its block functions, each called once per block in its loops ("" when it has
+    them). loops: [(function, blocks in the loop)], a function that several runs share listed once per run."""
+    body = code[code.find("\nvoid build("):]
+    for fn in sorted({f for f, _ in loops}):
         if not re.search(r"\nstatic ggml_tensor\* " + fn + r"\(", code):
             return f"no block function {fn}"
-        loop = re.search(r"for \(int il = 0; il < (\d+); il\+\+\)\n\s+(\w+) = " + fn + r"\(ctx, \w+\[il\], \2[,)]", body)
-        if not loop or int(loop.group(1)) != count:
-            return f"build() does not call {fn} in a loop over {count} blocks"
-        if len(re.findall(r"\b" + fn + r"\(", body)) != 1:
-            return f"build() calls {fn} outside its loop"
+        found = sorted(int(m.group(1)) for m in re.finditer(
+            r"for \(int il = 0; il < (\d+); il\+\+\)\n\s+(\w+) = " + fn + r"\(ctx, \w+\[il\], \2[,)]", body))
+        want = sorted(c for f, c in loops if f == fn)
+        if found != want:
+            return f"build() calls {fn} in loops over {found} blocks, not {want}"
+        if len(re.findall(r"\b" + fn + r"\(", body)) != len(want):
+            return f"build() calls {fn} outside its loops"
     return ""
 
 

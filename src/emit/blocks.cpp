@@ -154,14 +154,14 @@ Seg analyse(const Program& P, int a, int b, int run_start) {
 
 // The cb arguments that give a name differing by block (string literals, quotes included), or "": "P<n>Q" with n
 // counting up by one (`"P", il + n0, "Q"`), or torch's suffixes for repeated names, "PQ", "P_1Q", "P_2Q"
-// (`"P", "_", il, "Q"`). `pre` gets P.
-std::string name_args(const std::vector<std::string>& v, std::string* pre = nullptr) {
+// (`"P", "_", il, "Q"`); il counts from `base`. `pre` gets P, `first` n0.
+std::string name_args(const std::vector<std::string>& v, long base = 0, std::string* pre = nullptr, long* first_n = nullptr) {
     for (size_t i = 1; i + 1 < v[0].size(); i++) {  // torch's suffixes
         bool ok = true;
         for (size_t k = 1; k < v.size() && ok; k++) ok = v[k] == v[0].substr(0, i) + "_" + std::to_string(k) + v[0].substr(i);
         if (!ok) continue;
         if (pre) *pre = "";  // names no block
-        return v[0].substr(0, i) + "\", \"_\", il, \"" + v[0].substr(i);
+        return v[0].substr(0, i) + "\", \"_\", il" + (base ? " - " + std::to_string(base) : "") + ", \"" + v[0].substr(i);
     }
     size_t p = 0, q = 0;
     auto all = [&](auto f) { return std::all_of(v.begin(), v.end(), f); };
@@ -176,7 +176,10 @@ std::string name_args(const std::vector<std::string>& v, std::string* pre = null
         else if (std::stol(mid) != first + long(k)) return "";
     }
     if (pre) *pre = v[0].substr(0, p);
-    return v[0].substr(0, p) + "\", il" + (first ? " + " + std::to_string(first) : "") + ", \"" + v[0].substr(v[0].size() - q);
+    if (first_n) *first_n = first;
+    first -= base;
+    return v[0].substr(0, p) + "\", il" + (first > 0 ? " + " + std::to_string(first) : first < 0 ? " - " + std::to_string(-first) : "") +
+           ", \"" + v[0].substr(v[0].size() - q);
 }
 
 struct Run {
@@ -342,6 +345,7 @@ std::string block_head(const std::string& h0, const std::string& h1) {
 struct BlockNames {
     std::string fn, type, array, carry;
     std::map<size_t, std::string> inputs;   // per-block input -> the array of them in build()
+    long base = 0;                          // the index the first block's names carry (features.3: 3)
     std::map<std::string, std::string> var;  // block 0's local or input -> its name in the function
     std::vector<std::string> field;          // per weight
 };
@@ -353,12 +357,13 @@ BlockNames block_names(const Program& P, const Run& r, std::set<std::string>& ta
     for (size_t j = 0; j < s0.strs.size() && base == "block"; j++) {
         std::vector<std::string> v;
         for (auto& s : r.segs) v.push_back(s.strs[j]);
-        if (v[0] != v[1] && !name_args(v, &pre).empty()) {
+        if (v[0] != v[1] && !name_args(v, 0, &pre).empty()) {
             std::string t = pre.substr(pre.find_last_of('/') + 1), id;
             for (char c : t) id += word_char(c) ? c : '_';
             while (!id.empty() && id.back() == '_') id.pop_back();
             while (!id.empty() && id[0] == '_') id.erase(0, 1);
             if (!id.empty() && !isdigit(static_cast<unsigned char>(id[0]))) base = id;
+            name_args(v, 0, nullptr, &n.base);
         }
     }
     n.fn = unique(base + "_block", taken);
@@ -400,7 +405,7 @@ std::string block_line(const Line& l, const Run& r, const BlockNames& n, size_t&
             std::vector<std::string> v;
             for (auto& s : r.segs) v.push_back(s.strs[str_at]);
             str_at++;
-            out += v[0] != v[1] ? name_args(v) : t.s;
+            out += v[0] != v[1] ? name_args(v, n.base) : t.s;
         } else if (t.kind == Tok::Id && n.var.count(t.s)) out += n.var.at(t.s);
         else out += t.s;
     }
@@ -412,16 +417,21 @@ std::string block_line(const Line& l, const Run& r, const BlockNames& n, size_t&
     return out + "\n";
 }
 
+// A block function and its weights struct; `key` is its code without comments, which later runs may share.
+struct BlockFn {
+    std::string key, text, fn, type;
+    int runs = 1;
+};
+
 std::string write_blocks(const Program& P, const std::vector<NodeText>& nodes, const Run& r, std::set<std::string>& taken,
-                         std::string& defs) {
+                         std::vector<BlockFn>& fns) {
     const Seg& s0 = r.segs[0];
     BlockNames n = block_names(P, r, taken);
     std::ostringstream d;
-    d << "// One block of a run of " << r.count << " that differ only in their weights: the weights of one, and its nodes.\n"
-      << "struct " << n.type << " {\n";
+    d << "// A block that repeats with other weights: the weights of one, and its nodes.\n"
+      << "struct @TYPE@ {\n";
     for (auto& f : n.field) d << "    ggml_tensor* " << f << ";\n";
-    d << "};\n\nstatic ggml_tensor* " << n.fn << "([[maybe_unused]] o2g::Ctx& ctx, const " << n.type << "& b, ggml_tensor* "
-      << n.carry;
+    d << "};\n\nstatic ggml_tensor* @FN@([[maybe_unused]] o2g::Ctx& ctx, const @TYPE@& b, ggml_tensor* " << n.carry;
     for (size_t j = 0; j < s0.ext.size(); j++) {
         if (int(j) == r.carry) continue;
         if (r.per_block[j]) {
@@ -443,7 +453,16 @@ std::string write_blocks(const Program& P, const std::vector<NodeText>& nodes, c
     names = lines.find(", il") != std::string::npos;
     d << ", " << (names ? "" : "[[maybe_unused]] ") << "int il) {\n" << lines << "    return " << n.var.at(s0.out)
       << ";\n}\n\n";
-    defs += d.str();
+    std::string key;
+    std::istringstream in(d.str());
+    for (std::string l; std::getline(in, l);)
+        if (l.find("//") == std::string::npos) key += l + "\n";
+    auto same = std::find_if(fns.begin(), fns.end(), [&](const BlockFn& f) { return f.key == key; });
+    if (same != fns.end()) {  // the same code as an earlier run's function: call that one
+        taken.erase(n.fn), taken.erase(n.type);
+        n.fn = same->fn, n.type = same->type;
+        same->runs++;
+    } else fns.push_back({key, d.str(), n.fn, n.type});
 
     auto index = [&](int node) {
         const std::string& h = nodes[size_t(node)].head;
@@ -472,7 +491,7 @@ std::string write_blocks(const Program& P, const std::vector<NodeText>& nodes, c
          n.array + "[il], " + out;
     for (size_t j = 0; j < s0.ext.size(); j++)
         if (int(j) != r.carry) b += ", " + (r.per_block[j] ? n.inputs.at(j) + "[il]" : s0.ext[j]);
-    return b + ", il);\n";
+    return b + ", il" + (n.base ? " + " + std::to_string(n.base) : "") + ");\n";
 }
 
 }  // namespace
@@ -485,17 +504,28 @@ std::string fold_blocks(const std::vector<NodeText>& nodes, const std::vector<st
     std::vector<Run> runs = find_runs(P);
     std::string body;
     std::set<std::string> taken;
+    std::vector<BlockFn> fns;
     for (auto& [v, d] : P.vars) taken.insert(v);
     size_t next = 0;
     for (size_t i = 0; i < nodes.size();) {
         if (next < runs.size() && int(i) == runs[next].start) {
-            body += write_blocks(P, nodes, runs[next], taken, defs);
+            body += write_blocks(P, nodes, runs[next], taken, fns);
             i += size_t(runs[next].period * runs[next].count);
             next++;
             continue;
         }
         body += nodes[i].head + nodes[i].code;
         i++;
+    }
+    static const std::regex shape(R"( -> \[[^\]]*\]$)");
+    for (BlockFn& f : fns) {
+        std::string text, line;
+        std::istringstream in(f.text);
+        while (std::getline(in, line))  // a function several runs share: its shapes are those of one
+            text += (f.runs > 1 && line.find("    // ") == 0 ? std::regex_replace(line, shape, "") : line) + "\n";
+        for (const std::string& ph : {std::string("@FN@"), std::string("@TYPE@")})
+            for (size_t p; (p = text.find(ph)) != std::string::npos;) text.replace(p, ph.size(), ph == "@FN@" ? f.fn : f.type);
+        defs += text;
     }
     return body;
 }
