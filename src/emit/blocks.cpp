@@ -1,8 +1,9 @@
 // Runs of structurally identical blocks in build(), folded into one function called per block. The recorded code
 // is tokenized; a block's template abstracts its local variables, the values it takes from before (the previous
-// block's output, and values shared by every block such as an attention mask), its weight fields and the names it
-// gives results. Blocks whose templates are equal and whose only link is that output become a loop; the calls and
-// their order stay those of `run`, so the numbers do not change.
+// block's output, values shared by every block such as an attention mask, and one value per block made before the
+// run, such as a UNet's skip connection), its weight fields and the names it gives results. Blocks whose templates
+// are equal and whose only link is that output become a loop; the calls and their order stay those of `run`, so the
+// numbers do not change. Runs with the same code share one function.
 #include "emit/blocks.h"
 
 #include <algorithm>
