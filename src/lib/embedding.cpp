@@ -108,4 +108,17 @@ std::vector<std::string> embedding_tokens(const Embedding& e, int64_t count) {
     return r;
 }
 
+std::vector<float> embedding_rows(const std::vector<onnx2ggml::EmbeddingFile>& files, int64_t width,
+                                  const std::string& prefer,
+                                  const std::function<void(const Embedding&, const EmbeddingVectors&)>& each) {
+    std::vector<float> rows;
+    for (const onnx2ggml::EmbeddingFile& f : files) {
+        const Embedding e = read_embedding(f);
+        const EmbeddingVectors& v = embedding_vectors(e, width, prefer);
+        rows.insert(rows.end(), v.data.begin(), v.data.end());
+        if (each) each(e, v);
+    }
+    return rows;
+}
+
 }  // namespace o2g

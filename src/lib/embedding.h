@@ -2,6 +2,7 @@
 // text encoder's token-embedding table takes their rows (src/runtime/embedding.cpp traces the table).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ Embedding read_embedding(const onnx2ggml::EmbeddingFile& f);
 // The set for an encoder whose table is `width` wide (0: any width). Where several sets fit, the one named `prefer`
 // ("clip_l", "clip_g") wins, else the first. No set of that width is an error naming the file, token and sizes.
 const EmbeddingVectors& embedding_vectors(const Embedding& e, int64_t width, const std::string& prefer = "");
+
+// Every file's set for `width` (embedding_vectors), in order, as the rows a token table gains; `each` (may be
+// empty) hears each file with the set taken, so a caller can say which ids it got.
+std::vector<float> embedding_rows(const std::vector<onnx2ggml::EmbeddingFile>& files, int64_t width,
+                                  const std::string& prefer,
+                                  const std::function<void(const Embedding&, const EmbeddingVectors&)>& each = {});
 
 // The tokens a set adds, in table order: token, token_1, ..., as diffusers' load_textual_inversion adds them.
 std::vector<std::string> embedding_tokens(const Embedding& e, int64_t count);

@@ -57,12 +57,7 @@ void WeightFile::Impl::add_embeddings(const std::vector<onnx2ggml::EmbeddingFile
     if (old->type != GGML_TYPE_F32 && old->type != GGML_TYPE_F16 && old->type != GGML_TYPE_BF16)
         fail(path, ": the token table '", name, "' is ", ggml_type_name(old->type), ", not f32, f16 or bf16");
     const int64_t width = old->ne[0];
-    std::vector<float> rows;
-    for (const onnx2ggml::EmbeddingFile& f : files) {
-        Embedding e = read_embedding(f);
-        const EmbeddingVectors& v = embedding_vectors(e, width, set);
-        rows.insert(rows.end(), v.data.begin(), v.data.end());
-    }
+    const std::vector<float> rows = embedding_rows(files, width, set);
     const int64_t added = int64_t(rows.size()) / width;
     std::vector<uint8_t> bytes(ggml_nbytes(old) + size_t(ggml_row_size(old->type, width * added)));
     std::memcpy(bytes.data(), host.at(old), ggml_nbytes(old));

@@ -62,16 +62,15 @@ void apply_embeddings(Model& m, const std::vector<EmbeddingFile>& files, const s
     const int64_t vocab = td.dims[0], width = td.dims[1];
     std::vector<float> rows = initializer_host(td).to_f32();
     int64_t added = 0;
-    for (const EmbeddingFile& f : files) {
-        o2g::Embedding e = o2g::read_embedding(f);
-        const o2g::EmbeddingVectors& v = o2g::embedding_vectors(e, width, prefer);
-        rows.insert(rows.end(), v.data.begin(), v.data.end());
-        added += v.count;
-        if (!quiet)
-            fprintf(stderr, "embedding %s: '%s' (%lld vector%s of %lld) -> ids %lld..%lld of %s\n", f.path.c_str(),
-                    e.token.c_str(), (long long)v.count, v.count == 1 ? "" : "s", (long long)width,
-                    (long long)(vocab + added - v.count), (long long)(vocab + added - 1), table.c_str());
-    }
+    const std::vector<float> more =
+        o2g::embedding_rows(files, width, prefer, [&](const o2g::Embedding& e, const o2g::EmbeddingVectors& v) {
+            added += v.count;
+            if (!quiet)
+                fprintf(stderr, "embedding %s: '%s' (%lld vector%s of %lld) -> ids %lld..%lld of %s\n", e.path.c_str(),
+                        e.token.c_str(), (long long)v.count, v.count == 1 ? "" : "s", (long long)width,
+                        (long long)(vocab + added - v.count), (long long)(vocab + added - 1), table.c_str());
+        });
+    rows.insert(rows.end(), more.begin(), more.end());
     set_initializer(m, table, rows, {vocab + added, width});
 }
 
