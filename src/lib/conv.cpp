@@ -42,12 +42,12 @@ namespace {
 // copied to the device once, for the product, not twice.
 ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh) {
     x = cont(ctx, x);
-    // x smaller than one output channel's kernel (the UNet's 1x1 levels at an 8x8 latent): that slice of k, the
-    // bytes a copy would move.
-    ggml_tensor* sizes = ggml_view_3d(ctx, k, k->ne[0], k->ne[1], k->ne[2], k->nb[1], k->nb[2], 0);
-    if (x->type == GGML_TYPE_F32 && ggml_nelements(x) >= k->ne[0] * k->ne[1] * k->ne[2])
-        sizes = ggml_view_3d(ctx, x, k->ne[0], k->ne[1], k->ne[2], size_t(k->ne[0]) * sizeof(float),
-                             size_t(k->ne[0] * k->ne[1]) * sizeof(float), 0);
+    // A view of x with the kernel's sizes; x smaller than one output channel's kernel (the UNet's 1x1 levels at an
+    // 8x8 latent): that slice of k, the bytes a copy would move.
+    const bool x_fits = x->type == GGML_TYPE_F32 && ggml_nelements(x) >= k->ne[0] * k->ne[1] * k->ne[2];
+    ggml_tensor* sizes = x_fits ? ggml_view_3d(ctx, x, k->ne[0], k->ne[1], k->ne[2], size_t(k->ne[0]) * sizeof(float),
+                                               size_t(k->ne[0] * k->ne[1]) * sizeof(float), 0)
+                                : ggml_view_3d(ctx, k, k->ne[0], k->ne[1], k->ne[2], k->nb[1], k->nb[2], 0);
     return ggml_im2col(ctx, sizes, x, sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
 }
 
