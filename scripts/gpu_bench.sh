@@ -10,7 +10,9 @@
 #   scripts/gpu_bench.sh build         # builds ggml (CUDA, sm_$CUDA_ARCH, default 90), onnx2ggml and sd-cli while
 #                                      # PyTorch exports the parts with references and writes sd.cpp's checkpoint
 #   scripts/gpu_bench.sh run           # onnx2ggml exact, exact without flash attention, and fast (sd15_tests
-#                                      # --bench 10), then sd-cli with its default and fastest flags
+#                                      # --bench 10); the small parts exact; --device-memory at half the UNet's
+#                                      # weights; the VAE at 1024x1024 tiled; a compiled program on CUDA
+#                                      # (scripts/gpu_checks.py); then sd-cli with its default and fastest flags
 # Logs and JSON go to $OUT (default build/gpu_out). stable-diffusion.cpp is built with SD_USE_SYSTEM_GGML against
 # onnx2ggml's ggml (both with GGML_MAX_NAME=128, which sd.cpp requires), so both run the same ggml kernels.
 set -uo pipefail
@@ -90,6 +92,7 @@ if [[ ${1:-build} == build ]]; then
         -DGIT_EXE=/bin/false || exit 1
     cmake --build /tmp/b-o2g --target onnx2ggml_cli -j"$(nproc)" >"$OUT/build_o2g.log" 2>&1 \
         || { tail -20 "$OUT/build_o2g.log"; exit 1; }
+    cmake --install /tmp/b-o2g --prefix /tmp/o2g_inst >/dev/null || exit 1  # the op library compiled programs use
     cmake --build /tmp/b-sd --target sd-cli -j"$(nproc)" >"$OUT/build_sd.log" 2>&1 || { tail -20 "$OUT/build_sd.log"; exit 1; }
     step "built: $(/tmp/b-sd/bin/sd-cli --version 2>&1 | head -1)"
     wait
@@ -103,6 +106,9 @@ fi
 # run: on the machine `build` left warm.
 [[ -x /tmp/b-sd/bin/sd-cli && -f /tmp/export.rc ]] || { echo "nothing built here: run 'build' first"; exit 1; }
 MANIFEST=$(ls "$SD"/manifest*.json | head -1)
+step "onnx2ggml on CUDA0: the small SD 1.5 parts, exact (their PyTorch references are in tests/models)"
+timeout 120 python3 tests/sd15_tests.py --cli /tmp/b-o2g/onnx2ggml --device CUDA0 --no-ort --precision exact \
+    --json "$OUT/small_exact.json" 2>&1 | grep -E "^  (ok|FAIL)|passed"
 for run in exact exact-chunked fast; do
     step "onnx2ggml on CUDA0: $run"
     prec=${run%-chunked}
@@ -116,4 +122,13 @@ for flags in "" "--diffusion-fa" "--diffusion-fa --diffusion-conv-direct --vae-c
         timeout 100 scripts/sdcpp_bench.sh 2>&1 | grep -E "^run |^sdcpp_|failed|error" | tail -5
     cp /tmp/sdcpp/logs/run_f16conv_1.log "$OUT/sdcpp_$(echo "${flags:-default}" | tr -c 'a-z0-9\n' _ | cut -c1-40).log" 2>/dev/null
 done
+step "--device-memory at half the full-size UNet's weights on CUDA0, against the unlimited run"
+timeout 240 python3 tests/device_memory_test.py --cli /tmp/b-o2g/onnx2ggml --device CUDA0 --threads 16 \
+    --manifest "$MANIFEST" 2>&1 | tee "$OUT/device_memory.log" | tail -12
+step "VAE decoder at 1024x1024 on CUDA0, untiled and --vae-tiling"
+timeout 150 python3 scripts/gpu_checks.py tiling --cli /tmp/b-o2g/onnx2ggml --manifest "$MANIFEST" 2>&1 | tail -5
+step "a compiled program (full-size VAE decoder) built against the installed op library and the CUDA ggml"
+timeout 200 python3 scripts/gpu_checks.py compiled --cli /tmp/b-o2g/onnx2ggml --manifest "$MANIFEST" \
+    --prefix "/tmp/o2g_inst;$GGML_INST" 2>&1 | tail -7
+python3 scripts/gpu_checks.py summary "$OUT"/ours_*.json "$OUT/small_exact.json"
 step "done"
