@@ -247,7 +247,10 @@ def local_twin(cmd: list[str], out_dir: str) -> list[str]:
             next(it, None)
         else:
             out.append(a)
-    return out + ["--portable", "--device", "CPU", "--output-dir", out_dir]
+    # Exact mode sends a remote device no flash attention (its backend's precision is not known here).
+    fast = any(a == "fast" and b == "--precision" for b, a in zip(out, out[1:]))
+    return (["env", "ONNX2GGML_FLASH_ATTENTION=0"] if not fast else []) + out + [
+        "--portable", "--device", "CPU", "--output-dir", out_dir]
 
 
 def bitwise_diff(got_dir: str, local_dir: str) -> str | None:

@@ -7,6 +7,7 @@ on 127.0.0.1 at a free port and checks
   - the model tests and the SD 1.5 small parts with --device RPC0: onnxruntime's bars, and every output equal bit
     for bit to the same graph run on the local CPU (--portable), the path a remote device is sent;
   - a compiled program (`onnx2ggml compile`) with --rpc: the same bits on RPC0 as `onnx2ggml run`;
+  - exact mode sends RPC0 no flash attention (the remote backend's precision is not known), fast mode does;
   - with --python: one process placing a pipeline's parts on two devices (a text encoder on the CPU, a decoder on
     RPC0), the remote part equal bit for bit to its local run;
 
@@ -117,6 +118,42 @@ def check_client_leaving(port: int, server: subprocess.Popen) -> list[str]:
     return [f"client leaving: {why}"] if why else []
 
 
+def check_flash_attention(cli: str, rpc: str, threads: int) -> list[str]:
+    """Exact mode uses ggml's flash attention only on devices whose kernel keeps F32 K and V (the CPU, Vulkan): an
+    RPC device's remote backend is not known, so there the small UNet keeps the chunked products; fast mode uses it
+    everywhere."""
+    import json
+
+    import numpy as np
+
+    sys.path.insert(0, HERE)
+    import sd15_data
+
+    manifest = os.path.join(HERE, "models", "sd15_small", "manifest.json")
+    part = next(p for p in json.load(open(manifest))["parts"] if p["name"] == "unet")
+    model = os.path.join(os.path.dirname(manifest), part["file"])
+    counts, fails = {}, []
+    with tempfile.TemporaryDirectory(prefix="onnx2ggml_rpc_") as d:
+        inputs = []
+        for name, arr in sd15_data.make_inputs("sd15_small_unet", part["inputs"], part["cases"][0], 0).items():
+            np.save(f"{d}/{name}.npy", arr)
+            inputs += ["--input", f"{name}={d}/{name}.npy"]
+        for tag, extra in [("RPC0 exact", ["--rpc", rpc, "--device", "RPC0"]),
+                           ("RPC0 fast", ["--rpc", rpc, "--device", "RPC0", "--precision", "fast"]),
+                           ("CPU portable exact", ["--portable", "--device", "CPU"])]:
+            p = subprocess.run([cli, "run", model, *inputs, "-o", f"{d}/out", "--stats", f"{d}/s.json",
+                                "--threads", str(threads), *extra], capture_output=True, text=True, timeout=600)
+            if p.returncode:
+                fails.append(f"flash attention, {tag}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+                continue
+            counts[tag] = json.load(open(f"{d}/s.json"))["ggml_ops"].get("FLASH_ATTN_EXT", 0)
+    if not fails and not (counts["RPC0 exact"] == 0 and counts["RPC0 fast"] > 0 and counts["CPU portable exact"] > 0):
+        fails.append(f"flash attention nodes {counts}: want none on RPC0 exact, some in fast mode and on the CPU")
+    print(f"  {'ok  ' if not fails else 'FAIL'} flash attention in the small UNet's graph: {counts or fails}",
+          flush=True)
+    return fails
+
+
 def check_compiled(cli: str, rpc: str, threads: int) -> list[str]:
     """A program from `onnx2ggml compile`, built against build/install and the ggml install, with --rpc: the same
     bits on RPC0 as `onnx2ggml run` on RPC0."""
@@ -203,6 +240,7 @@ def main() -> int:
         failures += check_errors(args.cli)
         failures += check_client_leaving(port, server)
         failures += check_compiled(args.cli, rpc, args.threads)
+        failures += check_flash_attention(args.cli, rpc, args.threads)
         if args.python:
             failures += check_python_pipeline(rpc, args.threads)
         suites = [("model tests", [os.path.join(HERE, "model_tests.py")]),

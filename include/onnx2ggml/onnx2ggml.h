@@ -65,6 +65,7 @@ struct BackendShare {
     std::string backend;
     int nodes = 0, compute_nodes = 0;
     double copy_mb = 0;
+    size_t buffer_bytes = 0;  // this backend's compute buffer (device_memory caps the device's)
 };
 
 // One timed ggml node; `value` is the ONNX value it computes (intermediates carry ".k").

@@ -63,6 +63,8 @@ struct Ctx {
     std::function<bool(const ggml_tensor*)> supports;
     // Precision "fast": reduced-precision forms where a backend has them (flash attention with F16 K and V).
     bool fast = false;
+    // The device's flash attention is exact (F32 K, V and sums: flash_attention_exact), so exact mode may use it.
+    bool exact_flash_attention = true;
     // Host data created while building (index tables, masks), uploaded once the graph is allocated.
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     // Our own kernels by name (stats and profiles show "CUSTOM:<name>").

@@ -222,8 +222,7 @@ Probe run_probe(const Model& m, const GraphPlan& plan, const std::map<std::strin
     }
     std::vector<const Tensor*> ptrs;
     for (auto& t : ins) ptrs.push_back(&t);
-    size_t size = std::max<size_t>(8192, plan.live_nodes.size() * 24);
-    ggml_init_params p = {ggml_tensor_overhead() * size * 2, nullptr, true};
+    ggml_init_params p = {ggml_tensor_overhead() * initial_graph_tensors(plan), nullptr, true};
     ggml_context* ctx = ggml_init(p);
     WeightCache w;
     w.buft = ggml_backend_cpu_buffer_type();

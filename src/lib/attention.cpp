@@ -22,12 +22,14 @@ std::string ne_str(const ggml_tensor* t) {
 
 // softmax(scale q k^T + mask) v through ggml_flash_attn_ext, q and k [D, T, H, B], v [Dv, Tk, H, B], the mask F32
 // [Tk, Tq|1, H|1, B|1]: [Dv, Tq, H, B] as a view of its [Dv, H, Tq, B] result, or null where the device lacks it.
-// Exact mode keeps K and V in F32 with F32 accumulation, unmasked; fast mode gives it F16 K, V and mask. ONNX2GGML_FLASH_ATTENTION=0
+// Exact mode keeps K and V in F32 with F32 accumulation, unmasked, on devices whose kernel keeps them so; fast mode
+// gives it F16 K, V and mask. ONNX2GGML_FLASH_ATTENTION=0
 // builds the chunked products instead (for comparisons).
 ggml_tensor* flash_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* mask, float scale) {
     const char* env = getenv("ONNX2GGML_FLASH_ATTENTION");
     // The kernel reads the mask as F16: exact mode keeps masked attention (T5's position bias) on the F32 path.
     if ((env && std::string(env) == "0") || !ctx.supports || (mask && !ctx.fast)) return nullptr;
+    if (!ctx.fast && !ctx.exact_flash_attention) return nullptr;  // CUDA's rounds K and V to F16
     if (ctx.fast) {
         k = ggml_cast(ctx, k, GGML_TYPE_F16);
         v = ggml_cast(ctx, v, GGML_TYPE_F16);

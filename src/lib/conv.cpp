@@ -65,6 +65,9 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
 // buffer then holds one band's (a 256x256 SD VAE decoder's 256 -> 128 conv needs 604 MB at once; stable-diffusion.cpp
 // holds it in F16, 302 MB).
 constexpr int64_t IM2COL_BAND_BYTES = 64ll << 20;
+// At most this many bands: each adds nodes, so a large image's graph stays small (a 1024x1024 VAE decode's bands
+// grow to 300 MB rather than to 150 bands per conv and 12k graph nodes).
+constexpr int64_t IM2COL_MAX_BANDS = 32;
 
 // Concatenation of bands along H, pairwise: each output row is copied about log2(bands) times, not bands / 2.
 ggml_tensor* concat_rows(Ctx& ctx, std::vector<ggml_tensor*> parts) {
@@ -101,7 +104,7 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         const int64_t row_bytes = CKK * OW * x->ne[3] * int64_t(sizeof(float));
         const int64_t band = std::max<int64_t>(1, IM2COL_BAND_BYTES / std::max<int64_t>(row_bytes, 1));
         if (OH > 1 && band < OH) {
-            const int64_t bands = (OH + band - 1) / band;  // bands of equal height
+            const int64_t bands = std::min((OH + band - 1) / band, IM2COL_MAX_BANDS);  // bands of equal height
             return conv2d_banded(ctx, k, x, sw, sh, pw, ph, dw, dh, OH, (OH + bands - 1) / bands);
         }
     }

@@ -27,6 +27,13 @@ void set_backend_threads(ggml_backend_t backend, int n) {
     if (fn) fn(backend, n);
 }
 
+bool flash_attention_exact(ggml_backend_t backend) {
+    ggml_backend_dev_t dev = backend ? ggml_backend_get_device(backend) : nullptr;
+    if (!dev) return false;
+    const std::string reg = ggml_backend_reg_name(ggml_backend_dev_backend_reg(dev));
+    return reg == "CPU" || reg == "Vulkan";
+}
+
 static thread_local const std::string* t_abort_context = nullptr;
 
 AbortContext::AbortContext(const std::string& w) : what(w), previous(t_abort_context) { t_abort_context = &what; }
@@ -219,6 +226,7 @@ std::vector<onnx2ggml::BackendShare> placement(ggml_backend_sched_t sched, ggml_
             if (from && from != be && copied.insert({x, be}).second) s.copy_mb += double(ggml_nbytes(x)) / 1048576.0;
         }
     }
+    for (auto& [be, i] : at) shares[i].buffer_bytes = ggml_backend_sched_get_buffer_size(sched, be);
     splits = ggml_backend_sched_get_n_splits(sched);
     return shares;
 }

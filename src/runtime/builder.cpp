@@ -312,12 +312,18 @@ void Builder::name_intermediates(const Node& n) {
     }
 }
 
-// The graph context holds a fixed number of tensors, sized from the node count; a Loop unrolled many times can need
-// more, and ggml would abort on the first tensor past it. A node is refused while less than a node's worth is left.
-static void check_context_room(Lower& L, ggml_context* ctx) {
-    if (ggml_get_mem_size(ctx) - ggml_used_mem(ctx) < 256 * ggml_tensor_overhead())
-        L.error("the graph needs more ggml tensors than its context holds (" +
-                std::to_string(ggml_get_mem_size(ctx) / ggml_tensor_overhead()) + "); a Loop unrolled too many times?");
+size_t initial_graph_tensors(const GraphPlan& plan) { return 2 * std::max<size_t>(8192, plan.live_nodes.size() * 24); }
+
+// The graph context holds a fixed number of tensors; banded convolutions at large sizes and Loops unrolled many
+// times can need more than it was made for, and ggml would abort on the first tensor past it. With room for less
+// than a node's worth left, a session rebuilds in a larger context (ContextFull); past kMaxGraphTensors, or where
+// the caller cannot rebuild, the node is refused.
+static void check_context_room(Lower& L, const Builder& b, ggml_context* ctx) {
+    size_t cap = (ggml_get_mem_size(ctx) - b.ctx_reserve) / ggml_tensor_overhead();
+    if (ggml_get_mem_size(ctx) - ggml_used_mem(ctx) >= b.ctx_reserve + 256 * ggml_tensor_overhead()) return;
+    if (b.can_grow && cap < kMaxGraphTensors) throw ContextFull("graph context full");
+    L.error("the graph needs more ggml tensors than its context holds (" + std::to_string(cap) +
+            "); a Loop unrolled too many times?");
 }
 
 void Builder::run_node(const Node& n) {
@@ -344,7 +350,7 @@ void Builder::run_node(const Node& n) {
         if (plan.need_host.count(o)) in_cone = true;
     L.outs.resize(n.outputs.size());
     check_accepts(L, *def);  // before any lowering indexes a shape or attribute
-    check_context_room(L, ctx);
+    check_context_room(L, *this, ctx);
 
     bool on_host;
     if (def->shape_only || def->control) on_host = true;

@@ -10,6 +10,7 @@
 #include "ggml.h"
 #include "ir/ir.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/program.h"
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -92,6 +93,14 @@ struct GraphPlan {
     }
 };
 
+// A graph needs more ggml tensors than its context was made for (Builder::can_grow): build again in a larger one.
+struct ContextFull : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+// Tensors a graph context starts with: most graphs need far fewer; banded convolutions and unrolled Loops more.
+size_t initial_graph_tensors(const GraphPlan& plan);
+constexpr size_t kMaxGraphTensors = size_t(1) << 20;
+
 class Builder {
 public:
     Builder(const Model& m, const GraphPlan& plan, WeightCache& w, ggml_context* ctx)
@@ -102,7 +111,10 @@ public:
         octx.matmul_type = w.matmul_type;
         octx.max_alloc = w.max_alloc;
         octx.fast = w.fast;
-        if (ggml_backend_t be = w.backend) octx.supports = [be](const ggml_tensor* t) { return ggml_backend_supports_op(be, t); };
+        if (ggml_backend_t be = w.backend) {
+            octx.supports = [be](const ggml_tensor* t) { return ggml_backend_supports_op(be, t); };
+            octx.exact_flash_attention = o2g::flash_attention_exact(be);
+        }
     }
 
     // Graph inputs (already validated), in graph-input order.
@@ -123,6 +135,8 @@ public:
     std::map<std::string, Val> vals;
     RunStats stats;
     bool host_mode = false;
+    bool can_grow = false;  // a full context throws ContextFull (the caller rebuilds larger) instead of refusing
+    size_t ctx_reserve = 0;  // context bytes kept for the graph object made after building
     bool current_math = false;  // the node being lowered computes floats  // the node being lowered runs on the host
 
     // Constant/input tensors in the graph context, set after allocation.

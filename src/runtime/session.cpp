@@ -148,6 +148,7 @@ private:
     void init_device(const SessionOptions& opts);
     std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key);
     std::unique_ptr<CachedGraph> build(const std::vector<const Tensor*>& ins);
+    std::unique_ptr<CachedGraph> build_in(const std::vector<const Tensor*>& ins, size_t tensors);
     void allocate(CachedGraph& c, Builder& b);
     void set_inputs(Builder& b, const std::vector<const Tensor*>& ins);
     std::vector<Tensor> read_outputs(CachedGraph& c);
@@ -328,15 +329,26 @@ std::vector<const Tensor*> SessionImpl::check_inputs(const std::map<std::string,
     return ins;
 }
 
+// A graph too large for its context (banded convolutions at large sizes) is built again in one 4x larger.
 std::unique_ptr<CachedGraph> SessionImpl::build(const std::vector<const Tensor*>& ins) {
+    for (size_t tensors = initial_graph_tensors(plan_);; tensors *= 4) {
+        try {
+            return build_in(ins, tensors);
+        } catch (const ContextFull&) {
+        }
+    }
+}
+
+std::unique_ptr<CachedGraph> SessionImpl::build_in(const std::vector<const Tensor*>& ins, size_t tensors) {
     auto c = std::make_unique<CachedGraph>();
-    size_t graph_size = std::max<size_t>(8192, plan_.live_nodes.size() * 24);
-    ggml_init_params p = {ggml_tensor_overhead() * graph_size * 2 + ggml_graph_overhead_custom(graph_size, false),
-                          nullptr, true};
-    c->ctx = ggml_init(p);
+    // Graph nodes are tensors of this context; its leaves may also be weights held elsewhere.
+    size_t graph_size = 2 * tensors, reserve = ggml_graph_overhead_custom(graph_size, false);
+    c->ctx = ggml_init({ggml_tensor_overhead() * tensors + reserve, nullptr, true});
     O2G_CHECK(c->ctx, "out of memory creating the graph context");
     c->builder = std::make_unique<Builder>(*model_, plan_, weights_, c->ctx);
     Builder& b = *c->builder;
+    b.can_grow = true;
+    b.ctx_reserve = reserve;
     b.bind_inputs(ins);
     // Host tensors made while building are checked against max_memory too (before each allocation).
     struct HostLimit {

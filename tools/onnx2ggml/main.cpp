@@ -529,7 +529,8 @@ int cmd_run(const std::vector<std::string>& args) {
             sep = "";
             for (auto& b : s.backends) {  // ggml backend names are plain identifiers
                 f << sep << "\"" << b.backend << "\": {\"nodes\": " << b.nodes << ", \"compute_nodes\": " << b.compute_nodes
-                  << ", \"copy_mb\": " << b.copy_mb << "}";
+                  << ", \"copy_mb\": " << b.copy_mb
+                  << ", \"buffer_bytes\": " << b.buffer_bytes << "}";
                 sep = ", ";
             }
             const FusionReport fr = fusion_report(session->model(), plan_graph(session->model()));
