@@ -87,10 +87,12 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
         open_rows = ggml_step(ctx, ggml_sum_rows(ctx, ggml_step(ctx, ggml_scale_bias(ctx, mask, 1.0f, 1e30f))));
         mask = ggml_clamp(ctx, mask, ctx.fast ? -65504.0f : -1e30f, FLT_MAX);  // fast mode's flash mask is F16
     }
-    q = ggml_cont(ctx, ggml_permute(ctx, q, 0, 2, 1, 3));                    // [D, Tq, H, B]
-    k = ggml_cont(ctx, ggml_permute(ctx, k, 0, 2, 1, 3));                    // [D, Tk, H, B]
-    if (ggml_tensor* y = flash_attention(ctx, q, k, ggml_cont(ctx, ggml_permute(ctx, v, 0, 2, 1, 3)), mask, p.scale))
+    // Flash attention reads the heads through their strides (as llama.cpp's KV-cache views): no copies of Q, K, V.
+    ggml_tensor* qp = ggml_permute(ctx, q, 0, 2, 1, 3), *kp = ggml_permute(ctx, k, 0, 2, 1, 3);  // [D, T, H, B]
+    if (ggml_tensor* y = flash_attention(ctx, qp, kp, ggml_permute(ctx, v, 0, 2, 1, 3), mask, p.scale))
         return open_rows ? ggml_mul(ctx, y, open_rows) : y;
+    q = ggml_cont(ctx, qp);
+    k = ggml_cont(ctx, kp);
     ggml_tensor* vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));      // [Tk, Dv, H, B]
     // The score matrix [Tk, Tq, H, B] is computed in query chunks of at most 64 MiB (less where the buffer type's
     // own limit is under twice that): a backend refuses a tensor larger than its storage-buffer range (lavapipe:
