@@ -65,6 +65,8 @@ struct Ctx {
     bool fast = false;
     // The device's flash attention is exact (F32 K, V and sums: flash_attention_exact), so exact mode may use it.
     bool exact_flash_attention = true;
+    // Convolutions whose im2col would be cut into bands run as ggml_conv_2d_direct (conv_direct_preferred).
+    bool direct_conv = false;
     // Host data created while building (index tables, masks), uploaded once the graph is allocated.
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     // Our own kernels by name (stats and profiles show "CUSTOM:<name>").

@@ -41,6 +41,9 @@ void set_backend_threads(ggml_backend_t backend, int n);
 // Vulkan (measured within 2e-6 of the chunked products). CUDA rounds K and V to F16 (4e-4 off on an H100); others
 // and RPC devices (whose remote backend is not known) are not measured, so exact mode keeps the chunked path there.
 bool flash_attention_exact(ggml_backend_t backend);
+// Whether the backend takes large convolutions directly rather than through banded im2col: Vulkan, where it
+// measured faster and leaner (src/lib/conv.cpp says by how much).
+bool conv_direct_preferred(ggml_backend_t backend);
 // ggml's backend registry and abort hook, set up once per process; safe to call from several threads.
 void load_backends();
 // Opens a ggml device by name ("" picks the first GPU, else the CPU) and prints which one unless quiet.

@@ -27,12 +27,17 @@ void set_backend_threads(ggml_backend_t backend, int n) {
     if (fn) fn(backend, n);
 }
 
-bool flash_attention_exact(ggml_backend_t backend) {
+static std::string registry_name(ggml_backend_t backend) {
     ggml_backend_dev_t dev = backend ? ggml_backend_get_device(backend) : nullptr;
-    if (!dev) return false;
-    const std::string reg = ggml_backend_reg_name(ggml_backend_dev_backend_reg(dev));
+    return dev ? ggml_backend_reg_name(ggml_backend_dev_backend_reg(dev)) : "";
+}
+
+bool flash_attention_exact(ggml_backend_t backend) {
+    const std::string reg = registry_name(backend);
     return reg == "CPU" || reg == "Vulkan";
 }
+
+bool conv_direct_preferred(ggml_backend_t backend) { return registry_name(backend) == "Vulkan"; }
 
 static thread_local const std::string* t_abort_context = nullptr;
 

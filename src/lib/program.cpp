@@ -324,6 +324,7 @@ std::unique_ptr<Program::Graph> Program::build_graph(const std::vector<const Ten
     ggml_backend_t be = backends_->main;
     ctx.supports = [be](const ggml_tensor* t) { return ggml_backend_supports_op(be, t); };
     ctx.exact_flash_attention = flash_attention_exact(be);
+    ctx.direct_conv = conv_direct_preferred(be);
     g->outputs.assign(outputs_.size(), nullptr);
     g->host_outputs.assign(outputs_.size(), HostTensor{});
     try {

@@ -114,6 +114,7 @@ public:
         if (ggml_backend_t be = w.backend) {
             octx.supports = [be](const ggml_tensor* t) { return ggml_backend_supports_op(be, t); };
             octx.exact_flash_attention = o2g::flash_attention_exact(be);
+            octx.direct_conv = o2g::conv_direct_preferred(be);
         }
     }
 

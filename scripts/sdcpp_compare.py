@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Our portable ggml graph against stable-diffusion.cpp's hand-written one, same device, same seeded SD 1.5 weights,
+in one alternating run (issue 27): the VAE decode (32x32 latent -> 256x256) and one CFG UNet step (ours: one batch-2
+pass; sd.cpp: cond + uncond, two batch-1 passes).
+
+Each round runs sd-cli once per flag set (its default flags, --diffusion-fa, and that with the direct convolutions), then ours once per part, so a slow
+phase of the host hits both. Per part it prints the medians, the ratios ours / sd.cpp, the compute buffers and our
+ggml node counts by op type. sd.cpp's figures are its own log lines ("sampling completed", "decode_first_stage
+completed": 10 ms resolution, graph build and allocation included); ours are `onnx2ggml bench --runs 1 --warmup 1`
+(compute only; its "first run" line, which adds the graph build and allocation, is printed beside).
+
+  .venv/bin/python scripts/sdcpp_compare.py --sd15 build/sd15_full --sdcli build/sdcpp/build/bin/sd-cli \\
+      --ckpt build/sdcpp/sd15_random_f32.safetensors [--device CPU|Vulkan0] [--cli build/onnx2ggml] [--rounds 3]
+
+The checkpoint and sd-cli come from scripts/sdcpp_bench.sh (SDCPP_CKPT_ONLY=1; SDCPP_BACKEND=vulkan for Vulkan).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests"))
+FLAGS = {"default": [], "fa": ["--diffusion-fa"],
+         "fa+direct": ["--diffusion-fa", "--diffusion-conv-direct", "--vae-conv-direct"]}
+
+
+def sdcpp_once(args, flags, out_png):
+    cmd = [args.sdcli, "-M", "img_gen", "-m", args.ckpt, "-p", "a photograph of an astronaut riding a horse", "-n", "",
+           "-W", "256", "-H", "256", "--steps", "1", "--sampling-method", "euler", "--cfg-scale", "7.0", "-s", "42",
+           "-t", str(args.threads), "--type", "f32", "-v", "-o", out_png, *flags]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    log = p.stdout + p.stderr
+    if p.returncode:
+        raise SystemExit(f"sd-cli failed ({' '.join(flags) or 'default'}):\n{log[-2000:]}")
+    unet = re.findall(r"sampling completed, taking ([0-9.]+)s", log)
+    vae = re.findall(r"decode_first_stage completed, taking ([0-9.]+)s", log)
+    bufs = {m[0]: float(m[1]) for m in re.findall(r"(\w+) compute buffer size: ([0-9.]+) MB", log)}
+    return {"unet": float(unet[-1]) * 1e3, "vae_decoder": float(vae[-1]) * 1e3,
+            "buf_unet": bufs.get("unet"), "buf_vae_decoder": bufs.get("vae")}
+
+
+def ours_cmd(args, verb, model, inputs, *extra):
+    cmd = [args.cli, verb, model, *inputs, "--threads", str(args.threads), "--device", args.device, *extra]
+    return cmd + (["--portable"] if args.device == "CPU" else [])
+
+
+def ours_once(args, model, inputs):
+    p = subprocess.run(ours_cmd(args, "bench", model, inputs, "--runs", "1", "--warmup", "1"), capture_output=True,
+                       text=True, timeout=1800)
+    if p.returncode:
+        raise SystemExit(f"onnx2ggml bench failed:\n{(p.stdout + p.stderr)[-2000:]}")
+    med = float(re.search(r"median_ms=([0-9.]+)", p.stdout).group(1))
+    m = re.search(r"graph build: ([0-9.]+) ms, first run compute: ([0-9.]+) ms", p.stdout)
+    return med, float(m.group(1)) + float(m.group(2)) if m else float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sd15", required=True, help="folder of the full-size SD 1.5 parts (manifest.json)")
+    ap.add_argument("--sdcli", required=True)
+    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"))
+    ap.add_argument("--device", default="CPU")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    import sd15_data
+
+    manifest = json.load(open(os.path.join(args.sd15, "manifest.json")))
+    parts = {p["name"]: p for p in manifest["parts"]}
+    res = {k: [] for k in ("ours_unet", "ours_vae_decoder", "first_unet", "first_vae_decoder")}
+    res.update({f"{f}_{k}": [] for f in FLAGS for k in ("unet", "vae_decoder")})
+    sd_bufs, our_stats = {}, {}
+    with tempfile.TemporaryDirectory() as d:
+        feeds = {}
+        for name in ("unet", "vae_decoder"):
+            p = parts[name]
+            case = p["cases"][0]  # the UNet's batch-2 32x32 step, the decoder's 32x32 latent
+            feeds[name] = []
+            for k, arr in sd15_data.make_inputs(f"{manifest['prefix']}_{name}", p["inputs"], case, 0).items():
+                np.save(f"{d}/{name}_{k}.npy", arr)
+                feeds[name] += ["--input", f"{k}={d}/{name}_{k}.npy"]
+        for r in range(args.rounds):
+            for f, flags in FLAGS.items():
+                t = sdcpp_once(args, flags, f"{d}/out.png")
+                res[f"{f}_unet"].append(t["unet"])
+                res[f"{f}_vae_decoder"].append(t["vae_decoder"])
+                sd_bufs[f] = (t["buf_unet"], t["buf_vae_decoder"])
+            for name in ("unet", "vae_decoder"):
+                med, first = ours_once(args, os.path.join(args.sd15, parts[name]["file"]), feeds[name])
+                res[f"ours_{name}"].append(med)
+                res[f"first_{name}"].append(first)
+            print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.0f}" for k, v in res.items()), flush=True)
+        for name in ("unet", "vae_decoder"):  # the graphs, once more, with --stats (untimed)
+            cmd = ours_cmd(args, "run", os.path.join(args.sd15, parts[name]["file"]), feeds[name], "--output-dir",
+                           f"{d}/out", "--stats", f"{d}/{name}.json")
+            subprocess.run(cmd, capture_output=True, check=True, timeout=1800)
+            our_stats[name] = json.load(open(f"{d}/{name}.json"))
+    md = {k: statistics.median(v) for k, v in res.items()}
+    print(f"\n{args.device}, {args.threads} threads, {args.rounds} alternating rounds (medians, ms; sd.cpp's fastest is "
+          f"the best of its flag sets {', '.join(FLAGS)} for that part):")
+    print(f"{'part':<12} {'ours':>7} {'ours 1st':>9} {'sd default':>11} {'ratio':>6} {'sd fastest':>17} {'ratio':>6}  "
+          f"compute buffer MB: ours, then sd.cpp per flag set")
+    for i, name in enumerate(("unet", "vae_decoder")):
+        o, dft = md[f"ours_{name}"], md[f"default_{name}"]
+        best = min(FLAGS, key=lambda f: md[f"{f}_{name}"])
+        fst = md[f"{best}_{name}"]
+        bufs = ", ".join(f"{f} {sd_bufs[f][i]}" for f in FLAGS)
+        print(f"{name:<12} {o:>7.0f} {md[f'first_{name}']:>9.0f} {dft:>11.0f} {o / dft:>6.2f} {fst:>6.0f} "
+              f"({best:>9}) {o / fst:>6.2f}  {our_stats[name]['compute_buffer_mb']:.1f}; {bufs}")
+    for name, st in our_stats.items():
+        ops = sorted(st["ggml_ops"].items(), key=lambda kv: -kv[1])
+        print(f"ours {name}: {st['ggml_graph_nodes']} ggml nodes: " + ", ".join(f"{k} {v}" for k, v in ops[:14]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
