@@ -211,6 +211,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir with inputs and outputs")
     ap.add_argument("--json", default=None, help="write all results to this file")
+    ap.add_argument("--require-op", action="append", default=[], metavar="OP",
+                    help="fail unless some case's ggml graph holds this op (repeatable)")
     args = ap.parse_args(argv)
 
     args.cli = os.path.abspath(args.cli)
@@ -287,6 +289,10 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+    for op in args.require_op:  # the device's plan: e.g. Vulkan's direct convolutions at the larger shapes
+        used = sum(run.get("stats", {}).get("ggml_ops", {}).get(op, 0) for r in results for run in r["runs"].values())
+        print(f"{'ok  ' if used else 'FAIL'} {op}: {used} ggml nodes over all cases (--require-op)")
+        failed += 0 if used else 1
     return 1 if failed else 0
 
 
