@@ -83,8 +83,9 @@ Backends::~Backends() {
     if (main) ggml_backend_free(main);
 }
 
-// Vulkan reads GGML_VK_DISABLE_F16 once, when it creates a device, and cuBLAS reads NVIDIA_TF32_OVERRIDE when it
-// starts (F32 products in TF32 were 1e-3 off on an H100); so a process has one precision per backend.
+// Vulkan reads GGML_VK_DISABLE_F16 (and _COOPMAT, _COOPMAT2) once, when it creates a device, and cuBLAS reads
+// NVIDIA_TF32_OVERRIDE when it starts (F32 products in TF32 were 1e-3 off on an H100); so a process has one
+// precision per backend.
 static void set_device_precision(ggml_backend_dev_t dev, const std::string& precision) {
     static std::mutex mu;
     static std::map<std::string, std::string> chosen;
@@ -97,8 +98,12 @@ static void set_device_precision(ggml_backend_dev_t dev, const std::string& prec
         fail("precision '", precision, "' on ", name, ": this process already opened ", vulkan ? "Vulkan" : "CUDA",
              " with '", was, "', and ggml's backend fixes it per process");
     was = precision;
-    if (precision == "exact")
-        onnx2ggml::platform::set_env(vulkan ? "GGML_VK_DISABLE_F16" : "NVIDIA_TF32_OVERRIDE", vulkan ? "1" : "0");
+    if (precision != "exact") return;
+    if (cuda) onnx2ggml::platform::set_env("NVIDIA_TF32_OVERRIDE", "0");
+    // Cooperative-matrix shaders (tensor cores through Vulkan) take F16 operands: exact mode keeps the F32 ones.
+    if (vulkan)
+        for (const char* v : {"GGML_VK_DISABLE_F16", "GGML_VK_DISABLE_COOPMAT", "GGML_VK_DISABLE_COOPMAT2"})
+            onnx2ggml::platform::set_env(v, "1");
 }
 
 // Sessions open on several threads at once: ggml's registry and abort hook are process-wide, set up once.
