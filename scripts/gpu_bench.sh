@@ -9,7 +9,7 @@
 # then on the GPU machine, from the repository root, in two calls on one warm machine (each under 10 minutes):
 #   scripts/gpu_bench.sh build         # builds ggml (CUDA, sm_$CUDA_ARCH, default 90), onnx2ggml and sd-cli while
 #                                      # PyTorch exports the parts with references and writes sd.cpp's checkpoint
-#   scripts/gpu_bench.sh run           # onnx2ggml exact, exact without flash attention, and fast (sd15_tests
+#   scripts/gpu_bench.sh run           # onnx2ggml exact, fast, and fast without flash attention (sd15_tests
 #                                      # --bench 10); the small parts exact; --device-memory at half the UNet's
 #                                      # weights; the VAE at 1024x1024 tiled; a compiled program on CUDA
 #                                      # (scripts/gpu_checks.py); then sd-cli with its default and fastest flags
@@ -109,7 +109,7 @@ MANIFEST=$(ls "$SD"/manifest*.json | head -1)
 step "onnx2ggml on CUDA0: the small SD 1.5 parts, exact (their PyTorch references are in tests/models)"
 timeout 120 python3 tests/sd15_tests.py --cli /tmp/b-o2g/onnx2ggml --device CUDA0 --no-ort --precision exact \
     --json "$OUT/small_exact.json" 2>&1 | grep -E "^  (ok|FAIL)|passed"
-for run in exact exact-chunked fast; do
+for run in exact fast fast-chunked; do  # exact mode on CUDA keeps the chunked products (docs/backends.md)
     step "onnx2ggml on CUDA0: $run"
     prec=${run%-chunked}
     ONNX2GGML_FLASH_ATTENTION=$([[ $run == *chunked ]] && echo 0 || echo 1) timeout 150 python3 tests/sd15_tests.py \
