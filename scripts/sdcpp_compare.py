@@ -3,16 +3,17 @@
 in one alternating run (issue 27): the VAE decode (32x32 latent -> 256x256) and one CFG UNet step (ours: one batch-2
 pass; sd.cpp: cond + uncond, two batch-1 passes).
 
-Each round runs sd-cli once per flag set (its default flags, --diffusion-fa, and that with the direct convolutions), then ours once per part, so a slow
-phase of the host hits both. Per part it prints the medians, the ratios ours / sd.cpp, the compute buffers and our
+Each round runs sd-cli once per flag set (its default flags, --diffusion-fa, and that with the direct
+convolutions), then ours once per part, so a slow phase of the host hits both. Per part it prints the medians, the ratios ours / sd.cpp, the compute buffers and our
 ggml node counts by op type. sd.cpp's figures are its own log lines ("sampling completed", "decode_first_stage
 completed": 10 ms resolution, graph build and allocation included); ours are `onnx2ggml bench --runs 1 --warmup 1`
 (compute only; its "first run" line, which adds the graph build and allocation, is printed beside).
 
   .venv/bin/python scripts/sdcpp_compare.py --sd15 build/sd15_full --sdcli build/sdcpp/build/bin/sd-cli \\
-      --ckpt build/sdcpp/sd15_random_f32.safetensors [--device CPU|Vulkan0] [--cli build/onnx2ggml] [--rounds 3]
+      [--sdcpp-dir build/sdcpp] [--device CPU|Vulkan0] [--cli build/onnx2ggml] [--rounds 3]
 
-The checkpoint and sd-cli come from scripts/sdcpp_bench.sh (SDCPP_CKPT_ONLY=1; SDCPP_BACKEND=vulkan for Vulkan).
+sd-cli runs through scripts/sdcpp_bench.sh (SDCPP_CLI, RUNS=1), which also made it and its checkpoint
+(SDCPP_CKPT_ONLY=1; SDCPP_BACKEND=vulkan for Vulkan).
 """
 import argparse
 import json
@@ -31,18 +32,18 @@ FLAGS = {"default": [], "fa": ["--diffusion-fa"],
          "fa+direct": ["--diffusion-fa", "--diffusion-conv-direct", "--vae-conv-direct"]}
 
 
-def sdcpp_once(args, flags, out_png):
-    cmd = [args.sdcli, "-M", "img_gen", "-m", args.ckpt, "-p", "a photograph of an astronaut riding a horse", "-n", "",
-           "-W", "256", "-H", "256", "--steps", "1", "--sampling-method", "euler", "--cfg-scale", "7.0", "-s", "42",
-           "-t", str(args.threads), "--type", "f32", "-v", "-o", out_png, *flags]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    log = p.stdout + p.stderr
-    if p.returncode:
-        raise SystemExit(f"sd-cli failed ({' '.join(flags) or 'default'}):\n{log[-2000:]}")
-    unet = re.findall(r"sampling completed, taking ([0-9.]+)s", log)
-    vae = re.findall(r"decode_first_stage completed, taking ([0-9.]+)s", log)
-    bufs = {m[0]: float(m[1]) for m in re.findall(r"(\w+) compute buffer size: ([0-9.]+) MB", log)}
-    return {"unet": float(unet[-1]) * 1e3, "vae_decoder": float(vae[-1]) * 1e3,
+def sdcpp_once(args, flags):
+    """One sd-cli run through scripts/sdcpp_bench.sh (RUNS=1, its command line and log parsing), with its buffers."""
+    env = dict(os.environ, SDCPP_CLI=args.sdcli, SDCPP_DIR=args.sdcpp_dir, RUNS="1", THREADS=str(args.threads),
+               SDCPP_EXTRA_ARGS=" ".join(flags), PYTHON=sys.executable)
+    p = subprocess.run([os.path.join(REPO, "scripts", "sdcpp_bench.sh")], env=env, capture_output=True, text=True,
+                       timeout=1800)
+    m = re.search(r"^run 1 \(.*\): unet step \(cond \+ uncond\) (\d+) ms, vae decode (\d+) ms  \(log: (.*)\)$",
+                  p.stdout, re.M)
+    if p.returncode or not m:
+        raise SystemExit(f"sdcpp_bench.sh failed ({' '.join(flags) or 'default'}):\n{(p.stdout + p.stderr)[-2000:]}")
+    bufs = {k: float(v) for k, v in re.findall(r"(\w+) compute buffer size: ([0-9.]+) MB", open(m.group(3)).read())}
+    return {"unet": float(m.group(1)), "vae_decoder": float(m.group(2)),
             "buf_unet": bufs.get("unet"), "buf_vae_decoder": bufs.get("vae")}
 
 
@@ -65,7 +66,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sd15", required=True, help="folder of the full-size SD 1.5 parts (manifest.json)")
     ap.add_argument("--sdcli", required=True)
-    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--sdcpp-dir", default=os.path.join(REPO, "build", "sdcpp"),
+                    help="scripts/sdcpp_bench.sh's folder, holding its checkpoint (SDCPP_CKPT_ONLY=1 makes it)")
     ap.add_argument("--cli", default=os.path.join(REPO, "build", "onnx2ggml"))
     ap.add_argument("--device", default="CPU")
     ap.add_argument("--threads", type=int, default=2)
@@ -89,7 +91,7 @@ def main() -> int:
                 feeds[name] += ["--input", f"{k}={d}/{name}_{k}.npy"]
         for r in range(args.rounds):
             for f, flags in FLAGS.items():
-                t = sdcpp_once(args, flags, f"{d}/out.png")
+                t = sdcpp_once(args, flags)
                 res[f"{f}_unet"].append(t["unet"])
                 res[f"{f}_vae_decoder"].append(t["vae_decoder"])
                 sd_bufs[f] = (t["buf_unet"], t["buf_vae_decoder"])

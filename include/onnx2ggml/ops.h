@@ -63,9 +63,9 @@ struct Ctx {
     std::function<bool(const ggml_tensor*)> supports;
     // Precision "fast": reduced-precision forms where a backend has them (flash attention with F16 K and V).
     bool fast = false;
-    // The device's flash attention is exact (F32 K, V and sums: flash_attention_exact), so exact mode may use it.
+    // The device's flash attention is exact (F32 K, V and sums), so exact mode may use it (o2g::set_device).
     bool exact_flash_attention = true;
-    // Convolutions whose im2col would be cut into bands run as ggml_conv_2d_direct (conv_direct_preferred).
+    // Convolutions whose im2col would be cut into bands run as ggml_conv_2d_direct (o2g::set_device).
     bool direct_conv = false;
     // Host data created while building (index tables, masks), uploaded once the graph is allocated.
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;

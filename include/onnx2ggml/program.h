@@ -37,13 +37,12 @@ struct Backends {
 std::string cpu_code_description();
 // ggml's set_n_threads of the backend's registry, where it has one.
 void set_backend_threads(ggml_backend_t backend, int n);
-// Whether the backend's flash attention keeps F32 K, V and accumulation, so exact mode may use it: the CPU and
-// Vulkan (measured within 2e-6 of the chunked products). CUDA rounds K and V to F16 (4e-4 off on an H100); others
-// and RPC devices (whose remote backend is not known) are not measured, so exact mode keeps the chunked path there.
-bool flash_attention_exact(ggml_backend_t backend);
-// Whether the backend takes large convolutions directly rather than through banded im2col: Vulkan, where it
-// measured faster and leaner (src/lib/conv.cpp says by how much).
-bool conv_direct_preferred(ggml_backend_t backend);
+// What an op-library context knows of the device it builds for, set in one place for sessions and compiled
+// programs: which nodes it computes (ggml_backend_supports_op), whether its flash attention keeps F32 K, V and
+// accumulation so exact mode may use it (the CPU and Vulkan, measured within 2e-6 of the chunked products; CUDA rounds
+// K and V to F16, 4e-4 off on an H100; others and RPC devices, whose remote backend is not known, are not measured),
+// and whether it takes large convolutions directly rather than through banded im2col (Vulkan: src/lib/conv.cpp).
+void set_device(Ctx& ctx, ggml_backend_t backend);
 // ggml's backend registry and abort hook, set up once per process; safe to call from several threads.
 void load_backends();
 // Opens a ggml device by name ("" picks the first GPU, else the CPU) and prints which one unless quiet.

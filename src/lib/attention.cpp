@@ -27,9 +27,10 @@ std::string ne_str(const ggml_tensor* t) {
 // builds the chunked products instead (for comparisons).
 ggml_tensor* flash_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* mask, float scale) {
     const char* env = getenv("ONNX2GGML_FLASH_ATTENTION");
-    // The kernel reads the mask as F16: exact mode keeps masked attention (T5's position bias) on the F32 path.
-    if ((env && std::string(env) == "0") || !ctx.supports || (mask && !ctx.fast)) return nullptr;
-    if (!ctx.fast && !ctx.exact_flash_attention) return nullptr;  // CUDA's rounds K and V to F16
+    // Exact mode: not where the kernel rounds K and V to F16 (CUDA), nor masked, since it reads the mask as F16
+    // (T5's position bias).
+    if ((env && std::string(env) == "0") || !ctx.supports || (!ctx.fast && (mask || !ctx.exact_flash_attention)))
+        return nullptr;
     if (ctx.fast) {
         k = ggml_cast(ctx, k, GGML_TYPE_F16);
         v = ggml_cast(ctx, v, GGML_TYPE_F16);

@@ -32,12 +32,12 @@ static std::string registry_name(ggml_backend_t backend) {
     return dev ? ggml_backend_reg_name(ggml_backend_dev_backend_reg(dev)) : "";
 }
 
-bool flash_attention_exact(ggml_backend_t backend) {
+void set_device(Ctx& ctx, ggml_backend_t backend) {
+    ctx.supports = [backend](const ggml_tensor* t) { return ggml_backend_supports_op(backend, t); };
     const std::string reg = registry_name(backend);
-    return reg == "CPU" || reg == "Vulkan";
+    ctx.exact_flash_attention = reg == "CPU" || reg == "Vulkan";
+    ctx.direct_conv = reg == "Vulkan";
 }
-
-bool conv_direct_preferred(ggml_backend_t backend) { return registry_name(backend) == "Vulkan"; }
 
 static thread_local const std::string* t_abort_context = nullptr;
 

@@ -321,10 +321,7 @@ std::unique_ptr<Program::Graph> Program::build_graph(const std::vector<const Ten
     ctx.max_alloc = ggml_backend_buft_get_max_size(ggml_backend_get_default_buffer_type(backends_->main));
     ctx.weights = weights_.get();
     ctx.fast = backends_->precision == "fast";
-    ggml_backend_t be = backends_->main;
-    ctx.supports = [be](const ggml_tensor* t) { return ggml_backend_supports_op(be, t); };
-    ctx.exact_flash_attention = flash_attention_exact(be);
-    ctx.direct_conv = conv_direct_preferred(be);
+    set_device(ctx, backends_->main);
     g->outputs.assign(outputs_.size(), nullptr);
     g->host_outputs.assign(outputs_.size(), HostTensor{});
     try {

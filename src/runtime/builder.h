@@ -111,11 +111,7 @@ public:
         octx.matmul_type = w.matmul_type;
         octx.max_alloc = w.max_alloc;
         octx.fast = w.fast;
-        if (ggml_backend_t be = w.backend) {
-            octx.supports = [be](const ggml_tensor* t) { return ggml_backend_supports_op(be, t); };
-            octx.exact_flash_attention = o2g::flash_attention_exact(be);
-            octx.direct_conv = o2g::conv_direct_preferred(be);
-        }
+        if (w.backend) o2g::set_device(octx, w.backend);
     }
 
     // Graph inputs (already validated), in graph-input order.

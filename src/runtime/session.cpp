@@ -410,7 +410,7 @@ void SessionImpl::allocate(CachedGraph& c, Builder& b) {
     for (int i = 0; i < ggml_graph_n_nodes(c.graph); i++) bufs.insert(ggml_graph_node(c.graph, i)->buffer);
     for (ggml_backend_buffer_t buf : bufs) advise_huge_pages(buf);
     // ggml-alloc reuses memory of dead intermediates and computes in place where it can: report both.
-    for (ggml_backend_t be : bk) c.compute_mb += double(ggml_backend_sched_get_buffer_size(c.sched, be)) / 1048576.0;
+    for (const auto& s : c.shares) c.compute_mb += double(s.buffer_bytes) / 1048576.0;
     for (int i = 0; i < ggml_graph_n_nodes(c.graph); i++) {
         ggml_tensor* t = ggml_graph_node(c.graph, i);
         if (!t->view_src) c.unshared_mb += double(ggml_nbytes(t)) / 1048576.0;
