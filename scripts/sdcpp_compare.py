@@ -10,7 +10,8 @@ completed": 10 ms resolution, graph build and allocation included); ours are `on
 (compute only; its "first run" line, which adds the graph build and allocation, is printed beside).
 
   .venv/bin/python scripts/sdcpp_compare.py --sd15 build/sd15_full --sdcli build/sdcpp/build/bin/sd-cli \\
-      [--sdcpp-dir build/sdcpp] [--device CPU|Vulkan0] [--cli build/onnx2ggml] [--rounds 3]
+      [--sdcpp-dir build/sdcpp] [--device CPU|Vulkan0] [--cli build/onnx2ggml] [--rounds 3] [--flags default,fa]
+      [--warmup 1]
 
 sd-cli runs through scripts/sdcpp_bench.sh (SDCPP_CLI, RUNS=1), which also made it and its checkpoint
 (SDCPP_CKPT_ONLY=1; SDCPP_BACKEND=vulkan for Vulkan).
@@ -37,7 +38,7 @@ def sdcpp_once(args, flags):
     env = dict(os.environ, SDCPP_CLI=args.sdcli, SDCPP_DIR=args.sdcpp_dir, RUNS="1", THREADS=str(args.threads),
                SDCPP_EXTRA_ARGS=" ".join(flags), PYTHON=sys.executable)
     p = subprocess.run([os.path.join(REPO, "scripts", "sdcpp_bench.sh")], env=env, capture_output=True, text=True,
-                       timeout=1800)
+                       timeout=3600)
     m = re.search(r"^run 1 \(.*\): unet step \(cond \+ uncond\) (\d+) ms, vae decode (\d+) ms  \(log: (.*)\)$",
                   p.stdout, re.M)
     if p.returncode or not m:
@@ -53,8 +54,8 @@ def ours_cmd(args, verb, model, inputs, *extra):
 
 
 def ours_once(args, model, inputs):
-    p = subprocess.run(ours_cmd(args, "bench", model, inputs, "--runs", "1", "--warmup", "1"), capture_output=True,
-                       text=True, timeout=1800)
+    p = subprocess.run(ours_cmd(args, "bench", model, inputs, "--runs", "1", "--warmup", str(args.warmup)),
+                       capture_output=True, text=True, timeout=3600)
     if p.returncode:
         raise SystemExit(f"onnx2ggml bench failed:\n{(p.stdout + p.stderr)[-2000:]}")
     med = float(re.search(r"median_ms=([0-9.]+)", p.stdout).group(1))
@@ -72,13 +73,17 @@ def main() -> int:
     ap.add_argument("--device", default="CPU")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--flags", default=",".join(FLAGS), help="sd-cli's flag sets to run, of " + ",".join(FLAGS))
+    ap.add_argument("--warmup", type=int, default=1, help="our untimed runs before the timed one (0 on lavapipe, "
+                    "where the first run's graph build is small beside its compute)")
     args = ap.parse_args()
     import sd15_data
 
     manifest = json.load(open(os.path.join(args.sd15, "manifest.json")))
     parts = {p["name"]: p for p in manifest["parts"]}
     res = {k: [] for k in ("ours_unet", "ours_vae_decoder", "first_unet", "first_vae_decoder")}
-    res.update({f"{f}_{k}": [] for f in FLAGS for k in ("unet", "vae_decoder")})
+    flag_sets = {f: FLAGS[f] for f in args.flags.split(",")}
+    res.update({f"{f}_{k}": [] for f in flag_sets for k in ("unet", "vae_decoder")})
     sd_bufs, our_stats = {}, {}
     with tempfile.TemporaryDirectory() as d:
         feeds = {}
@@ -90,11 +95,12 @@ def main() -> int:
                 np.save(f"{d}/{name}_{k}.npy", arr)
                 feeds[name] += ["--input", f"{k}={d}/{name}_{k}.npy"]
         for r in range(args.rounds):
-            for f, flags in FLAGS.items():
+            for f, flags in flag_sets.items():
                 t = sdcpp_once(args, flags)
                 res[f"{f}_unet"].append(t["unet"])
                 res[f"{f}_vae_decoder"].append(t["vae_decoder"])
                 sd_bufs[f] = (t["buf_unet"], t["buf_vae_decoder"])
+                print(f"  sd.cpp {f}: unet {t['unet']:.0f} ms, vae decode {t['vae_decoder']:.0f} ms", flush=True)
             for name in ("unet", "vae_decoder"):
                 med, first = ours_once(args, os.path.join(args.sd15, parts[name]["file"]), feeds[name])
                 res[f"ours_{name}"].append(med)
@@ -103,18 +109,18 @@ def main() -> int:
         for name in ("unet", "vae_decoder"):  # the graphs, once more, with --stats (untimed)
             cmd = ours_cmd(args, "run", os.path.join(args.sd15, parts[name]["file"]), feeds[name], "--output-dir",
                            f"{d}/out", "--stats", f"{d}/{name}.json")
-            subprocess.run(cmd, capture_output=True, check=True, timeout=1800)
+            subprocess.run(cmd, capture_output=True, check=True, timeout=3600)
             our_stats[name] = json.load(open(f"{d}/{name}.json"))
     md = {k: statistics.median(v) for k, v in res.items()}
     print(f"\n{args.device}, {args.threads} threads, {args.rounds} alternating rounds (medians, ms; sd.cpp's fastest is "
-          f"the best of its flag sets {', '.join(FLAGS)} for that part):")
+          f"the best of its flag sets {', '.join(flag_sets)} for that part):")
     print(f"{'part':<12} {'ours':>7} {'ours 1st':>9} {'sd default':>11} {'ratio':>6} {'sd fastest':>17} {'ratio':>6}  "
           f"compute buffer MB: ours, then sd.cpp per flag set")
     for i, name in enumerate(("unet", "vae_decoder")):
         o, dft = md[f"ours_{name}"], md[f"default_{name}"]
-        best = min(FLAGS, key=lambda f: md[f"{f}_{name}"])
+        best = min(flag_sets, key=lambda f: md[f"{f}_{name}"])
         fst = md[f"{best}_{name}"]
-        bufs = ", ".join(f"{f} {sd_bufs[f][i]}" for f in FLAGS)
+        bufs = ", ".join(f"{f} {sd_bufs[f][i]}" for f in flag_sets)
         print(f"{name:<12} {o:>7.0f} {md[f'first_{name}']:>9.0f} {dft:>11.0f} {o / dft:>6.2f} {fst:>6.0f} "
               f"({best:>9}) {o / fst:>6.2f}  {our_stats[name]['compute_buffer_mb']:.1f}; {bufs}")
     for name, st in our_stats.items():

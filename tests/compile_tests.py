@@ -4,8 +4,8 @@
 1. Node tests: every node test that `run` passes (the allow-list) is compiled. A program that compiles must give
    output bytes identical to `onnx2ggml run`. A model compile refuses must be refused cleanly (one error naming each
    node at fault); tests on tests/compile_allowlist.txt must compile. Refusals are summed up by reason.
-2. Models (tests/models and tests/models/sd15_small manifests): each compiled once, built once, run at two input
-   shapes, bit-identical to `onnx2ggml run`.
+2. Models (tests/models and tests/models/sd15_small manifests, and a Loop whose unrolled graph outgrows the first
+   graph context): each compiled once, built once, run at two input shapes, bit-identical to `onnx2ggml run`.
 3. A model whose names try code injection is compiled, built and run; it must match onnxruntime, no injected command
    may run, and no model text may reach the code outside string literals, comments and [A-Za-z0-9_] identifiers.
 4. `nm` on a generated program: no loader, IR, op-table, pass or interpreter symbols.
@@ -263,6 +263,33 @@ def hostile_model(path):
     return x, y
 
 
+def deep_loop_model(path):
+    """A Loop of 24 Adds per iteration whose trip count is an input: at 3000 iterations its graph needs more ggml
+    tensors than a compiled program's first graph context holds (65536), so the program must build it again in a
+    larger one (o2g::named) rather than let ggml abort. Returns two feeds: that count, and 3."""
+    body_nodes, prev = [], "y_in"
+    for i in range(24):
+        body_nodes.append(helper.make_node("Add", [prev, "one"], [f"a{i}"]))
+        prev = f"a{i}"
+    body_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+    body_nodes.append(helper.make_node("Identity", [prev], ["y_out"]))
+    one = numpy_helper.from_array(np.full([4], 1e-3, np.float32), "one")
+    body = helper.make_graph(body_nodes, "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("y_in", TensorProto.FLOAT, [4])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [4])], [one])
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    loop = helper.make_node("Loop", ["trips", "cond", "x"], ["y"], body=body)
+    g = helper.make_graph([loop], "deep_loop", [helper.make_tensor_value_info("trips", TensorProto.INT64, []),
+                                                helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [cond])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), path)
+    x = np.arange(4, dtype=np.float32)
+    return [{"trips": np.array(3000, np.int64), "x": x}, {"trips": np.array(3, np.int64), "x": x}]
+
+
 def block_loops_missing(code, loops):
     """Why the generated code lacks its block functions, each called once per block in its loops ("" when it has
     them). loops: [(function, blocks in the loop)], a function that several runs share listed once per run."""
@@ -303,6 +330,8 @@ def model_cases(work):
                 feeds = [sd15_data.make_inputs(f"{fm['prefix']}/{e['name']}", e["inputs"], c, i)
                          for i, c in enumerate(e["cases"][:2])]
                 out.append((e["name"], os.path.join(fam, e["file"]), feeds))
+    deep = os.path.join(work, "deep_loop.onnx")
+    out.append(("deep_loop", deep, deep_loop_model(deep)))
     return out
 
 

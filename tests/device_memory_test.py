@@ -3,16 +3,18 @@ unlimited run of the same device, which is the reference (docs/backends.md, "Sma
 
 Cases, each a fresh `onnx2ggml run` with --stats:
   * unlimited: the reference outputs, and the weight bytes the graph reads (weights_mb);
-  * --device-memory at half those bytes: less than the compute buffer alone, so every weight stays in host memory
-    (a warning line says so) and is copied in per run; outputs bit-identical, copied_weight_bytes > 0;
-  * --device-memory at that run's compute buffer plus half the weights: some weights on the device, the others
-    copied; outputs bit-identical, 0 < device_weight_bytes <= half, fewer bytes copied than with none resident;
+  * --device-memory at half the unlimited run's device compute buffer: the graph runs in segments whose largest
+    buffer fits (stats "segments" >= 2, a line on stderr says so), the tensors crossing a cut carried through host
+    memory and weights copied in per run; outputs bit-identical;
+  * --device-memory at half the weights, where that exceeds the compute buffer (the full-size UNet): one piece,
+    some weights on the device, the others copied;
+  * --device-memory at the compute buffer plus half the weights: one piece, 0 < device_weight_bytes <= half, the
+    other weights copied; outputs bit-identical;
   * --device-memory abc: refused in one line naming the option;
   * --device CPU with --device-memory: refused in one line (the CPU's memory is the host's: --max-memory caps it).
 No node may compute on the CPU in any run (the same device computes every node, whence identical results).
 
-With --manifest of the full-size parts, half the weights leaves room for the compute buffer and some weights: that
-case checks the partial split instead (scripts/gpu_bench.sh runs it on CUDA).
+With --manifest of the full-size parts, scripts/gpu_bench.sh runs the same cases on CUDA.
 
 Usage: GGML_VK_VISIBLE_DEVICES=0 .venv/bin/python tests/device_memory_test.py [--cli build-vulkan/onnx2ggml]
            [--device Vulkan0] [--threads 2] [--manifest tests/models/sd15_small/manifest.json]
@@ -102,27 +104,36 @@ def main() -> int:
         def device_buffer(stats) -> int:  # the device's compute buffer (compute_buffer_mb adds the CPU's)
             return stats["backends"][args.device]["buffer_bytes"]
 
-        s_half, p = budget_case("half the weights", half)
-        if s_half:
-            held = device_buffer(s_half) + s_half["device_weight_bytes"]
-            check(s_half["copied_weight_bytes"] > 0, "half the weights: weight bytes copied from host memory")
-            if device_buffer(s_half) > half:  # the small UNet: no room for any weight
-                check(s_half["device_weight_bytes"] == 0, "half the weights: every weight read from host memory")
-                check("compute buffer needs" in p.stderr and "device_memory is" in p.stderr,
-                      "half the weights: a warning says the compute buffer alone exceeds the budget")
-            else:  # a full-size UNet: the compute buffer and some weights fit
+        full = device_buffer(ref_stats)
+        check(ref_stats["segments"] == 0, "unlimited: the graph runs in one piece")
+        # Below the compute buffer: the graph runs in segments that fit, their carried tensors through host memory.
+        budget = full // 2
+        s_seg, p = budget_case("half the compute buffer", budget)
+        if s_seg:
+            held = device_buffer(s_seg) + s_seg["device_weight_bytes"]
+            check(s_seg["segments"] >= 2, f"half the compute buffer: runs in segments ({s_seg['segments']})")
+            check(held <= budget, f"half the compute buffer: largest segment + device weights {held} <= {budget}")
+            check(s_seg["carried_bytes"] > 0 and s_seg["copied_weight_bytes"] > 0,
+                  f"half the compute buffer: {s_seg['carried_bytes']} B carried, {s_seg['copied_weight_bytes']} B of "
+                  "weights copied per run")
+            check("runs in" in p.stderr and "segments" in p.stderr, "half the compute buffer: a line says so")
+        if half > full:  # a full-size UNet: the compute buffer and some weights fit in half the weights
+            s_half, _ = budget_case("half the weights", half)
+            if s_half:
+                held = device_buffer(s_half) + s_half["device_weight_bytes"]
+                check(s_half["copied_weight_bytes"] > 0 and s_half["segments"] == 0,
+                      "half the weights: one piece, weight bytes copied from host memory")
                 check(0 < s_half["device_weight_bytes"] and held <= half,
                       f"half the weights: compute buffer + device weights {held} <= budget {half}")
-        if s_half and s_half["device_weight_bytes"] == 0:
-            budget = device_buffer(s_half) + half
-            s_part, _ = budget_case("compute buffer + half the weights", budget)
-            if s_part:
-                check(0 < s_part["device_weight_bytes"] <= half,
-                      f"partial: 0 < device weights {s_part['device_weight_bytes']} <= {half}")
-                held = device_buffer(s_part) + s_part["device_weight_bytes"]
-                check(held <= budget, f"partial: compute buffer + device weights {held} <= budget {budget}")
-                check(0 < s_part["copied_weight_bytes"] < s_half["copied_weight_bytes"],
-                      "partial: fewer bytes copied than with no weight on the device")
+        budget = full + half
+        s_part, _ = budget_case("compute buffer + half the weights", budget)
+        if s_part:
+            check(s_part["segments"] == 0, "partial: the graph runs in one piece")
+            check(0 < s_part["device_weight_bytes"] <= half,
+                  f"partial: 0 < device weights {s_part['device_weight_bytes']} <= {half}")
+            held = device_buffer(s_part) + s_part["device_weight_bytes"]
+            check(held <= budget, f"partial: compute buffer + device weights {held} <= budget {budget}")
+            check(0 < s_part["copied_weight_bytes"], "partial: the other weights copied in")
 
         def refused(tag: str, p, *needles) -> None:
             err = p.stderr.strip().splitlines()

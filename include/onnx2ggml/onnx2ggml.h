@@ -49,7 +49,9 @@ struct SessionOptions {
     size_t max_memory = 0;
     // Bytes the session may keep on a GPU: each graph's compute buffer first, then as many weights as fit; the
     // other weights stay in host memory and are copied to the device as the nodes reading them run (the same device
-    // computes every node, so results equal the unlimited run's). 0: no cap. Refused on the CPU device (docs/backends.md).
+    // computes every node, so results equal the unlimited run's). A graph whose compute buffer alone does not fit
+    // runs in consecutive segments that do (RunStats::segments). 0: no cap. Refused on the CPU device
+    // (docs/backends.md).
     size_t device_memory = 0;
     // A progress line on stderr while a model of 1 GB or more reads and converts its weights, even when stderr is not
     // a terminal (on a terminal it is shown anyway).
@@ -101,6 +103,10 @@ struct RunStats {
     // With SessionOptions::device_memory: weight bytes kept on the device, weight bytes held in host memory, and
     // the bytes of host weights copied to the device per run (0 without the option).
     size_t device_weight_bytes = 0, host_weight_bytes = 0, copied_weight_bytes = 0;
+    // With SessionOptions::device_memory, a graph whose compute buffer alone does not fit runs in `segments` (0: in
+    // one piece); `carried_bytes` are read back to host memory after one segment and set into a later one, per run.
+    int segments = 0;
+    size_t carried_bytes = 0;
 };
 
 // Threads: Session::open may be called from several threads at once, and distinct sessions run on distinct

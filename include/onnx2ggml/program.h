@@ -94,6 +94,10 @@ struct IoInfo {
 
 // Builds the graph for the given inputs (ggml tensors shaped like this run's inputs, and every input's data on the
 // host) and fills `outputs`, or `host_outputs` for outputs computed on the host.
+// Names a result in a compiled program's build (its `cb`), and has the graph built again in a larger context when
+// the one being built in is close to full (Program::run does; elsewhere it only names).
+ggml_tensor* named(ggml_tensor* t, const char* name);
+
 using BuildFn = void (*)(Ctx& ctx, const void* weights, ggml_tensor* const* inputs, const HostTensor* host_inputs,
                          ggml_tensor** outputs, HostTensor* host_outputs);
 
@@ -118,6 +122,8 @@ private:
     struct Graph;
     std::string shape_key(const std::vector<const Tensor*>& inputs) const;
     std::unique_ptr<Graph> build_graph(const std::vector<const Tensor*>& inputs, BuildFn build, const void* weights);
+    std::unique_ptr<Graph> build_in(const std::vector<const Tensor*>& inputs, const std::vector<HostTensor>& hin,
+                                    BuildFn build, const void* weights, size_t max_nodes);
     void allocate_graph(Graph& g, size_t max_nodes);
     Tensor read_output(const Graph& g, size_t i) const;
     std::string name_;

@@ -137,6 +137,8 @@ public:
         d["device_weight_bytes"] = s.device_weight_bytes;
         d["host_weight_bytes"] = s.host_weight_bytes;
         d["copied_weight_bytes"] = s.copied_weight_bytes;
+        d["segments"] = s.segments;
+        d["carried_bytes"] = s.carried_bytes;
         nb::dict ops;
         for (auto& [op, n] : s.ggml_ops) ops[op.c_str()] = n;
         d["ggml_ops"] = ops;

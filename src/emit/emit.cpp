@@ -445,9 +445,9 @@ void write_graph_source(std::ostringstream& src, const Model& m, const GraphPlan
         << "// serves every input shape.\n"
         << "#include \"" << name << ".h\"\n\n#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstdio>\n"
         << "#include <memory>\n\n#include \"onnx2ggml/ops.h\"\n#include \"onnx2ggml/program.h\"\n\nnamespace " << name << "_graph {\n\n";
-    src << "// Names a result after its ONNX value, so that graph dumps and debuggers show ONNX names.\n"
-        << "[[maybe_unused]] static ggml_tensor* cb(ggml_tensor* t, const char* name) {\n"
-        << "    ggml_set_name(t, name);\n    return t;\n}\n\n";
+    src << "// Names a result after its ONNX value, so that graph dumps and debuggers show ONNX names (o2g::named also\n"
+        << "// sees that the graph's context has room left, and has the graph built in a larger one if not).\n"
+        << "[[maybe_unused]] static ggml_tensor* cb(ggml_tensor* t, const char* name) { return o2g::named(t, name); }\n\n";
     src << "// Weights and constants, loaded from " << name << ".gguf by ONNX name.\nstruct Weights {\n";
     for (auto& w : r.weights)
         src << "    ggml_tensor* " << w.field << " = nullptr;  // " << c_comment(w.key) << "\n";

@@ -290,7 +290,32 @@ std::string Program::shape_key(const std::vector<const Tensor*>& ins) const {
     return key;
 }
 
-// Builds and allocates the graph for these inputs' shapes (the compiled program's `build` writes its nodes).
+namespace {
+
+// The context a compiled program's graph is being built in, which named() checks for room: ggml aborts on the first
+// tensor past a context's end, and banded convolutions at large sizes or Loops unrolled many times can need more.
+struct Building {
+    ggml_context* ctx = nullptr;
+    size_t reserve = 0;  // kept for the graph itself and its outputs' copies
+};
+thread_local Building building;
+
+struct GraphFull : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+ggml_tensor* named(ggml_tensor* t, const char* name) {
+    ggml_set_name(t, name);
+    const Building& b = building;  // room for the largest statement (a conv of 32 bands) after this one
+    if (b.ctx && ggml_get_mem_size(b.ctx) - ggml_used_mem(b.ctx) < b.reserve + 1024 * ggml_tensor_overhead())
+        throw GraphFull("graph context full");
+    return t;
+}
+
+// Builds and allocates the graph for these inputs' shapes (the compiled program's `build` writes its nodes), in a
+// context 4x larger each time one fills up, to at most 2^20 tensors (as a session does).
 std::unique_ptr<Program::Graph> Program::build_graph(const std::vector<const Tensor*>& ins, BuildFn build,
                                                       const void* w) {
     std::vector<HostTensor> hin(ins.size());
@@ -300,10 +325,22 @@ std::unique_ptr<Program::Graph> Program::build_graph(const std::vector<const Ten
         hin[i].data = ins[i]->data.data();
         hin[i].nbytes = ins[i]->data.size();
     }
+    for (size_t max_nodes = 65536;; max_nodes *= 4) {
+        try {
+            return build_in(ins, hin, build, w, max_nodes);
+        } catch (const GraphFull&) {
+            if (max_nodes >= (size_t(1) << 20))
+                fail(name_, ": the graph needs more than ", max_nodes, " ggml tensors; a Loop unrolled too many times?");
+        }
+    }
+}
+
+std::unique_ptr<Program::Graph> Program::build_in(const std::vector<const Tensor*>& ins,
+                                                   const std::vector<HostTensor>& hin, BuildFn build, const void* w,
+                                                   size_t max_nodes) {
     auto g = std::make_unique<Graph>();
-    const size_t max_nodes = 65536;
-    ggml_init_params p = {ggml_tensor_overhead() * max_nodes + ggml_graph_overhead_custom(max_nodes, false), nullptr,
-                          true};
+    const size_t reserve = ggml_graph_overhead_custom(max_nodes, false) + 64 * ggml_tensor_overhead();
+    ggml_init_params p = {ggml_tensor_overhead() * max_nodes + reserve, nullptr, true};
     g->ctx = ggml_init(p);
     if (!g->ctx) fail(name_, ": out of memory creating the graph context");
     for (size_t i = 0; i < ins.size(); i++) {
@@ -324,11 +361,16 @@ std::unique_ptr<Program::Graph> Program::build_graph(const std::vector<const Ten
     set_device(ctx, backends_->main);
     g->outputs.assign(outputs_.size(), nullptr);
     g->host_outputs.assign(outputs_.size(), HostTensor{});
+    struct Guard {
+        ~Guard() { building = {}; }
+    } guard;
+    building = {g->ctx, reserve};
     try {
         build(ctx, w, g->inputs.data(), hin.data(), g->outputs.data(), g->host_outputs.data());
     } catch (const OpError& e) {
         fail(name_, ": ", e.what());
     }
+    building = {};
     for (auto& h : g->host_outputs) {  // an owned copy: a result may borrow this run's input data
         if (h.dtype == DType::UNDEFINED) continue;
         HostTensor c = HostTensor::alloc(h.dtype, h.shape);

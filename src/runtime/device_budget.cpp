@@ -160,7 +160,8 @@ void move_back(Moved& m) {
 }  // namespace
 
 size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
-                              size_t others, const std::string& path, bool quiet, size_t& compute) {
+                              size_t others, const std::string& path, bool quiet, size_t& compute,
+                              std::unique_ptr<Segments>& segs, const Segments::NewSched& fresh) {
     bind_weight_views(graph);
     // Measured with every weight it reads on the host: the copies of a split's weights are part of it.
     const Srcs srcs = save_srcs(graph);
@@ -170,13 +171,24 @@ size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, We
     ggml_backend_sched_reset(sched);
     restore_srcs(srcs);
 
-    const size_t used = measured + others + resident;
-    size_t room = used < limit ? limit - used : 0;
-    if (used > limit && !quiet)
-        fprintf(stderr, "onnx2ggml: warning: %s: device_memory is %s, but the graph's compute buffer needs %s (%s more "
-                "held by weights and other graphs); it is allocated anyway (graphs are not split into segments), "
-                "and the weights it reads stay in host memory\n", path.c_str(), bytes_str(double(limit)).c_str(),
-                bytes_str(double(measured)).c_str(), bytes_str(double(others + resident)).c_str());
+    const size_t fixed = others + resident;
+    if (measured + fixed > limit) {  // the compute buffer alone does not fit: segments that do, if any
+        const size_t left = limit > fixed ? limit - fixed : 0;
+        segs = Segments::plan(graph, b, left, fresh, [&b](ggml_backend_sched_t s, ggml_cgraph* g) { place(s, g, b); });
+        if (!quiet && segs)
+            fprintf(stderr, "onnx2ggml: %s: the graph's compute buffer needs %s, device_memory leaves %s: it runs in "
+                    "%d segments (%s carried through host memory per run)\n", path.c_str(),
+                    bytes_str(double(measured)).c_str(), bytes_str(double(left)).c_str(), segs->count(),
+                    bytes_str(double(segs->carried_bytes())).c_str());
+        if (!quiet && !segs)
+            fprintf(stderr, "onnx2ggml: warning: %s: device_memory is %s, but the graph's compute buffer needs %s (%s "
+                    "more held by weights and other graphs), and no cut into 64 segments or fewer fits; it is "
+                    "allocated anyway, and the weights it reads stay in host memory\n", path.c_str(),
+                    bytes_str(double(limit)).c_str(), bytes_str(double(measured)).c_str(),
+                    bytes_str(double(fixed)).c_str());
+    }
+    const size_t base = segs ? segs->measure() + segs->leaf_bytes() : measured;
+    size_t room = base + fixed < limit ? limit - base - fixed : 0;
     // Laid out again once weights have moved, the compute buffer may come out a little larger than measured: a try
     // that overshoots is undone and made again with that much less room.
     Moved moved;
@@ -191,19 +203,26 @@ size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, We
         }
         moved = move_to_device(w, moving);
         bind_weight_views(graph);
-        place(sched, graph, b);
-        O2G_CHECK(ggml_backend_sched_alloc_graph(sched, graph), path, ": could not allocate the graph's device memory");
-        compute = ggml_backend_sched_get_buffer_size(sched, b.main);
-        const size_t held = compute + others + resident + moved.bytes;
+        if (segs) {
+            compute = segs->measure() + segs->leaf_bytes();
+        } else {
+            place(sched, graph, b);
+            O2G_CHECK(ggml_backend_sched_alloc_graph(sched, graph), path, ": could not allocate the graph's device memory");
+            compute = ggml_backend_sched_get_buffer_size(sched, b.main);
+        }
+        const size_t held = compute + fixed + moved.bytes;
         if (held <= limit || moved.from.empty() || attempt == 3) break;
-        ggml_backend_sched_reset(sched);
-        restore_srcs(srcs);
-        unplace(graph);
+        if (!segs) {
+            ggml_backend_sched_reset(sched);
+            restore_srcs(srcs);
+            unplace(graph);
+        }
         move_back(moved);
         room = room > held - limit ? room - (held - limit) : 0;
     }
     resident += moved.bytes;
     for (ggml_backend_buffer_t buf : moved.buffers) w.buffers.push_back(buf);
+    if (segs) return 0;  // Segments::lay_out counts the copies
     // The sources the scheduler replaced by a copy: each copy of a host weight is made once per run.
     std::set<const ggml_tensor*> copies;
     size_t copied = 0;

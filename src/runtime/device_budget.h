@@ -7,6 +7,7 @@
 
 #include "ggml-backend.h"
 #include "onnx2ggml/program.h"
+#include "runtime/segments.h"
 
 namespace onnx2ggml {
 
@@ -21,9 +22,11 @@ struct DeviceBudget {
     // while they fit in what `limit` leaves after that buffer, `others` (the device memory of the session's other
     // graphs) and the weights already there (less, should the buffer then come out larger than measured), and puts
     // every node reading a host weight on the device. Returns the bytes of host weights the scheduler copies in per
-    // run; `compute` gets the graph's device compute buffer.
+    // run; `compute` gets the graph's device compute buffer. A graph whose compute buffer alone does not fit is cut
+    // into `segs` (schedulers for measuring them from `fresh`); it is then laid out by Segments::lay_out.
     size_t allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
-                    size_t others, const std::string& path, bool quiet, size_t& compute);
+                    size_t others, const std::string& path, bool quiet, size_t& compute,
+                    std::unique_ptr<Segments>& segs, const Segments::NewSched& fresh);
     // Weight bytes that stay in host memory only.
     size_t host_bytes(const WeightCache& w, ggml_backend_t device) const;
 };

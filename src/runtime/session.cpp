@@ -68,6 +68,7 @@ struct CachedGraph {
     double weights_mb = -1;                  // weights this graph reads (-1: not counted yet)
     size_t unread_bytes = 0, unread_at = SIZE_MAX;  // prepared forms it does not read, when the session held unread_at
     size_t device_compute = 0, copied = 0;  // with device_memory: its device compute buffer, host weights copied per run
+    std::unique_ptr<Segments> segments;     // with device_memory, for a graph whose compute buffer alone does not fit
     ~CachedGraph() {
         if (sched) ggml_backend_sched_free(sched);
         if (ctx) ggml_free(ctx);
@@ -391,21 +392,30 @@ void SessionImpl::allocate(CachedGraph& c, Builder& b) {
     if (accel_) bk.push_back(accel_);
     bk.push_back(backend_);
     if (cpu_) bk.push_back(cpu_);
-    c.sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(c.graph)), false, true);
+    auto new_sched = [bk, size = size_t(ggml_graph_size(c.graph))]() mutable {
+        return ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size, false, true);
+    };
+    c.sched = new_sched();
     o2g::place_inputs_on_main(c.sched, c.graph, *backends_);
     check_graph_memory(c.sched, c.graph, int(bk.size()), b, max_memory_, user_limit_);
     if (budget_.limit) {
         c.weights_mb = graph_weight_mb(c.graph);  // before the scheduler puts copies in place of host weights
         size_t others = 0;  // the device memory of the session's other graphs
         for (auto& [key, g] : cache_) others += g.get() != &c ? g->device_compute : 0;
-        c.copied = budget_.allocate(c.sched, c.graph, weights_, *backends_, others, model_->path, quiet_, c.device_compute);
+        c.copied = budget_.allocate(c.sched, c.graph, weights_, *backends_, others, model_->path, quiet_, c.device_compute,
+                                    c.segments, new_sched);
     } else {
         o2g::place_inputs_on_main(c.sched, c.graph, *backends_);  // the measurement reset the scheduler
         O2G_CHECK(ggml_backend_sched_alloc_graph(c.sched, c.graph), model_->path,
                   ": could not allocate the graph's device memory");
     }
-    c.shares = o2g::placement(c.sched, c.graph, *backends_, c.splits);
     c.allocated = true;
+    if (c.segments) {  // laid out one segment after another in one buffer: no huge pages to advise (a device's)
+        c.shares = c.segments->lay_out(c.sched, c.splits, c.copied, !quiet_);
+        for (const auto& s : c.shares) c.compute_mb += double(s.buffer_bytes) / 1048576.0;
+        return;
+    }
+    c.shares = o2g::placement(c.sched, c.graph, *backends_, c.splits);
     std::set<ggml_backend_buffer_t> bufs;
     for (int i = 0; i < ggml_graph_n_nodes(c.graph); i++) bufs.insert(ggml_graph_node(c.graph, i)->buffer);
     for (ggml_backend_buffer_t buf : bufs) advise_huge_pages(buf);
@@ -453,7 +463,8 @@ std::vector<Tensor> SessionImpl::read_outputs(CachedGraph& c) {
             src = *v.host;
         } else {
             dev.resize(size_t(shape_numel(v.shape)) * 4);
-            if (!dev.empty()) ggml_backend_tensor_get(v.t, dev.data(), 0, dev.size());
+            if (!dev.empty() && !(c.segments && c.segments->read(v.t, dev.data(), dev.size())))
+                ggml_backend_tensor_get(v.t, dev.data(), 0, dev.size());
             src.dtype = v.t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
             src.shape = v.shape;
             src.data = dev.data();
@@ -530,7 +541,8 @@ std::vector<Tensor> SessionImpl::run_once(const std::map<std::string, Tensor>& i
         builder_ = &b;
         ggml_backend_sched_set_eval_callback(c->sched, profiling_ ? on_node : nullptr, this);
         last_ms_ = now_ms();
-        O2G_CHECK(ggml_backend_sched_graph_compute(c->sched, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
+        if (c->segments) c->segments->compute(c->sched);
+        else O2G_CHECK(ggml_backend_sched_graph_compute(c->sched, c->graph) == GGML_STATUS_SUCCESS, "graph compute failed");
     }
     stats_.compute_ms = now_ms() - t1;
     stats_.compute_buffer_mb = c->compute_mb;
@@ -548,6 +560,8 @@ std::vector<Tensor> SessionImpl::run_once(const std::map<std::string, Tensor>& i
         stats_.device_weight_bytes = budget_.resident;
         stats_.host_weight_bytes = budget_.host_bytes(weights_, backend_);
         stats_.copied_weight_bytes = c->copied;
+        stats_.segments = c->segments ? c->segments->count() : 0;
+        stats_.carried_bytes = c->segments ? c->segments->carried_bytes() : 0;
     }
 
     return read_outputs(*c);

@@ -413,6 +413,9 @@ int cmd_bench(const std::vector<std::string>& args) {
         printf("device memory: budget %.1f MB, weights on the device %.1f MB, in host memory %.1f MB, copied per run "
                "%.1f MB\n", double(opts.device_memory) / 1048576.0, double(first.device_weight_bytes) / 1048576.0,
                double(first.host_weight_bytes) / 1048576.0, double(first.copied_weight_bytes) / 1048576.0);
+    if (first.segments)
+        printf("segments: %d (%.1f MB carried through host memory per run)\n", first.segments,
+               double(first.carried_bytes) / 1048576.0);
     printf("work: %.2f GFLOP per run (dense conv/matmul/attention), %.1f GFLOP/s at the median\n", first.gflop,
            first.gflop / (median / 1e3));
     printf("peak RSS: %.1f MB\n", double(platform::peak_resident_bytes()) / (1024.0 * 1024.0));
@@ -518,7 +521,8 @@ int cmd_run(const std::vector<std::string>& args) {
               << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes
               << ", \"unread_weight_bytes\": " << s.unread_weight_bytes
               << ", \"device_weight_bytes\": " << s.device_weight_bytes << ", \"host_weight_bytes\": "
-              << s.host_weight_bytes << ", \"copied_weight_bytes\": " << s.copied_weight_bytes << ", \"cpu_code\": \""
+              << s.host_weight_bytes << ", \"copied_weight_bytes\": " << s.copied_weight_bytes << ", \"segments\": " << s.segments
+              << ", \"carried_bytes\": " << s.carried_bytes << ", \"cpu_code\": \""
               << o2g::cpu_code_description() << "\", \"ggml_ops\": {";
             const char* sep = "";
             for (auto& [op, n] : s.ggml_ops) {
