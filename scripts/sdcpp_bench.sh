@@ -51,7 +51,10 @@ SDCPP_BACKEND=${SDCPP_BACKEND:-cpu}
 case $SDCPP_BACKEND in
     cpu) BACKEND_ARGS=(-DGGML_NATIVE=ON) ;;
     cuda) BACKEND_ARGS=(-DSD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON) ;;
-    vulkan) BACKEND_ARGS=(-DSD_VULKAN=ON -DGGML_NATIVE=ON) ;;
+    vulkan) BACKEND_ARGS=(-DSD_VULKAN=ON -DGGML_NATIVE=ON)  # headers as scripts/setup.sh --with-vulkan unpacks them
+            [[ -d $(dirname "$0")/../.deps/vulkan/usr/include ]] && BACKEND_ARGS+=(
+                -DVulkan_INCLUDE_DIR="$(cd "$(dirname "$0")/.." && pwd)/.deps/vulkan/usr/include"
+                -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 / && !p {p=$NF} END {print p}')") ;;
     *) echo "SDCPP_BACKEND must be cpu, cuda or vulkan" >&2; exit 1 ;;
 esac
 SUFFIX=$([[ $SDCPP_LLAMAFILE == ON ]] || printf %s -nollamafile)$([[ $SDCPP_BACKEND == cpu ]] || printf %s "-$SDCPP_BACKEND")

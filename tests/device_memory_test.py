@@ -3,15 +3,18 @@ unlimited run of the same device, which is the reference (docs/backends.md, "Sma
 
 Cases, each a fresh `onnx2ggml run` with --stats:
   * unlimited: the reference outputs, and the weight bytes the graph reads (weights_mb);
-  * --device-memory at half the unlimited run's device compute buffer: the graph runs in segments whose largest
-    buffer fits (stats "segments" >= 2, a line on stderr says so), the tensors crossing a cut carried through host
-    memory and weights copied in per run; outputs bit-identical;
+  * --device-memory at half the unlimited run's device compute buffer, which one attention chunk fills: no cut
+    into segments fits, so the graph is built again with smaller attention chunks and im2col bands (a line says
+    so); within 1e-5 of the output's range, compute buffer + device weights within the budget;
   * --device-memory at half the weights, where that exceeds the compute buffer (the full-size UNet): one piece,
     some weights on the device, the others copied;
   * --device-memory at the compute buffer plus half the weights: one piece, 0 < device_weight_bytes <= half, the
     other weights copied; outputs bit-identical;
   * --device-memory abc: refused in one line naming the option;
-  * --device CPU with --device-memory: refused in one line (the CPU's memory is the host's: --max-memory caps it).
+  * --device CPU with --device-memory: refused in one line (the CPU's memory is the host's: --max-memory caps it);
+  * a graph of 16 live 4 MB tensors (skip connections) at 3/8 of its compute buffer: it runs in segments (stats
+    "segments" >= 2, a line says so), the tensors crossing a cut carried through host memory; outputs, one of them
+    made in an early segment, bit-identical to the unlimited run.
 No node may compute on the CPU in any run (the same device computes every node, whence identical results).
 
 With --manifest of the full-size parts, scripts/gpu_bench.sh runs the same cases on CUDA.
@@ -34,6 +37,62 @@ import sd15_data
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 MANIFEST = os.path.join(TESTS, "models", "sd15_small", "manifest.json")
+
+
+def skips_model(path: str, n: int = 16, size: int = 1 << 20) -> None:
+    """n tensors of `size` floats, each kept alive to the end (as a UNet's skip connections), then summed in reverse:
+    its compute buffer holds all of them, while segments of it need only a few."""
+    from onnx import TensorProto, helper, numpy_helper
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node("Mul", [prev, "c"], [f"a{i}"]))
+        prev = f"a{i}"
+    acc = f"a{n - 1}"
+    for i in range(n - 2, -1, -1):
+        nodes.append(helper.make_node("Add", [acc, f"a{i}"], [f"s{i}"]))
+        acc = f"s{i}"
+    nodes.append(helper.make_node("Identity", [acc], ["y"]))
+    c = numpy_helper.from_array(np.linspace(0.9, 1.1, size, dtype=np.float32), "c")
+    g = helper.make_graph(nodes, "skips", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [size]),
+                           helper.make_tensor_value_info(f"a{n // 2}", TensorProto.FLOAT, [size])], [c])
+    import onnx
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), path)
+
+
+def segments_case(tmp: str, check, args) -> None:
+    """A graph whose compute buffer does not fit the budget but segments of it do: bit-identical, in segments."""
+    model = os.path.join(tmp, "skips.onnx")
+    skips_model(model)
+    np.save(os.path.join(tmp, "skips_x.npy"), np.random.RandomState(0).rand(1 << 20).astype(np.float32))
+
+    def run(tag, extra):
+        out = os.path.join(tmp, tag)
+        p = subprocess.run([args.cli, "run", model, "--device", args.device, "-t", str(args.threads), "-i",
+                            f"x={os.path.join(tmp, 'skips_x.npy')}", "-o", out, "--stats", out + ".json", *extra],
+                           capture_output=True, text=True, timeout=600)
+        if p.returncode:
+            return p, None, None
+        return p, json.load(open(out + ".json")), {o: np.load(os.path.join(out, o + ".npy")) for o in ("y", "a8")}
+
+    p, ref_stats, ref = run("skips", [])
+    check(p.returncode == 0, f"skips, unlimited: exit {p.returncode} {p.stderr.strip()[-300:]}")
+    if p.returncode:
+        return
+    full = ref_stats["backends"][args.device]["buffer_bytes"]
+    budget = full * 3 // 8
+    p, st, outs = run("skips_budget", ["--device-memory", str(budget)])
+    check(p.returncode == 0, f"skips at {budget} bytes (unlimited: {full}): exit {p.returncode} {p.stderr.strip()[-300:]}")
+    if p.returncode:
+        return
+    held = st["backends"][args.device]["buffer_bytes"] + st["device_weight_bytes"]
+    print(f"      skips: {st['segments']} segments, largest + leaves {st['backends'][args.device]['buffer_bytes']} B "
+          f"(unlimited {full} B), {st['carried_bytes']} B carried per run, {st['splits']} splits")
+    check(st["segments"] >= 2 and st["carried_bytes"] > 0, f"skips: runs in segments ({st['segments']})")
+    check(held <= budget, f"skips: largest segment + leaves + device weights {held} <= {budget}")
+    check(all(np.array_equal(outs[o], ref[o]) for o in ref), "skips: both outputs bit-identical to the unlimited run "
+          "(one made in an early segment)")
+    check("segments" in p.stderr, "skips: a line says it runs in segments")
 
 
 def main() -> int:
@@ -106,17 +165,18 @@ def main() -> int:
 
         full = device_buffer(ref_stats)
         check(ref_stats["segments"] == 0, "unlimited: the graph runs in one piece")
-        # Below the compute buffer: the graph runs in segments that fit, their carried tensors through host memory.
+        # Below the compute buffer, which one attention chunk of the small UNet fills: no cut into segments fits, so
+        # the graph is built again with smaller chunks and bands; the same within rounding, not bit for bit.
         budget = full // 2
-        s_seg, p = budget_case("half the compute buffer", budget)
-        if s_seg:
-            held = device_buffer(s_seg) + s_seg["device_weight_bytes"]
-            check(s_seg["segments"] >= 2, f"half the compute buffer: runs in segments ({s_seg['segments']})")
-            check(held <= budget, f"half the compute buffer: largest segment + device weights {held} <= {budget}")
-            check(s_seg["carried_bytes"] > 0 and s_seg["copied_weight_bytes"] > 0,
-                  f"half the compute buffer: {s_seg['carried_bytes']} B carried, {s_seg['copied_weight_bytes']} B of "
-                  "weights copied per run")
-            check("runs in" in p.stderr and "segments" in p.stderr, "half the compute buffer: a line says so")
+        p, s_lean, lean, secs = run("half the compute buffer", ["--device-memory", str(budget)])
+        check(p.returncode == 0, f"half the compute buffer ({budget} bytes, {secs:.1f} s): exit {p.returncode}")
+        if s_lean:
+            held = device_buffer(s_lean) + s_lean["device_weight_bytes"]
+            err = max(float(np.abs(lean[o] - ref[o]).max() / max(np.abs(ref[o]).max(), 1e-30)) for o in ref)
+            check(err <= 1e-5, f"half the compute buffer: max error {err:.2e} of the output's range <= 1e-5")
+            check(held <= budget, f"half the compute buffer: compute buffer + device weights {held} <= {budget}")
+            check("built again" in p.stderr, "half the compute buffer: a line says the graph was built again")
+            check(on_cpu(s_lean) == 0, f"half the compute buffer: no node computes on the CPU ({on_cpu(s_lean)})")
         if half > full:  # a full-size UNet: the compute buffer and some weights fit in half the weights
             s_half, _ = budget_case("half the weights", half)
             if s_half:
@@ -134,6 +194,8 @@ def main() -> int:
             held = device_buffer(s_part) + s_part["device_weight_bytes"]
             check(held <= budget, f"partial: compute buffer + device weights {held} <= budget {budget}")
             check(0 < s_part["copied_weight_bytes"], "partial: the other weights copied in")
+
+        segments_case(tmp, check, args)
 
         def refused(tag: str, p, *needles) -> None:
             err = p.stderr.strip().splitlines()

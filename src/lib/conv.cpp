@@ -105,7 +105,10 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
     const int64_t OH = (x->ne[1] + 2 * ph - dh * (k->ne[1] - 1) - 1) / sh + 1;
     if (!ctx.cpu && (k->ne[0] > 1 || k->ne[1] > 1)) {
         const int64_t row_bytes = CKK * OW * x->ne[3] * int64_t(sizeof(float));
-        const int64_t band = std::max<int64_t>(1, IM2COL_BAND_BYTES / std::max<int64_t>(row_bytes, 1));
+        // (Smaller where the device's largest tensor is: a device_memory budget sets that, Session.)
+        const int64_t band_bytes = ctx.max_alloc ? std::min<int64_t>(IM2COL_BAND_BYTES, int64_t(ctx.max_alloc / 2))
+                                                 : IM2COL_BAND_BYTES;
+        const int64_t band = std::max<int64_t>(1, band_bytes / std::max<int64_t>(row_bytes, 1));
         if (OH > 1 && band < OH && ctx.direct_conv) {  // no column buffer at all, where it measured faster
             ggml_tensor* y = ggml_conv_2d_direct(ctx, cont(ctx, k), cont(ctx, x), sw, sh, pw, ph, dw, dh);
             if (!ctx.supports || ctx.supports(y)) return y;

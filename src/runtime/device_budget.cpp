@@ -161,7 +161,7 @@ void move_back(Moved& m) {
 
 size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
                               size_t others, const std::string& path, bool quiet, size_t& compute,
-                              std::unique_ptr<Segments>& segs, const Segments::NewSched& fresh) {
+                              std::unique_ptr<Segments>& segs, const Segments::NewSched& fresh, bool may_shrink) {
     bind_weight_views(graph);
     // Measured with every weight it reads on the host: the copies of a split's weights are part of it.
     const Srcs srcs = save_srcs(graph);
@@ -175,6 +175,7 @@ size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, We
     if (measured + fixed > limit) {  // the compute buffer alone does not fit: segments that do, if any
         const size_t left = limit > fixed ? limit - fixed : 0;
         segs = Segments::plan(graph, b, left, fresh, [&b](ggml_backend_sched_t s, ggml_cgraph* g) { place(s, g, b); });
+        if (!segs && may_shrink) throw BudgetTooSmall();
         if (!quiet && segs)
             fprintf(stderr, "onnx2ggml: %s: the graph's compute buffer needs %s, device_memory leaves %s: it runs in "
                     "%d segments (%s carried through host memory per run)\n", path.c_str(),

@@ -13,6 +13,9 @@ namespace onnx2ggml {
 
 struct WeightCache;
 
+// DeviceBudget::allocate with may_shrink: not even segments of the graph fit; nothing was moved or allocated.
+struct BudgetTooSmall {};
+
 struct DeviceBudget {
     size_t limit = 0;     // bytes; 0: no cap (nothing here is used)
     size_t resident = 0;  // weight bytes moved to the device so far
@@ -23,10 +26,12 @@ struct DeviceBudget {
     // graphs) and the weights already there (less, should the buffer then come out larger than measured), and puts
     // every node reading a host weight on the device. Returns the bytes of host weights the scheduler copies in per
     // run; `compute` gets the graph's device compute buffer. A graph whose compute buffer alone does not fit is cut
-    // into `segs` (schedulers for measuring them from `fresh`); it is then laid out by Segments::lay_out.
+    // into `segs` (schedulers for measuring them from `fresh`); it is then laid out by Segments::lay_out. If no cut
+    // fits either: with `may_shrink`, BudgetTooSmall (the caller builds a leaner graph), else one warning line and
+    // the graph allocated whole.
     size_t allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
                     size_t others, const std::string& path, bool quiet, size_t& compute,
-                    std::unique_ptr<Segments>& segs, const Segments::NewSched& fresh);
+                    std::unique_ptr<Segments>& segs, const Segments::NewSched& fresh, bool may_shrink);
     // Weight bytes that stay in host memory only.
     size_t host_bytes(const WeightCache& w, ggml_backend_t device) const;
 };

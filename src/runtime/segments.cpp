@@ -219,14 +219,31 @@ Segments::~Segments() {
     if (leaves_) ggml_backend_buffer_free(leaves_);
 }
 
+// The segment's sources as cut, and its tensors unallocated: ggml-alloc keeps a tensor that has an address where it
+// is, and that address is from the segment's last layout (the shared buffer holds another segment now, or has grown).
+// Weights, the shared leaves and views of them keep theirs.
 void Segments::restore(Seg& s) const {
     for (auto& [t, src] : s.srcs) std::copy(src.begin(), src.end(), t->src);
+    auto clear = [this](ggml_tensor* t) {
+        const ggml_tensor* r = t->view_src ? t->view_src : t;
+        if (!t->buffer || r->buffer == leaves_ ||
+            (r->buffer && ggml_backend_buffer_get_usage(r->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS))
+            return;
+        t->buffer = nullptr;
+        t->data = nullptr;
+    };
+    for (auto& [t, src] : s.srcs) {
+        clear(t);
+        for (ggml_tensor* x : src)
+            if (x) clear(x);
+    }
 }
 
 size_t Segments::measure() {
     ggml_backend_sched_t sched = fresh_();
     bool ok = true;
     for (Seg& s : segs_) {
+        restore(s);
         place_(sched, s.graph);
         ok = ok && ggml_backend_sched_reserve(sched, s.graph);
         ggml_backend_sched_reset(sched);

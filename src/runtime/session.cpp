@@ -150,7 +150,9 @@ private:
     std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& inputs, std::string& key);
     std::unique_ptr<CachedGraph> build(const std::vector<const Tensor*>& ins);
     std::unique_ptr<CachedGraph> build_in(const std::vector<const Tensor*>& ins, size_t tensors);
-    void allocate(CachedGraph& c, Builder& b);
+    CachedGraph* build_cached(const std::string& key, const std::vector<const Tensor*>& ins);
+    CachedGraph* allocated(const std::string& key, const std::vector<const Tensor*>& ins, CachedGraph* c);
+    void allocate(CachedGraph& c, Builder& b, bool may_shrink);
     void set_inputs(Builder& b, const std::vector<const Tensor*>& ins);
     std::vector<Tensor> read_outputs(CachedGraph& c);
     void prepare_weights();
@@ -386,8 +388,36 @@ std::unique_ptr<CachedGraph> SessionImpl::build_in(const std::vector<const Tenso
     return c;
 }
 
+CachedGraph* SessionImpl::build_cached(const std::string& key, const std::vector<const Tensor*>& ins) {
+    auto& slot = cache_[key];
+    slot = build(ins);
+    // Op counts once per graph (stats of every run copy them).
+    for (int i = 0; i < ggml_graph_n_nodes(slot->graph); i++)
+        slot->builder->stats.ggml_ops[slot->builder->op_name(ggml_graph_node(slot->graph, i))]++;
+    return slot.get();
+}
+
+// `c` allocated; under a device_memory budget that not even segments of it fit, built again first with attention's
+// score chunks and im2col bands at most an eighth of the budget each (for this graph and later ones: an unlimited
+// run's bytes are then matched within rounding, not bit for bit).
+CachedGraph* SessionImpl::allocated(const std::string& key, const std::vector<const Tensor*>& ins, CachedGraph* c) {
+    try {
+        allocate(*c, *c->builder, budget_.limit && weights_.max_alloc > budget_.limit / 8);
+        return c;
+    } catch (const BudgetTooSmall&) {
+    }
+    weights_.max_alloc = budget_.limit / 8;
+    if (!quiet_)
+        fprintf(stderr, "onnx2ggml: %s: device_memory is %s, which not even segments of the graph fit: it is built "
+                "again with attention chunks and im2col bands of at most %s each\n", model_->path.c_str(),
+                bytes_str(double(budget_.limit)).c_str(), bytes_str(double(weights_.max_alloc / 2)).c_str());
+    c = build_cached(key, ins);
+    allocate(*c, *c->builder, false);
+    return c;
+}
+
 // Places the graph on the backends, checks it against the memory limits and allocates it, once per graph.
-void SessionImpl::allocate(CachedGraph& c, Builder& b) {
+void SessionImpl::allocate(CachedGraph& c, Builder& b, bool may_shrink) {
     std::vector<ggml_backend_t> bk;  // in priority order
     if (accel_) bk.push_back(accel_);
     bk.push_back(backend_);
@@ -403,7 +433,7 @@ void SessionImpl::allocate(CachedGraph& c, Builder& b) {
         size_t others = 0;  // the device memory of the session's other graphs
         for (auto& [key, g] : cache_) others += g.get() != &c ? g->device_compute : 0;
         c.copied = budget_.allocate(c.sched, c.graph, weights_, *backends_, others, model_->path, quiet_, c.device_compute,
-                                    c.segments, new_sched);
+                                    c.segments, new_sched, may_shrink);
     } else {
         o2g::place_inputs_on_main(c.sched, c.graph, *backends_);  // the measurement reset the scheduler
         O2G_CHECK(ggml_backend_sched_alloc_graph(c.sched, c.graph), model_->path,
@@ -411,6 +441,8 @@ void SessionImpl::allocate(CachedGraph& c, Builder& b) {
     }
     c.allocated = true;
     if (c.segments) {  // laid out one segment after another in one buffer: no huge pages to advise (a device's)
+        ggml_backend_sched_free(c.sched);  // its buffers grew to the whole graph's when it was measured
+        c.sched = new_sched();
         c.shares = c.segments->lay_out(c.sched, c.splits, c.copied, !quiet_);
         for (const auto& s : c.shares) c.compute_mb += double(s.buffer_bytes) / 1048576.0;
         return;
@@ -517,23 +549,18 @@ std::vector<Tensor> SessionImpl::run_once(const std::map<std::string, Tensor>& i
         if (same) c = it->second.get();
     }
     bool hit = c != nullptr;
-    if (!c) {
-        cache_[key] = build(ins);
-        c = cache_[key].get();
-        // Op counts once per graph (stats of every run copy them).
-        for (int i = 0; i < ggml_graph_n_nodes(c->graph); i++)
-            c->builder->stats.ggml_ops[c->builder->op_name(ggml_graph_node(c->graph, i))]++;
-    }
+    if (!c) c = build_cached(key, ins);
+    const double build_ms = hit ? 0 : now_ms() - t0;
+    double t1 = now_ms();
+    if (!c->allocated && ggml_graph_n_nodes(c->graph) > 0) c = allocated(key, ins, c);
     Builder& b = *c->builder;
     stats_ = b.stats;
     stats_.cache_hit = hit;
-    stats_.build_ms = hit ? 0 : now_ms() - t0;
+    stats_.build_ms = build_ms;
     stats_.ggml_graph_nodes = ggml_graph_n_nodes(c->graph);
     stats_.transformed_weight_bytes = weights_.made_bytes - made0;
 
-    double t1 = now_ms();
     if (ggml_graph_n_nodes(c->graph) > 0) {
-        if (!c->allocated) allocate(*c, b);
         set_inputs(b, ins);
         for (auto& [t, bytes] : b.uploads)
             if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
