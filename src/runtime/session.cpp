@@ -402,7 +402,8 @@ CachedGraph* SessionImpl::build_cached(const std::string& key, const std::vector
 // run's bytes are then matched within rounding, not bit for bit).
 CachedGraph* SessionImpl::allocated(const std::string& key, const std::vector<const Tensor*>& ins, CachedGraph* c) {
     try {
-        allocate(*c, *c->builder, budget_.limit && weights_.max_alloc > budget_.limit / 8);
+        // (Chunks and bands are at most 64 MiB anyway: a budget 16 times that leaves them as they are.)
+        allocate(*c, *c->builder, budget_.limit && weights_.max_alloc > budget_.limit / 8 && budget_.limit < (1ull << 30));
         return c;
     } catch (const BudgetTooSmall&) {
     }
