@@ -147,7 +147,8 @@ def same_stats(label: str, got: dict, cli: str, path: str, feeds: dict) -> None:
         if r.returncode:
             return
         want = json.load(open(os.path.join(tmp, "s.json")))
-    for key in ("nodes", "ggml_nodes", "host_nodes", "ggml_ops", "transformed_weight_bytes"):
+    for key in ("nodes", "ggml_nodes", "host_nodes", "ggml_ops", "transformed_weight_bytes", "segments",
+                "carried_bytes"):
         check(got.get(key) == want.get(key), f"{label}: stats()['{key}'] {str(got.get(key))[:80]} "
               f"(CLI --stats: {str(want.get(key))[:80]})")
 

@@ -95,8 +95,9 @@ class SessionOptions:
     tile_size: the tiles' side in input elements (latents for a VAE decoder; 0: 64 with vae_tiling, else no tiling);
     tile_overlap: their overlap (None: tile_size / 4).
     device_memory: bytes the session may keep on a GPU (SessionOptions::device_memory): weights that do not fit beside
-    the compute buffer stay in host memory and are copied in as they are used; stats() reports device_weight_bytes,
-    host_weight_bytes and copied_weight_bytes. None or 0: no cap. Refused on the CPU device.
+    the compute buffer stay in host memory and are copied in as they are used, and a graph whose compute buffer alone
+    does not fit runs in segments; stats() reports device_weight_bytes, host_weight_bytes, copied_weight_bytes,
+    segments and carried_bytes. None or 0: no cap. Refused on the CPU device.
     """
 
     def __init__(self):
