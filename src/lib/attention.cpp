@@ -102,7 +102,7 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
     const int64_t budget = int64_t(std::min<size_t>(ctx.max_alloc ? ctx.max_alloc / 2 : SIZE_MAX, size_t(16) << 20));
     const int64_t Tq = q->ne[1], row = k->ne[1] * q->ne[2] * q->ne[3] * int64_t(sizeof(float));
     const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(Tq, budget / std::max<int64_t>(row, 1)));
-    ggml_tensor* out = nullptr;
+    std::vector<ggml_tensor*> outs;
     for (int64_t t0 = 0; t0 < std::max<int64_t>(Tq, 1); t0 += chunk) {  // once when Tq is 0
         const int64_t n = std::min(chunk, Tq - t0);
         ggml_tensor* qc = n == Tq ? q : ggml_cont(ctx, ggml_view_4d(ctx, q, q->ne[0], n, q->ne[2], q->ne[3], q->nb[1],
@@ -116,9 +116,9 @@ ggml_tensor* fused_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
         } else {
             kq = ggml_soft_max_ext(ctx, kq, nullptr, p.scale, 0.0f);
         }
-        ggml_tensor* y = mul_mat(ctx, vt, kq);  // [Dv, n, H, B]
-        out = out ? ggml_concat(ctx, out, y, 1) : y;
+        outs.push_back(mul_mat(ctx, vt, kq));  // [Dv, n, H, B]
     }
+    ggml_tensor* out = concat_pairwise(ctx, outs, 1);
     return open_rows ? ggml_mul(ctx, out, open_rows) : out;  // [Dv, Tq, H, B] = ONNX [B, H, Tq, Dv]
 }
 

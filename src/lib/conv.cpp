@@ -11,6 +11,7 @@
 #include "kernels/depthwise.h"
 #include "kernels/winograd.h"
 #include "lib/conv_plan.h"
+#include "lib/portable.h"
 #include "lib/window.h"
 
 namespace o2g {
@@ -72,16 +73,6 @@ constexpr int64_t IM2COL_BAND_BYTES = 64ll << 20;
 // grow to 300 MB rather than to 150 bands per conv and 12k graph nodes).
 constexpr int64_t IM2COL_MAX_BANDS = 32;
 
-// Concatenation of bands along H, pairwise: each output row is copied about log2(bands) times, not bands / 2.
-ggml_tensor* concat_rows(Ctx& ctx, std::vector<ggml_tensor*> parts) {
-    while (parts.size() > 1) {
-        std::vector<ggml_tensor*> next;
-        for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(ggml_concat(ctx, parts[i], parts[i + 1], 1));
-        if (parts.size() % 2) next.push_back(parts.back());
-        parts = std::move(next);
-    }
-    return parts[0];
-}
 
 // The convolution in bands of `band` output rows: the input padded in H once, each band's rows (with their halo)
 // convolved on their own, unpadded in H.
@@ -95,7 +86,7 @@ ggml_tensor* conv2d_banded(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int
                                                       xp->nb[2], xp->nb[3], size_t(i0) * xp->nb[1]));
         parts.push_back(conv2d_f32(ctx, k, xb, sw, sh, pw, 0, dw, dh));
     }
-    return concat_rows(ctx, parts);
+    return concat_pairwise(ctx, parts, 1);
 }
 
 ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,

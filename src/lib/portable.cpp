@@ -153,4 +153,14 @@ ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor*
     return r ? r : cpu_where(ctx, c, a, b);
 }
 
+ggml_tensor* concat_pairwise(Ctx& ctx, std::vector<ggml_tensor*> parts, int dim) {
+    while (parts.size() > 1) {
+        std::vector<ggml_tensor*> next;
+        for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(ggml_concat(ctx, parts[i], parts[i + 1], dim));
+        if (parts.size() % 2) next.push_back(parts.back());
+        parts = std::move(next);
+    }
+    return parts[0];
+}
+
 }  // namespace o2g

@@ -1,6 +1,8 @@
 // ggml-op compositions standing in for our CPU kernels off the CPU (see portable.cpp). nullptr: none exists, and
-// the caller keeps the CPU kernel.
+// the caller keeps the CPU kernel. Also the pairwise join of a result computed in pieces.
 #pragma once
+#include <vector>
+
 #include "kernels/custom.h"
 
 namespace o2g {
@@ -15,5 +17,9 @@ ggml_tensor* portable_pow_scalar(Ctx& ctx, ggml_tensor* x, float e);
 ggml_tensor* custom_unary(Ctx& ctx, ggml_tensor* x, UnaryK k, float p0 = 0, float p1 = 0);
 ggml_tensor* custom_binary(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, BinaryK k);
 ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor* b);
+
+// Pieces of one result (im2col bands, attention chunks) joined along `dim` pairwise: each element is copied about
+// log2(pieces) times, not pieces / 2.
+ggml_tensor* concat_pairwise(Ctx& ctx, std::vector<ggml_tensor*> parts, int dim);
 
 }  // namespace o2g

@@ -68,6 +68,7 @@ struct WeightCache : o2g::WeightStore {
     void commit();  // allocate and upload pending tensors
     void commit(ggml_cgraph* g);  // the same, and the lazy weights g reads
     size_t unread_bytes(ggml_cgraph* g) const;  // derived forms g does not read
+    static double graph_mb(ggml_cgraph* g);     // MB of the distinct weights g reads
     double megabytes() const;  // device weights, including those used in place from the file mapping
     ~WeightCache();
 };

@@ -37,23 +37,6 @@ double now_ms() {
     return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-// Bytes of the distinct weight tensors a graph reads: originals replaced by a transformed form are not counted,
-// though the session still holds their (released) mappings.
-double graph_weight_mb(ggml_cgraph* g) {
-    // By address within a device buffer (Vulkan's buffers all start at the same made-up address), by address alone
-    // in host memory (two tensors may wrap the same mapped bytes).
-    std::set<std::pair<const void*, const void*>> seen;
-    double bytes = 0;
-    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
-        for (const ggml_tensor* s : ggml_graph_node(g, i)->src) {
-            while (s && s->view_src) s = s->view_src;
-            if (!s || !s->buffer || ggml_backend_buffer_get_usage(s->buffer) != GGML_BACKEND_BUFFER_USAGE_WEIGHTS) continue;
-            const void* buf = ggml_backend_buffer_is_host(s->buffer) ? nullptr : s->buffer;
-            if (seen.insert({buf, s->data}).second) bytes += double(ggml_nbytes(s));
-        }
-    return bytes / 1048576.0;
-}
-
 struct CachedGraph {
     ggml_context* ctx = nullptr;
     ggml_cgraph* graph = nullptr;
@@ -430,7 +413,7 @@ void SessionImpl::allocate(CachedGraph& c, Builder& b, bool may_shrink) {
     o2g::place_inputs_on_main(c.sched, c.graph, *backends_);
     check_graph_memory(c.sched, c.graph, int(bk.size()), b, max_memory_, user_limit_);
     if (budget_.limit) {
-        c.weights_mb = graph_weight_mb(c.graph);  // before the scheduler puts copies in place of host weights
+        c.weights_mb = WeightCache::graph_mb(c.graph);  // before the scheduler puts copies in place of host weights
         size_t others = 0;  // the device memory of the session's other graphs
         for (auto& [key, g] : cache_) others += g.get() != &c ? g->device_compute : 0;
         c.copied = budget_.allocate(c.sched, c.graph, weights_, *backends_, others, model_->path, quiet_, c.device_compute,
@@ -575,7 +558,7 @@ std::vector<Tensor> SessionImpl::run_once(const std::map<std::string, Tensor>& i
     stats_.compute_ms = now_ms() - t1;
     stats_.compute_buffer_mb = c->compute_mb;
     stats_.unshared_mb = c->unshared_mb;
-    if (c->weights_mb < 0) c->weights_mb = graph_weight_mb(c->graph);
+    if (c->weights_mb < 0) c->weights_mb = WeightCache::graph_mb(c->graph);
     if (c->unread_at != weights_.made.size()) {  // once per graph, and again only when the session made more forms
         c->unread_bytes = weights_.unread_bytes(c->graph);
         c->unread_at = weights_.made.size();

@@ -325,4 +325,21 @@ WeightCache::~WeightCache() {
     if (lazy_ctx) ggml_free(lazy_ctx);
 }
 
+// Bytes of the distinct weight tensors a graph reads: originals replaced by a transformed form are not counted,
+// though the session still holds their (released) mappings.
+double WeightCache::graph_mb(ggml_cgraph* g) {
+    // By address within a device buffer (Vulkan's buffers all start at the same made-up address), by address alone
+    // in host memory (two tensors may wrap the same mapped bytes).
+    std::set<std::pair<const void*, const void*>> seen;
+    double bytes = 0;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
+        for (const ggml_tensor* s : ggml_graph_node(g, i)->src) {
+            while (s && s->view_src) s = s->view_src;
+            if (!s || !s->buffer || ggml_backend_buffer_get_usage(s->buffer) != GGML_BACKEND_BUFFER_USAGE_WEIGHTS) continue;
+            const void* buf = ggml_backend_buffer_is_host(s->buffer) ? nullptr : s->buffer;
+            if (seen.insert({buf, s->data}).second) bytes += double(ggml_nbytes(s));
+        }
+    return bytes / 1048576.0;
+}
+
 }  // namespace onnx2ggml
