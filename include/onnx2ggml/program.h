@@ -58,6 +58,8 @@ bool is_rpc_device(ggml_backend_dev_t dev);
 // Before allocation: graph inputs and uploaded constants live on the device, not in CPU memory; on an RPC device,
 // nodes of our CPU kernels stay on the CPU.
 void place_inputs_on_main(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b);
+// A leaf, or a node that only reinterprets its source (reshape, view, permute, transpose): it computes nothing.
+bool is_view_op(const ggml_tensor* t);
 // After allocation: nodes and copied bytes per backend, and the number of splits.
 std::vector<onnx2ggml::BackendShare> placement(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b,
                                                 int& splits);

@@ -181,7 +181,7 @@ std::unique_ptr<Backends> open_backends(const std::string& device, int threads, 
 }
 
 
-static bool is_view_op(const ggml_tensor* t) {
+bool is_view_op(const ggml_tensor* t) {
     switch (t->op) {
         case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE:
             return true;

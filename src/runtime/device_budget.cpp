@@ -17,15 +17,6 @@ namespace {
 
 using Srcs = std::map<ggml_tensor*, std::array<ggml_tensor*, GGML_MAX_SRC>>;
 
-bool is_view_op(const ggml_tensor* t) {
-    switch (t->op) {
-        case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE:
-            return true;
-        default:
-            return false;
-    }
-}
-
 // A weight (or a view of one) in a buffer the device cannot read: host memory.
 bool host_weight(const ggml_tensor* t, ggml_backend_t device) {
     const ggml_tensor* r = t->view_src ? t->view_src : t;
@@ -63,7 +54,7 @@ void place(ggml_backend_sched_t sched, ggml_cgraph* g, const o2g::Backends& b) {
     o2g::place_inputs_on_main(sched, g, b);
     for (int i = 0; i < ggml_graph_n_nodes(g); i++) {
         ggml_tensor* n = ggml_graph_node(g, i);
-        if (is_view_op(n) || !ggml_backend_supports_op(b.main, n)) continue;
+        if (o2g::is_view_op(n) || !ggml_backend_supports_op(b.main, n)) continue;
         for (const ggml_tensor* s : n->src)
             if (s && host_weight(s, b.main)) {
                 ggml_backend_sched_set_tensor_backend(sched, n, b.main);
@@ -188,7 +179,7 @@ size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, We
                     bytes_str(double(limit)).c_str(), bytes_str(double(measured)).c_str(),
                     bytes_str(double(fixed)).c_str());
     }
-    const size_t base = segs ? segs->measure() + segs->leaf_bytes() : measured;
+    const size_t base = segs ? segs->measured() + segs->leaf_bytes() : measured;
     size_t room = base + fixed < limit ? limit - base - fixed : 0;
     // Laid out again once weights have moved, the compute buffer may come out a little larger than measured: a try
     // that overshoots is undone and made again with that much less room.

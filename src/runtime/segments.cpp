@@ -15,13 +15,6 @@ namespace {
 
 ggml_tensor* root(ggml_tensor* t) { return t->view_src ? t->view_src : t; }
 
-bool is_view_op(const ggml_tensor* t) {
-    switch (t->op) {
-        case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: return true;
-        default: return false;
-    }
-}
-
 // Per cut position c (between nodes c-1 and c): the bytes of tensors made before it and read after it, and whether
 // a cut there would split a node from the tensor it writes in place (a later reader of that tensor would see it
 // unwritten).
@@ -41,7 +34,7 @@ struct Sweep {
                 if (it != at.end()) last[size_t(it->second)] = std::max(last[size_t(it->second)], i);
             }
             if (t->flags & GGML_TENSOR_FLAG_OUTPUT) last[size_t(i)] = n;
-            auto w = t->view_src && !is_view_op(t) ? at.find(t->view_src) : at.end();
+            auto w = t->view_src && !o2g::is_view_op(t) ? at.find(t->view_src) : at.end();
             if (w != at.end()) forbidden[size_t(w->second) + 1]++, forbidden[size_t(i) + 1]--;
         }
         for (int p = 0; p < n; p++)
@@ -112,7 +105,7 @@ std::unique_ptr<Segments> Segments::plan(ggml_cgraph* g, const o2g::Backends& b,
         if (sweep.n < 2 * k) break;
         const std::vector<int> bounds = sweep.bounds(k);
         if (bounds.empty()) continue;
-        if (s->cut(g, bounds) && s->measure() + s->leaf_bytes() <= room) return s;
+        if (s->cut(g, bounds) && (s->measured_ = s->measure()) + s->leaf_bytes() <= room) return s;
         s->undo();
     }
     for (ggml_tensor* t : leaves) t->buffer = nullptr, t->data = nullptr;

@@ -38,6 +38,7 @@ public:
     bool read(const ggml_tensor* t, void* dst, size_t bytes) const;
 
     int count() const { return int(segs_.size()); }
+    size_t measured() const { return measured_; }  // measure() of the cut plan() kept
     size_t leaf_bytes() const;     // the device buffer of the shared leaves
     size_t carried_bytes() const;  // read back to host memory and set again, per run
 
@@ -64,6 +65,7 @@ private:
     std::vector<std::pair<ggml_tensor*, std::vector<ggml_tensor*>>> was_srcs_;
     std::vector<std::pair<ggml_tensor*, std::pair<ggml_tensor*, int32_t>>> was_view_;
     ggml_backend_buffer_t leaves_ = nullptr;
+    size_t measured_ = 0;
 };
 
 }  // namespace onnx2ggml

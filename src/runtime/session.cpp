@@ -381,7 +381,7 @@ CachedGraph* SessionImpl::build_cached(const std::string& key, const std::vector
 }
 
 // `c` allocated; under a device_memory budget that not even segments of it fit, built again first with attention's
-// score chunks and im2col bands at most an eighth of the budget each (for this graph and later ones: an unlimited
+// score chunks and im2col bands at most a sixteenth of the budget each (the largest tensor, max_alloc, an eighth) (for this graph and later ones: an unlimited
 // run's bytes are then matched within rounding, not bit for bit).
 CachedGraph* SessionImpl::allocated(const std::string& key, const std::vector<const Tensor*>& ins, CachedGraph* c) {
     try {
