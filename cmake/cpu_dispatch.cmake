@@ -6,6 +6,8 @@ set(_o2g_kernel_sources)
 foreach(f ${ONNX2GGML_KERNEL_FILES})
   list(APPEND _o2g_kernel_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/${f}.cpp)
 endforeach()
+# Each kernel file is its own translation unit (their file-local tile constants share names), also in a unity build.
+set_source_files_properties(${_o2g_kernel_sources} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 
 set(_o2g_dispatch OFF)
 if(NOT ONNX2GGML_NATIVE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$"

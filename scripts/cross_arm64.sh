@@ -30,7 +30,7 @@ if [ "$MODE" != test-only ]; then
     -DCMAKE_BUILD_TYPE=Release -DGGML_SOURCE_DIR="$PWD/.deps/ggml" \
     -DCMAKE_C_FLAGS="-march=$MARCH" -DCMAKE_CXX_FLAGS="-march=$MARCH" \
     -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH="$MARCH" -DGGML_OPENMP=ON \
-    -DONNX2GGML_NATIVE=OFF -DONNX2GGML_TESTS=OFF "${EXTRA[@]}" "$@" >/dev/null
+    -DONNX2GGML_NATIVE=OFF -DONNX2GGML_TESTS=OFF -DONNX2GGML_UNITY=ON "${EXTRA[@]}" "$@" >/dev/null
   cmake --build "$B" -j"${JOBS:-$(nproc)}" --target onnx2ggml_cli
   ! command -v file >/dev/null || file "$B/onnx2ggml" | cut -d, -f1-2
 fi

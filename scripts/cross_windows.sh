@@ -22,7 +22,7 @@ fi
 cmake -S . -B "$B" -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake -DCMAKE_BUILD_TYPE=Release \
   -DGGML_SOURCE_DIR="$PWD/.deps/ggml" -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
   -DGGML_OPENMP=OFF -DCMAKE_C_FLAGS="-D_WIN32_WINNT=0x0601" \
-  -DONNX2GGML_TESTS=OFF "${EXTRA[@]}" ${CROSS_CMAKE_ARGS:-} >/dev/null
+  -DONNX2GGML_TESTS=OFF -DONNX2GGML_UNITY=ON "${EXTRA[@]}" ${CROSS_CMAKE_ARGS:-} >/dev/null
 cmake --build "$B" -j"${JOBS:-2}" --target onnx2ggml_cli
 EXE="$PWD/$B/onnx2ggml.exe"
 echo "built $EXE"

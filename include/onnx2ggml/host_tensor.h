@@ -16,6 +16,8 @@ using Shape = std::vector<int64_t>;
 
 int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);
+// "[1, 4, 64, 64]", as error messages write a shape.
+std::string shape_list(const Shape& s);
 
 // A tensor whose data is known on the host. Data may be borrowed (kept alive by `keep`).
 struct HostTensor {

@@ -1,4 +1,5 @@
 // CPU kernels of the quantization ops (see kernels/quantize.h).
+#include "lib/row_gather.h"  // prod
 #include "kernels/quantize.h"
 
 #include <algorithm>
@@ -12,20 +13,14 @@ namespace o2g {
 namespace {
 
 
-const float* fp(const ggml_tensor* t) { return static_cast<const float*>(t->data); }
-const int32_t* ip(const ggml_tensor* t) { return static_cast<const int32_t*>(t->data); }
-float* fp(ggml_tensor* t) { return static_cast<float*>(t->data); }
-int32_t* ip(ggml_tensor* t) { return static_cast<int32_t*>(t->data); }
+const float* f32_data(const ggml_tensor* t) { return static_cast<const float*>(t->data); }
+const int32_t* i32_data(const ggml_tensor* t) { return static_cast<const int32_t*>(t->data); }
+float* f32_data(ggml_tensor* t) { return static_cast<float*>(t->data); }
+int32_t* i32_data(ggml_tensor* t) { return static_cast<int32_t*>(t->data); }
 
 // Element i of a F32 or I32 tensor as double.
 double at(const ggml_tensor* t, int64_t i) {
-    return t->type == GGML_TYPE_I32 ? double(ip(t)[i]) : double(fp(t)[i]);
-}
-
-int64_t prod(const Ints& v) {
-    int64_t p = 1;
-    for (int64_t x : v) p *= x;
-    return p;
+    return t->type == GGML_TYPE_I32 ? double(i32_data(t)[i]) : double(f32_data(t)[i]);
 }
 
 int64_t qindex(const QuantKernelParams& p, int64_t i) {
@@ -44,14 +39,14 @@ void quant_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     WorkSpan s = work_span(ggml_nelements(dst), ith, nth);
     for (int64_t i = s.b; i < s.e; i++) {
         int64_t q = qindex(p, i);
-        float scale = fp(sc)[q];
+        float scale = f32_data(sc)[q];
         float z = zp ? float(at(zp, q)) : 0.f;
         if (p.dequant) {
-            fp(dst)[i] = (float(at(x, i)) - z) * scale;
+            f32_data(dst)[i] = (float(at(x, i)) - z) * scale;
         } else {
             float v = float(at(x, i)) / scale;
             double r = std::nearbyint(double(v)) + double(z);
-            ip(dst)[i] = int32_t(std::clamp(r, p.lo, p.hi));
+            i32_data(dst)[i] = int32_t(std::clamp(r, p.lo, p.hi));
         }
     }
 }
@@ -62,27 +57,27 @@ void dq_stats_kernel(ggml_tensor* dst, int ith, int, void*) {
     int64_t n = ggml_nelements(x);
     float mn = 0, mx = 0;
     for (int64_t i = 0; i < n; i++) {
-        mn = std::min(mn, fp(x)[i]);
-        mx = std::max(mx, fp(x)[i]);
+        mn = std::min(mn, f32_data(x)[i]);
+        mx = std::max(mx, f32_data(x)[i]);
     }
     float scale = (mx == mn ? 1.0f : mx - mn) / 255.0f;
     float zp = float(std::nearbyint(std::clamp(double(0.0f - mn / scale), 0.0, 255.0)));
-    fp(dst)[0] = scale;
-    fp(dst)[1] = zp;
+    f32_data(dst)[0] = scale;
+    f32_data(dst)[1] = zp;
 }
 
 void dq_apply_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     int part = static_cast<const DqApplyParams*>(ud)->part;
     const ggml_tensor *x = dst->src[0], *st = dst->src[1];
-    float scale = fp(st)[0], zp = fp(st)[1];
+    float scale = f32_data(st)[0], zp = f32_data(st)[1];
     if (part == 1) {
-        if (ith == 0) ip(dst)[0] = int32_t(zp);
+        if (ith == 0) i32_data(dst)[0] = int32_t(zp);
         return;
     }
     WorkSpan s = work_span(ggml_nelements(dst), ith, nth);
     for (int64_t i = s.b; i < s.e; i++) {
-        double v = std::nearbyint(double(fp(x)[i] / scale)) + zp;
-        ip(dst)[i] = int32_t(std::clamp(v, 0.0, 255.0));
+        double v = std::nearbyint(double(f32_data(x)[i] / scale)) + zp;
+        i32_data(dst)[i] = int32_t(std::clamp(v, 0.0, 255.0));
     }
 }
 
@@ -116,13 +111,13 @@ void matmul_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             int64_t o = e * p.N + j;
             if (!p.qlinear) {  // an int32 sum wraps, as onnxruntime's does (found by tests/fuzz: UB as a cast)
                 const double c = std::clamp(acc, -9.0e18, 9.0e18);
-                ip(dst)[o] = int32_t(uint32_t(uint64_t(int64_t(c))));
+                i32_data(dst)[o] = int32_t(uint32_t(uint64_t(int64_t(c))));
                 continue;
             }
-            float as = fp(AS)[p.asc == 2 ? i : 0], bs = fp(BS)[p.bsc == 2 ? j : 0], ys = fp(YS)[0];
+            float as = f32_data(AS)[p.asc == 2 ? i : 0], bs = f32_data(BS)[p.bsc == 2 ? j : 0], ys = f32_data(YS)[0];
             float f = float(acc) * (as * bs / ys);
             double v = std::nearbyint(double(f + float(at(YZ, 0))));
-            ip(dst)[o] = int32_t(std::clamp(v, p.lo, p.hi));
+            i32_data(dst)[o] = int32_t(std::clamp(v, p.lo, p.hi));
         }
     }
 }
@@ -174,8 +169,8 @@ void conv_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 acc += xv * wv;
             }
         }
-        if (p.to_int) ip(dst)[e] = int32_t(acc);
-        else fp(dst)[e] = float(acc);
+        if (p.to_int) i32_data(dst)[e] = int32_t(acc);
+        else f32_data(dst)[e] = float(acc);
     }
 }
 
@@ -186,10 +181,10 @@ void requant_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     WorkSpan s = work_span(ggml_nelements(dst), ith, nth);
     for (int64_t i = s.b; i < s.e; i++) {
         int64_t m = (i / p.inner) % p.M;
-        double a = double(fp(acc)[i]) + (B ? at(B, m) : 0.0);
-        float sc = fp(XS)[0] * fp(WS)[p.per_w ? m : 0] / fp(YS)[0];
+        double a = double(f32_data(acc)[i]) + (B ? at(B, m) : 0.0);
+        float sc = f32_data(XS)[0] * f32_data(WS)[p.per_w ? m : 0] / f32_data(YS)[0];
         float f = float(a) * sc + float(at(YZ, 0));
-        ip(dst)[i] = int32_t(std::clamp(std::nearbyint(double(f)), p.lo, p.hi));
+        i32_data(dst)[i] = int32_t(std::clamp(std::nearbyint(double(f)), p.lo, p.hi));
     }
 }
 

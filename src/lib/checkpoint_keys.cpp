@@ -73,13 +73,13 @@ std::string vae_name(const std::string& key, int levels, bool& squeeze) {
     return "";
 }
 
-std::string flat(std::string s) {
+}  // namespace
+
+std::string flat_name(std::string s) {
     for (char& c : s)
         if (c == '.') c = '_';
     return s;
 }
-
-}  // namespace
 
 std::vector<std::string> split_path(const std::string& s) {
     std::vector<std::string> parts;
@@ -140,12 +140,12 @@ CheckpointParts read_checkpoint_keys(const SafetensorsFile& f) {
             name = unet_name(k.substr(kUnet.size()), unet_layers);
         } else if (starts_with(k, kVae)) {
             part = "vae";
-            name = flat(vae_name(k.substr(kVae.size()), vae_levels, e.squeeze));
+            name = flat_name(vae_name(k.substr(kVae.size()), vae_levels, e.squeeze));
         } else if (starts_with(k, kClip) || starts_with(k, kClipXl)) {
             part = "text_encoder";
             name = k.substr(starts_with(k, kClip) ? kClip.size() : kClipXl.size());
             if (starts_with(name, "text_model.")) name = name.substr(11);
-            name = flat(name);
+            name = flat_name(name);
         } else if (starts_with(k, kOpenClip[0]) || starts_with(k, kOpenClip[1])) {
             out.unsupported.push_back(printable(k));
             continue;
@@ -155,7 +155,7 @@ CheckpointParts read_checkpoint_keys(const SafetensorsFile& f) {
         } else {
             ldm = false;
             name = starts_with(k, "text_model.") ? k.substr(11) : k;
-            name = flat(name);
+            name = flat_name(name);
         }
         if (name.empty()) {
             if (ldm) out.unknown.push_back(printable(k));

@@ -32,6 +32,8 @@ CheckpointParts read_checkpoint_keys(const SafetensorsFile& f);
 
 // A dotted parameter path in its parts ("down_blocks.0.conv" -> down_blocks, 0, conv).
 std::vector<std::string> split_path(const std::string& s);
+// A module path with '_' for '.', as kohya and diffusers' flat names write it.
+std::string flat_name(std::string s);
 
 // Words for a part in messages ("UNet", "VAE", ...).
 std::string part_words(const std::string& part);

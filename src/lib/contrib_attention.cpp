@@ -16,8 +16,8 @@ std::string dims(const Ints& s) {
     return r + "]";
 }
 
-// Heads as fused_attention takes them: ggml [head size, heads, length, B].
-struct Heads {
+// FusedHeads as fused_attention takes them: ggml [head size, heads, length, B].
+struct FusedHeads {
     ggml_tensor *q, *k, *v;
 };
 
@@ -39,7 +39,7 @@ ggml_tensor* split(Ctx& ctx, ggml_tensor* x, int64_t heads) {
 }
 
 // x [H, heads, len, B] + bias[off, off + H * heads).
-ggml_tensor* add_bias(Ctx& ctx, ggml_tensor* x, ggml_tensor* bias, int64_t off) {
+ggml_tensor* add_qkv_bias(Ctx& ctx, ggml_tensor* x, ggml_tensor* bias, int64_t off) {
     if (!bias) return x;
     const int64_t n = x->ne[0] * x->ne[1];
     if (off + n > bias->ne[0]) throw OpError("multi_head_attention: bias of " + std::to_string(bias->ne[0]) +
@@ -79,7 +79,7 @@ ggml_tensor* padding_mask(Ctx& ctx, const Ints& m, int64_t S, int64_t T, int64_t
 }
 
 // softmax(scale Q K^T + masks) V over h, as [heads * Dv, S, B].
-ggml_tensor* run_heads(Ctx& ctx, const Heads& h, ggml_tensor* attention_bias, const Ints& mask,
+ggml_tensor* run_heads(Ctx& ctx, const FusedHeads& h, ggml_tensor* attention_bias, const Ints& mask,
                        const ContribMaskParams& p) {
     const int64_t S = h.q->ne[2], T = h.k->ne[2], N = h.q->ne[1], B = h.q->ne[3];
     if (h.q->ne[0] != h.k->ne[0] || h.k->ne[1] != N || h.v->ne[1] != N || h.k->ne[3] != B || h.v->ne[3] != B ||
@@ -113,7 +113,7 @@ ggml_tensor* multi_head_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml
                                   const Ints& key_padding_mask, const ContribMaskParams& p) {
     const int64_t N = p.heads;
     if (N <= 0) throw OpError("multi_head_attention: heads must be positive");
-    Heads h{};
+    FusedHeads h{};
     bool kv_bias = true;
     if (q_shape.size() == 5) {  // packed QKV [B, S, N, 3, H]
         if (k || v) throw OpError("multi_head_attention: packed QKV takes no key or value");
@@ -151,10 +151,10 @@ ggml_tensor* multi_head_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml
         if (bias->ne[0] != dq + dk + dv)
             throw OpError("multi_head_attention: bias has " + std::to_string(bias->ne[0]) + " values, not " +
                           std::to_string(dq + dk + dv));
-        h.q = add_bias(ctx, h.q, bias, 0);
+        h.q = add_qkv_bias(ctx, h.q, bias, 0);
         if (kv_bias) {
-            h.k = add_bias(ctx, h.k, bias, dq);
-            h.v = add_bias(ctx, h.v, bias, dq + dk);
+            h.k = add_qkv_bias(ctx, h.k, bias, dq);
+            h.v = add_qkv_bias(ctx, h.v, bias, dq + dk);
         }
     }
     return run_heads(ctx, h, attention_bias, key_padding_mask, p);
@@ -184,7 +184,7 @@ ggml_tensor* contrib_attention(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_te
         return split(ctx, ggml_view_3d(ctx, qkv, n, qkv->ne[1], qkv->ne[2], qkv->nb[1], qkv->nb[2],
                                        size_t(off) * qkv->nb[0]), p.heads);
     };
-    const Heads h{part(0, sz[0]), part(sz[0], sz[1]), part(sz[0] + sz[1], sz[2])};
+    const FusedHeads h{part(0, sz[0]), part(sz[0], sz[1]), part(sz[0] + sz[1], sz[2])};
     return run_heads(ctx, h, attention_bias, mask_index, p);
 }
 

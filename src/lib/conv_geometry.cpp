@@ -20,12 +20,10 @@ int auto_pad_value(const std::string& s) {
 
 namespace {
 
-std::string str(const Ints& v) { return ints_literal(v); }
-
 Ints or_fill(const Ints& v, size_t n, int64_t def, const char* what) {
     if (v.empty()) return Ints(n, def);
     if (v.size() != n)
-        throw OpError(std::string(what) + " " + str(v) + " has " + std::to_string(v.size()) + " values for " +
+        throw OpError(std::string(what) + " " + ints_literal(v) + " has " + std::to_string(v.size()) + " values for " +
                       std::to_string(n) + " spatial axes");
     return v;
 }
@@ -37,22 +35,22 @@ constexpr int64_t kMaxWindow = int64_t(1) << 30;  // kernel, stride, dilation an
 
 void check_window(const Ints& in, const Ints& kernel, const Ints& s, const Ints& d) {
     if (kernel.size() != in.size())
-        throw OpError("kernel_shape " + str(kernel) + " has " + std::to_string(kernel.size()) + " values for " +
+        throw OpError("kernel_shape " + ints_literal(kernel) + " has " + std::to_string(kernel.size()) + " values for " +
                       std::to_string(in.size()) + " spatial axes");
     for (size_t i = 0; i < in.size(); i++)
         if (kernel[i] < 1 || s[i] < 1 || d[i] < 1)
-            throw OpError("kernel_shape " + str(kernel) + ", strides " + str(s) + " and dilations " + str(d) +
+            throw OpError("kernel_shape " + ints_literal(kernel) + ", strides " + ints_literal(s) + " and dilations " + ints_literal(d) +
                           " must be positive");
     for (size_t i = 0; i < in.size(); i++)
         if (kernel[i] > kMaxWindow || s[i] > kMaxWindow || d[i] > kMaxWindow)
-            throw OpError("kernel_shape " + str(kernel) + ", strides " + str(s) + " or dilations " + str(d) +
+            throw OpError("kernel_shape " + ints_literal(kernel) + ", strides " + ints_literal(s) + " or dilations " + ints_literal(d) +
                           " out of range");
 }
 
 // Bounds pads so the window arithmetic cannot overflow int64 (a hostile model's pads of 2^63-1: tests/fuzz).
 void check_pads(const Ints& pads, const char* what) {
     for (int64_t p : pads)
-        if (p > kMaxWindow || p < -kMaxWindow) throw OpError(std::string(what) + " " + str(pads) + " out of range");
+        if (p > kMaxWindow || p < -kMaxWindow) throw OpError(std::string(what) + " " + ints_literal(pads) + " out of range");
 }
 
 // The window's sizes, strides and dilations (1 where not given), checked.
@@ -81,7 +79,7 @@ WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, c
     g.out.assign(n, 0);
     if (auto_pad == AUTO_PAD_NOTSET && !pads.empty()) {
         if (pads.size() != 2 * n)
-            throw OpError("pads " + str(pads) + " has " + std::to_string(pads.size()) + " values for " +
+            throw OpError("pads " + ints_literal(pads) + " has " + std::to_string(pads.size()) + " values for " +
                           std::to_string(n) + " spatial axes");
         for (size_t i = 0; i < n; i++) {
             g.pad_begin[i] = pads[i];
@@ -104,9 +102,9 @@ WindowGeometry conv_geometry(const Ints& in, const Ints& kernel, int auto_pad, c
             if (ceil_mode && (o - 1) * s >= in[i] + g.pad_begin[i]) o--;  // a last window starting in the padding
         }
         if (o < 1)
-            throw OpError("the output would be empty: input " + str(in) + ", kernel_shape " + str(kernel) +
-                          ", strides " + str(g.strides) + ", dilations " + str(g.dilations) + ", pads " +
-                          str(g.pad_begin) + " / " + str(g.pad_end));
+            throw OpError("the output would be empty: input " + ints_literal(in) + ", kernel_shape " + ints_literal(kernel) +
+                          ", strides " + ints_literal(g.strides) + ", dilations " + ints_literal(g.dilations) + ", pads " +
+                          ints_literal(g.pad_begin) + " / " + ints_literal(g.pad_end));
         g.out[i] = o;
     }
     return g;
@@ -123,10 +121,10 @@ WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int a
     if (auto_pad < AUTO_PAD_NOTSET || auto_pad > AUTO_PAD_VALID)
         throw OpError("unknown auto_pad value " + std::to_string(auto_pad));
     if (!output_shape.empty() && output_shape.size() < n)
-        throw OpError("output_shape " + str(output_shape) + " has fewer than " + std::to_string(n) + " values");
+        throw OpError("output_shape " + ints_literal(output_shape) + " has fewer than " + std::to_string(n) + " values");
     const bool same = auto_pad == AUTO_PAD_SAME_UPPER || auto_pad == AUTO_PAD_SAME_LOWER;
     if (auto_pad == AUTO_PAD_NOTSET && output_shape.empty() && !pads.empty() && pads.size() != 2 * n)
-        throw OpError("pads " + str(pads) + " has " + std::to_string(pads.size()) + " values for " +
+        throw OpError("pads " + ints_literal(pads) + " has " + std::to_string(pads.size()) + " values for " +
                       std::to_string(n) + " spatial axes");
     g.pad_begin.assign(n, 0);
     g.pad_end.assign(n, 0);
@@ -148,8 +146,8 @@ WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int a
         }
         g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
         if (g.out[i] < 1)
-            throw OpError("the output would be empty: input " + str(in) + ", kernel_shape " + str(kernel) +
-                          ", strides " + str(g.strides) + ", pads " + str(g.pad_begin) + " / " + str(g.pad_end));
+            throw OpError("the output would be empty: input " + ints_literal(in) + ", kernel_shape " + ints_literal(kernel) +
+                          ", strides " + ints_literal(g.strides) + ", pads " + ints_literal(g.pad_begin) + " / " + ints_literal(g.pad_end));
     }
     return g;
 }

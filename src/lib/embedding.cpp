@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "lib/safetensors.h"
+#include "onnx2ggml/host_tensor.h"
 
 namespace onnx2ggml {
 
@@ -41,12 +42,6 @@ std::string stem(const std::string& path) {
     return dot == 0 || dot == std::string::npos ? name : name.substr(0, dot);
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-}
-
 // The tensors that hold vectors, by format: SDXL's two, A1111's `string_to_param.*`, `emb_params`, or the one
 // tensor of a diffusers file (its key is the token it was trained as).
 std::vector<const SafeTensor*> vector_tensors(const SafetensorsFile& f) {
@@ -75,7 +70,7 @@ Embedding read_embedding(const onnx2ggml::EmbeddingFile& ef) {
         const std::vector<int64_t>& s = t->shape;
         O2G_CHECK((s.size() == 1 || s.size() == 2) && s.back() > 0 && s.back() <= (1 << 16) &&
                       (s.size() == 1 || (s[0] > 0 && s[0] <= 1024)),
-                  ef.path, ": tensor '", printable(t->name), "' is ", shape_text(s),
+                  ef.path, ": tensor '", printable(t->name), "' is ", onnx2ggml::shape_list(s),
                   ", not [vectors, width] (at most 1024 vectors of width 65536)");
         O2G_CHECK(t->dtype == "F32" || t->dtype == "F16" || t->dtype == "BF16" || t->dtype == "F64", ef.path,
                   ": tensor '", printable(t->name), "' has dtype ", printable(t->dtype),

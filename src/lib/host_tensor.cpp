@@ -20,6 +20,12 @@ int64_t shape_numel(const Shape& s) {
     return n;
 }
 
+std::string shape_list(const Shape& s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "]";
+}
+
 std::string shape_str(const Shape& s) {
     std::string r = "[";
     for (size_t i = 0; i < s.size(); i++) {

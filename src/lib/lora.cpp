@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "ggml.h"
 #include "lib/safetensors.h"
+#include "onnx2ggml/host_tensor.h"
 #include "onnx2ggml/program.h"
 
 namespace onnx2ggml {
@@ -42,18 +43,6 @@ namespace o2g {
 using onnx2ggml::fail;
 
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-}
-
-int64_t numel(const std::vector<int64_t>& s) {
-    int64_t n = 1;
-    for (int64_t d : s) n *= d;
-    return n;
-}
 
 // Module paths of the targets, indexed by every suffix that starts at a component ("to_q", "attn1_to_q", ...)
 // written with '_' for '.', the way kohya keys are; a LoRA module path is looked up whole.
@@ -92,17 +81,17 @@ struct Shape2 {
 std::string misfit(const LoraModule& m, const LoraTarget& t, Shape2& s) {
     const auto& u = m.up->shape;
     const auto& d = m.down->shape;
-    if (u.size() < 2 || d.size() < 2 || d[0] <= 0 || u[1] != d[0] || numel(u) != u[0] * u[1])
-        return "up " + shape_text(u) + " and down " + shape_text(d) + " are not a LoRA pair";
+    if (u.size() < 2 || d.size() < 2 || d[0] <= 0 || u[1] != d[0] || onnx2ggml::shape_numel(u) != u[0] * u[1])
+        return "up " + onnx2ggml::shape_list(u) + " and down " + onnx2ggml::shape_list(d) + " are not a LoRA pair";
     s.out = u[0];
     s.rank = d[0];
-    s.cols = numel(d) / d[0];
+    s.cols = onnx2ggml::shape_numel(d) / d[0];
     bool fits = t.layout == LoraLayout::OutIn
-                    ? t.dims.size() >= 2 && t.dims[0] == s.out && numel(t.dims) == s.out * s.cols
+                    ? t.dims.size() >= 2 && t.dims[0] == s.out && onnx2ggml::shape_numel(t.dims) == s.out * s.cols
                     : t.dims.size() == 2 && t.dims[1] == s.out && t.dims[0] == s.cols;
     if (fits) return "";
     return "delta [" + std::to_string(s.out) + ", " + std::to_string(s.cols) + "] does not fit weight '" + t.weight +
-           "' " + shape_text(t.dims) + (t.layout == LoraLayout::InOut ? " ([in, out])" : "");
+           "' " + onnx2ggml::shape_list(t.dims) + (t.layout == LoraLayout::InOut ? " ([in, out])" : "");
 }
 
 struct Contribution {
@@ -271,7 +260,7 @@ bool match_fused(const onnx2ggml::LoraFile& lf, const SafetensorsFile& f, const 
         return true;
     };
     if (u.size() != 2 || d.size() != 2 || d[0] <= 0 || u[1] != d[0])
-        return misfit_of("up " + shape_text(u) + " and down " + shape_text(d) + " are not a LoRA pair");
+        return misfit_of("up " + onnx2ggml::shape_list(u) + " and down " + onnx2ggml::shape_list(d) + " are not a LoRA pair");
     std::vector<std::pair<size_t, Shape2>> parts;
     int64_t rows = 0;
     for (const std::string& p : paths) {
@@ -281,7 +270,7 @@ bool match_fused(const onnx2ggml::LoraFile& lf, const SafetensorsFile& f, const 
         const LoraTarget& t = targets[(*cands)[0].first];
         const bool out_in = t.layout == LoraLayout::OutIn;
         if (t.dims.size() != 2 || (out_in ? t.dims[1] : t.dims[0]) != d[1])
-            return misfit_of("down " + shape_text(d) + " does not fit weight '" + t.weight + "' " + shape_text(t.dims));
+            return misfit_of("down " + onnx2ggml::shape_list(d) + " does not fit weight '" + t.weight + "' " + onnx2ggml::shape_list(t.dims));
         Shape2 s;
         s.out = out_in ? t.dims[0] : t.dims[1], s.rank = d[0], s.cols = d[1];
         parts.emplace_back((*cands)[0].first, s);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <map>
 
+#include "lib/checkpoint_keys.h"
 #include "lib/json.h"
 #include "lib/lora.h"
 #include "lib/safetensors.h"
@@ -12,13 +13,6 @@ namespace {
 
 bool ends_with(const std::string& s, const std::string& t) {
     return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
-}
-bool starts_with(const std::string& s, const std::string& t) { return s.compare(0, t.size(), t) == 0; }
-
-std::string flat(std::string s) {
-    for (char& c : s)
-        if (c == '.') c = '_';
-    return s;
 }
 
 // kohya/A1111: lora_unet_<path>, lora_te_<path> (SD 1.x/2.x), lora_te1_/lora_te2_ (SDXL's two text encoders).
@@ -131,7 +125,7 @@ LoraKeys parse_lora_keys(const SafetensorsFile& f) {
         const std::string& k = t.name;
         const KohyaPrefix* kp = nullptr;
         for (const KohyaPrefix& p : kKohya)
-            if (starts_with(k, p.prefix)) {
+            if (k.starts_with(p.prefix)) {
                 kp = &p;
                 break;
             }
@@ -153,11 +147,11 @@ LoraKeys parse_lora_keys(const SafetensorsFile& f) {
             continue;
         }
         std::string name = stem;
-        if (starts_with(stem, "base_model.model.")) stem = stem.substr(17);
+        if (stem.starts_with("base_model.model.")) stem = stem.substr(17);
         std::string component = component_of(stem.substr(0, stem.find('.')));
         if (!component.empty()) stem = stem.substr(std::min(stem.size(), stem.find('.') + 1));
         stem = processor_path(stem, component);
-        LoraModule& mod = module(component, flat(stem), stem, name);
+        LoraModule& mod = module(component, flat_name(stem), stem, name);
         (r == 'd' ? mod.down : r == 'u' ? mod.up : mod.alpha) = &t;
     }
     // PEFT alphas: per-module patterns first, then the adapter's lora_alpha.

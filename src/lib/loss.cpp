@@ -8,16 +8,14 @@ namespace o2g {
 
 namespace {
 
-std::string num(int64_t v) { return std::to_string(v); }
-
 struct Classes { int64_t D, C, N; };
 
 Classes classes_of(const ggml_tensor* x, int cd) {
-    if (cd < 0 || cd > 2) throw OpError("class_dim " + num(cd) + " must be 0, 1 or 2 (the batch is the dim above)");
+    if (cd < 0 || cd > 2) throw OpError("class_dim " + std::to_string(cd) + " must be 0, 1 or 2 (the batch is the dim above)");
     Classes c{1, x->ne[cd], x->ne[cd + 1]};
     for (int i = 0; i < cd; i++) c.D *= x->ne[i];
     for (int i = cd + 2; i < 4; i++)
-        if (x->ne[i] != 1) throw OpError("ne[" + num(i) + "] = " + num(x->ne[i]) + " above the batch dim");
+        if (x->ne[i] != 1) throw OpError("ne[" + std::to_string(i) + "] = " + std::to_string(x->ne[i]) + " above the batch dim");
     return c;
 }
 
@@ -33,16 +31,16 @@ ggml_tensor* negative_log_likelihood_loss(Ctx& ctx, ggml_tensor* input, const In
                                           const NegativeLogLikelihoodLossParams& p) {
     Classes c = classes_of(input, p.class_dim);
     if (int64_t(target.size()) != c.N * c.D)
-        throw OpError("target has " + num(int64_t(target.size())) + " elements, not " + num(c.N * c.D));
-    if (!p.weight.empty() && int64_t(p.weight.size()) != c.C) throw OpError("weight must have " + num(c.C) + " elements");
-    if (p.reduction < 0 || p.reduction > 2) throw OpError("reduction " + num(p.reduction) + " is not 0, 1 or 2");
+        throw OpError("target has " + std::to_string(int64_t(target.size())) + " elements, not " + std::to_string(c.N * c.D));
+    if (!p.weight.empty() && int64_t(p.weight.size()) != c.C) throw OpError("weight must have " + std::to_string(c.C) + " elements");
+    if (p.reduction < 0 || p.reduction > 2) throw OpError("reduction " + std::to_string(p.reduction) + " is not 0, 1 or 2");
     // The loss is sum(input * mask): the mask holds -weight[t] at each target t.
     std::vector<float> m(size_t(c.N * c.D * c.C), 0.0f);
     double denom = 0;
     for (int64_t k = 0; k < c.N * c.D; k++) {
         int64_t t = target[size_t(k)];
         if (p.has_ignore_index && t == p.ignore_index) continue;
-        if (t < 0 || t >= c.C) throw OpError("target " + num(t) + " out of range [0, " + num(c.C) + ")");
+        if (t < 0 || t >= c.C) throw OpError("target " + std::to_string(t) + " out of range [0, " + std::to_string(c.C) + ")");
         double wt = p.weight.empty() ? 1.0 : double(p.weight[size_t(t)]);
         m[size_t(k * c.C + t)] = float(-wt);
         denom += wt;

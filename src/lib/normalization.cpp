@@ -10,7 +10,7 @@ namespace o2g {
 
 namespace {
 
-bool is_weight(Ctx& ctx, const ggml_tensor* w) { return ctx.weights && ctx.weights->is_weight(w); }
+bool is_weight_of(Ctx& ctx, const ggml_tensor* w) { return ctx.weights && ctx.weights->is_weight(w); }
 
 // A per-channel vector shaped to broadcast over x: its elements along ggml dim `dim`.
 ggml_tensor* along(Ctx& ctx, ggml_tensor* v, int dim) {
@@ -19,7 +19,7 @@ ggml_tensor* along(Ctx& ctx, ggml_tensor* v, int dim) {
     return reshape_ne(ctx, v, ne);
 }
 
-void check_dim(int dim, const char* what) {
+void check_norm_dim(int dim, const char* what) {
     if (dim < 0 || dim > 3) throw OpError(std::string(what) + ": dim " + std::to_string(dim) + " is not a ggml dim");
 }
 
@@ -61,7 +61,7 @@ ggml_tensor* gather_dims(Ctx& ctx, ggml_tensor* x, const bool front[4], bool bac
 
 ggml_tensor* batch_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias, ggml_tensor* mean,
                         ggml_tensor* var, const BatchNormParams& p) {
-    check_dim(p.channel_dim, "batch_norm");
+    check_norm_dim(p.channel_dim, "batch_norm");
     // ne[3] may fold N*C (a rank-5 input): the C-element vectors along it then tile over N.
     const int64_t C = p.channel_dim == 3 ? ggml_nelements(scale) : x->ne[p.channel_dim];
     if (C < 1 || x->ne[p.channel_dim] % C)
@@ -72,7 +72,7 @@ ggml_tensor* batch_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tenso
             throw OpError("batch_norm: " + std::to_string(ggml_nelements(v)) + " parameters for " +
                           std::to_string(C) + " channels");
     const int cd = p.channel_dim;
-    if (is_weight(ctx, scale) && is_weight(ctx, bias) && is_weight(ctx, mean) && is_weight(ctx, var)) {
+    if (is_weight_of(ctx, scale) && is_weight_of(ctx, bias) && is_weight_of(ctx, mean) && is_weight_of(ctx, var)) {
         ggml_tensor* a = ggml_div(ctx, scale, ggml_sqrt(ctx, ggml_scale_bias(ctx, var, 1.0f, p.eps)));
         ggml_tensor* c = ggml_sub(ctx, bias, ggml_mul(ctx, mean, a));
         return add(ctx, mul(ctx, x, along(ctx, a, cd)), along(ctx, c, cd));  // per-channel passes (math.cpp)
@@ -90,7 +90,7 @@ static float checked_eps(float eps, const char* op) {
 
 ggml_tensor* instance_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* bias,
                            const InstanceNormParams& p) {
-    check_dim(p.channel_dim, "instance_norm");
+    check_norm_dim(p.channel_dim, "instance_norm");
     int64_t S, C, N;
     split_at(x, p.channel_dim, S, C, N);
     if (ggml_nelements(scale) != C || ggml_nelements(bias) != C)
@@ -108,7 +108,7 @@ ggml_tensor* group_norm(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tenso
         q.channel_dim = 2;
         return nchw_to_nhwc(ctx, group_norm(ctx, nhwc_to_nchw(ctx, x), scale, bias, q));
     }
-    check_dim(p.channel_dim, "group_norm");
+    check_norm_dim(p.channel_dim, "group_norm");
     int64_t S, C, N;
     split_at(x, p.channel_dim, S, C, N);
     const int64_t G = p.groups;
@@ -185,7 +185,7 @@ ggml_tensor* rms_norm_inv_std_dev(Ctx& ctx, ggml_tensor* x, const LayerNormParam
 }
 
 ggml_tensor* skip_add(Ctx& ctx, ggml_tensor* x, ggml_tensor* skip, ggml_tensor* bias, const SkipAddParams& p) {
-    check_dim(p.channel_dim, "skip_add");
+    check_norm_dim(p.channel_dim, "skip_add");
     const int64_t C = x->ne[p.channel_dim];
     if (p.skip_nc) {  // [C, N] -> C along channel_dim, N along dim 3
         if (ggml_nelements(skip) != C * x->ne[3] || p.channel_dim == 3)
@@ -205,7 +205,7 @@ ggml_tensor* skip_add(Ctx& ctx, ggml_tensor* x, ggml_tensor* skip, ggml_tensor* 
 }
 
 ggml_tensor* lp_norm(Ctx& ctx, ggml_tensor* x, const LpNormParams& p) {
-    check_dim(p.dim, "lp_norm");
+    check_norm_dim(p.dim, "lp_norm");
     if (p.p != 1 && p.p != 2) throw OpError("lp_norm: p = " + std::to_string(p.p) + " (1 or 2)");
     bool front[4] = {false, false, false, false};
     front[p.dim] = true;
@@ -216,7 +216,7 @@ ggml_tensor* lp_norm(Ctx& ctx, ggml_tensor* x, const LpNormParams& p) {
 ggml_tensor* mean_variance_norm(Ctx& ctx, ggml_tensor* x, const MeanVarianceNormParams& p) {
     bool front[4] = {false, false, false, false};
     for (int64_t d : p.dims) {
-        check_dim(int(d), "mean_variance_norm");
+        check_norm_dim(int(d), "mean_variance_norm");
         front[d] = true;
     }
     ggml_tensor* xp = gather_dims(ctx, x, front, false);  // the normalized dims innermost

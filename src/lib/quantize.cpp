@@ -10,8 +10,6 @@ namespace o2g {
 
 namespace {
 
-std::string num(int64_t v) { return std::to_string(v); }
-
 // A custom kernel over contiguous arguments with output ne `ne`.
 ggml_tensor* kcall(Ctx& ctx, ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fn,
                    void* ud, int ntasks = GGML_N_TASKS_MAX) {
@@ -27,18 +25,18 @@ ggml_tensor* quant(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* zp
         throw OpError("zero point and scale shapes differ");
     int64_t ns = ggml_nelements(scale);
     if (!(ns == 1 && block == 0)) {
-        if (axis < 0 || axis > 3) throw OpError("axis " + num(axis) + " is not a ggml dim");
+        if (axis < 0 || axis > 3) throw OpError("axis " + std::to_string(axis) + " is not a ggml dim");
         k.A = x->ne[axis];
         for (int i = 0; i < axis; i++) k.inner *= x->ne[i];
         k.nscale = ns;
         if (block > 0) {
             for (int i = 0; i < 4; i++)
                 if (i != axis ? scale->ne[i] != x->ne[i] : scale->ne[i] != (k.A + block - 1) / block)
-                    throw OpError("scale ne[" + num(i) + "] = " + num(scale->ne[i]) + " does not match blocks of " +
-                                  num(block));
+                    throw OpError("scale ne[" + std::to_string(i) + "] = " + std::to_string(scale->ne[i]) + " does not match blocks of " +
+                                  std::to_string(block));
             k.block = block;
         } else if (ns != k.A || scale->ne[0] != k.A) {
-            throw OpError("per-axis scale must be 1-D with the axis' size " + num(k.A));
+            throw OpError("per-axis scale must be 1-D with the axis' size " + std::to_string(k.A));
         }
     }
     std::vector<ggml_tensor*> args = {cont(ctx, x), f32_cont(ctx, scale)};
@@ -52,7 +50,7 @@ int per_mode(const ggml_tensor* t, int64_t per, const char* what) {
     int64_t n = ggml_nelements(t);
     if (n == 1) return 1;
     if (n == per && t->ne[0] == per) return 2;
-    throw OpError(std::string(what) + " has " + num(n) + " elements; only per-tensor or per-row/column (" + num(per) +
+    throw OpError(std::string(what) + " has " + std::to_string(n) + " elements; only per-tensor or per-row/column (" + std::to_string(per) +
                   ") scales and zero points are supported");
 }
 
@@ -74,11 +72,11 @@ ggml_tensor* int_matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* a
         p.b2 = b->ne[2];
         p.b3 = b->ne[3];
     }
-    if (kb != p.K) throw OpError("inner dimensions differ (" + num(p.K) + " and " + num(kb) + ")");
+    if (kb != p.K) throw OpError("inner dimensions differ (" + std::to_string(p.K) + " and " + std::to_string(kb) + ")");
     // Batch dims broadcast; a folded rank > 4 operand tiles (its folded leading dims are ones).
     auto bcast = [](int64_t x, int64_t y) {
         int64_t o = std::max(x, y);
-        if (o % x || o % y) throw OpError("batch dims " + num(x) + " and " + num(y) + " do not broadcast");
+        if (o % x || o % y) throw OpError("batch dims " + std::to_string(x) + " and " + std::to_string(y) + " do not broadcast");
         return o;
     };
     p.o2 = bcast(p.a2, p.b2);
@@ -113,9 +111,9 @@ ggml_tensor* int_matmul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* a
 ggml_tensor* int_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* xz, ggml_tensor* wz, const Ints& strides,
                       const Ints& dilations, const Ints& pads, int auto_pad, int64_t group, bool to_int) {
     int nd = int(strides.size());
-    if (nd < 1 || nd > 3) throw OpError(num(nd) + " spatial dims; 1 to 3 are supported");
+    if (nd < 1 || nd > 3) throw OpError(std::to_string(nd) + " spatial dims; 1 to 3 are supported");
     if (dilations.size() != size_t(nd) || pads.size() != size_t(2 * nd))
-        throw OpError("strides, dilations and pads do not match " + num(nd) + " spatial dims");
+        throw OpError("strides, dilations and pads do not match " + std::to_string(nd) + " spatial dims");
     ConvKernelParams p;
     for (int i = nd - 1; i >= 0; i--) {
         p.in_sp.push_back(x->ne[i]);
@@ -138,7 +136,7 @@ ggml_tensor* int_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* xz,
             if (x->ne[i] != 1 || w->ne[i] != 1) throw OpError("input and weight have more dims than the convolution");
     }
     if (group <= 0 || p.C % group || p.M % group || cg != p.C / group)
-        throw OpError("bad group/channel counts: C " + num(p.C) + ", M " + num(p.M) + ", group " + num(group));
+        throw OpError("bad group/channel counts: C " + std::to_string(p.C) + ", M " + std::to_string(p.M) + ", group " + std::to_string(group));
     p.s = strides;
     p.d = dilations;
     for (size_t i = 0; i < strides.size(); i++)
@@ -170,7 +168,7 @@ ggml_tensor* int_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* xz,
 
 ggml_tensor* quantize_linear(Ctx& ctx, ggml_tensor* x, ggml_tensor* scale, ggml_tensor* zero_point,
                              const QuantizeParams& p) {
-    if (p.qmin > p.qmax) throw OpError("qmin " + num(p.qmin) + " is above qmax " + num(p.qmax));
+    if (p.qmin > p.qmax) throw OpError("qmin " + std::to_string(p.qmin) + " is above qmax " + std::to_string(p.qmax));
     return quant(ctx, x, scale, zero_point, p.axis, p.block_size, false, double(p.qmin), double(p.qmax));
 }
 
@@ -193,7 +191,7 @@ ggml_tensor* dynamic_quantize_linear(Ctx& ctx, ggml_tensor* x, ggml_tensor* scal
         case 1: return ggml_view_1d(ctx, scale_zero_point, 1, 0);
         case 2: return kcall(ctx, GGML_TYPE_I32, one, {x, scale_zero_point}, dq_apply_kernel, keep_params(DqApplyParams{1}), 1);
     }
-    throw OpError("output " + num(output) + " is not 0, 1 or 2");
+    throw OpError("output " + std::to_string(output) + " is not 0, 1 or 2");
 }
 
 ggml_tensor* matmul_integer(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* a_zero_point,
@@ -226,7 +224,7 @@ ggml_tensor* qlinear_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* x_scale, ggml_t
     r.inner = 1;
     for (int i = 0; i < nd; i++) r.inner *= acc->ne[i];
     int64_t nw = ggml_nelements(w_scale);
-    if (nw != 1 && nw != r.M) throw OpError("w_scale must be a scalar or per output channel (" + num(r.M) + ")");
+    if (nw != 1 && nw != r.M) throw OpError("w_scale must be a scalar or per output channel (" + std::to_string(r.M) + ")");
     r.per_w = nw != 1;
     if (ggml_nelements(x_scale) != 1 || ggml_nelements(y_scale) != 1 || !y_zero_point ||
         ggml_nelements(y_zero_point) != 1)

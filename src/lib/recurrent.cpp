@@ -9,11 +9,9 @@ namespace o2g {
 
 namespace {
 
-std::string num(int64_t v) { return std::to_string(v); }
-
 void want_ne(const ggml_tensor* t, int64_t n0, int64_t n1, int64_t n2, const char* what) {
     if (t->ne[0] != n0 || t->ne[1] != n1 || t->ne[2] != n2 || t->ne[3] != 1)
-        throw OpError(std::string(what) + " must have ne [" + num(n0) + ", " + num(n1) + ", " + num(n2) + "]");
+        throw OpError(std::string(what) + " must have ne [" + std::to_string(n0) + ", " + std::to_string(n1) + ", " + std::to_string(n2) + "]");
 }
 
 ggml_tensor* recurrent(Ctx& ctx, Cell cell, ggml_tensor* x, ggml_tensor* w, ggml_tensor* r, ggml_tensor* b,
@@ -22,7 +20,7 @@ ggml_tensor* recurrent(Ctx& ctx, Cell cell, ggml_tensor* x, ggml_tensor* w, ggml
     k.cell = cell;
     k.G = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 3 : 4;
     int n_act = cell == Cell::RNN ? 1 : cell == Cell::GRU ? 2 : 3;
-    if (p.direction < 0 || p.direction > 2) throw OpError("direction " + num(p.direction) + " is not 0, 1 or 2");
+    if (p.direction < 0 || p.direction > 2) throw OpError("direction " + std::to_string(p.direction) + " is not 0, 1 or 2");
     k.D = p.direction == 2 ? 2 : 1;
     k.reverse_only = p.direction == 1;
     k.layout1 = p.layout != 0;
@@ -40,12 +38,12 @@ ggml_tensor* recurrent(Ctx& ctx, Cell cell, ggml_tensor* x, ggml_tensor* w, ggml
     if (k.S == 0 || k.B == 0 || k.H == 0) throw OpError("empty sequence, batch or hidden size");
     size_t nf = size_t(k.D * n_act);
     if (p.activations.size() != nf || p.activation_alpha.size() != nf || p.activation_beta.size() != nf)
-        throw OpError("activations, activation_alpha and activation_beta need " + num(int64_t(nf)) + " entries");
+        throw OpError("activations, activation_alpha and activation_beta need " + std::to_string(int64_t(nf)) + " entries");
     for (int64_t d = 0; d < k.D; d++)
         for (int i = 0; i < n_act; i++) {
             size_t idx = size_t(d * n_act + i);
             int64_t a = p.activations[idx];
-            if (a < kActSigmoid || a > kActSoftplus) throw OpError("unknown activation " + num(a));
+            if (a < kActSigmoid || a > kActSoftplus) throw OpError("unknown activation " + std::to_string(a));
             k.f[d][i] = ActFn{int(a), p.activation_alpha[idx], p.activation_beta[idx]};
         }
     // X * W^T for every step and direction on the device: [GH, rows, D].
@@ -62,7 +60,7 @@ ggml_tensor* recurrent(Ctx& ctx, Cell cell, ggml_tensor* x, ggml_tensor* w, ggml
     };
     int64_t s0 = k.H, s1 = k.layout1 ? k.D : k.B, s2 = k.layout1 ? k.B : k.D;  // state ne
     if (b) want_ne(b, 2 * GH, k.D, 1, "B");
-    if (lens && (ggml_nelements(lens) != k.B || lens->ne[0] != k.B)) throw OpError("sequence_lens must have ne [" + num(k.B) + "]");
+    if (lens && (ggml_nelements(lens) != k.B || lens->ne[0] != k.B)) throw OpError("sequence_lens must have ne [" + std::to_string(k.B) + "]");
     if (h0) want_ne(h0, s0, s1, s2, "initial_h");
     if (c0) want_ne(c0, s0, s1, s2, "initial_c");
     if (peep) want_ne(peep, 3 * k.H, k.D, 1, "P");
@@ -97,7 +95,7 @@ ggml_tensor* lstm(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* r, ggml
 }
 
 ggml_tensor* recurrent_output(Ctx& ctx, ggml_tensor* all, int output, int layout) {
-    if (output < 0 || output > 2) throw OpError("output " + num(output) + " is not 0, 1 or 2");
+    if (output < 0 || output > 2) throw OpError("output " + std::to_string(output) + " is not 0, 1 or 2");
     // Steps run along ne3 (layout 0) or ne2 (layout 1); Y_h and Y_c are the two steps after Y's.
     int sd = layout ? 2 : 3;
     int64_t S = all->ne[sd] - 2;

@@ -6,7 +6,7 @@ namespace o2g {
 
 namespace {
 
-void check_dim(int64_t d, const char* what) {
+void check_reduce_dim(int64_t d, const char* what) {
     if (d < 0 || d > 3) throw OpError(std::string(what) + " " + std::to_string(d) + " is not a ggml dim (0..3)");
 }
 
@@ -65,7 +65,7 @@ ggml_tensor* reduce(Ctx& ctx, ggml_tensor* x, ReduceK k, const Ints& axes, const
 }
 
 ggml_tensor* arg(Ctx& ctx, ggml_tensor* x, bool is_max, const ArgParams& p) {
-    check_dim(p.axis, "axis");
+    check_reduce_dim(p.axis, "axis");
     bool red[4] = {false, false, false, false};
     red[p.axis] = true;
     bool last = p.select_last_index;
@@ -86,7 +86,7 @@ using RowFn = ggml_tensor* (*)(Ctx&, ggml_tensor*);
 
 // Applies a row function (along ggml dim 0) along `axis`, or over dims 0..axis together when flattening.
 ggml_tensor* along(Ctx& ctx, ggml_tensor* x, const SoftmaxParams& p, RowFn fn) {
-    check_dim(p.axis, "axis");
+    check_reduce_dim(p.axis, "axis");
     if (p.flatten) {
         int64_t inner = 1;
         for (int i = 0; i <= p.axis; i++) inner *= x->ne[i];

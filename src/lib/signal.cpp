@@ -9,8 +9,6 @@ namespace o2g {
 
 namespace {
 
-std::string num(int64_t v) { return std::to_string(v); }
-
 // The one element of a host scalar, checked positive.
 int64_t positive(const Ints& v, const char* what) {
     if (v.size() != 1 || v[0] <= 0) throw OpError(std::string(what) + " must be a positive scalar");
@@ -20,9 +18,9 @@ int64_t positive(const Ints& v, const char* what) {
 ggml_tensor* window(Ctx& ctx, WindowKind k, const Ints& size, bool periodic) {
     if (size.size() != 1) throw OpError("size must be a scalar");
     int64_t n = size[0];
-    if (n <= 0) throw OpError("size " + num(n) + " must be positive (an empty window cannot be held by ggml)");
+    if (n <= 0) throw OpError("size " + std::to_string(n) + " must be positive (an empty window cannot be held by ggml)");
     constexpr int64_t kMaxWindow = int64_t(1) << 24;  // 16M samples: beyond any real frame, and seconds of sin()
-    if (n > kMaxWindow) throw OpError("size " + num(n) + " is over the " + num(kMaxWindow) + " samples a window may have");
+    if (n > kMaxWindow) throw OpError("size " + std::to_string(n) + " is over the " + std::to_string(kMaxWindow) + " samples a window may have");
     WindowKernelParams p{k, n, double(periodic ? n : n - 1)};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, n, 1, 1, 1, nullptr, 0, window_kernel, 1, keep_params(p));
 }
@@ -32,8 +30,8 @@ ggml_tensor* window(Ctx& ctx, WindowKind k, const Ints& size, bool periodic) {
 ggml_tensor* dft(Ctx& ctx, ggml_tensor* x, const Ints& dft_length, const DFTParams& p) {
     x = f32_cont(ctx, x);
     int g = p.axis;
-    if (g < 1 || g > 3) throw OpError("axis " + num(g) + " must be a ggml dim from 1 to 3 (dim 0 is complex)");
-    if (x->ne[0] != 1 && x->ne[0] != 2) throw OpError("ne[0] = " + num(x->ne[0]) + " must be 1 (real) or 2 (complex)");
+    if (g < 1 || g > 3) throw OpError("axis " + std::to_string(g) + " must be a ggml dim from 1 to 3 (dim 0 is complex)");
+    if (x->ne[0] != 1 && x->ne[0] != 2) throw OpError("ne[0] = " + std::to_string(x->ne[0]) + " must be 1 (real) or 2 (complex)");
     DftKernelParams k{};
     k.inverse = p.inverse;
     k.onesided = p.onesided;
@@ -44,9 +42,9 @@ ggml_tensor* dft(Ctx& ctx, ggml_tensor* x, const Ints& dft_length, const DFTPara
     k.outer = 1;
     for (int i = g + 1; i < 4; i++) k.outer *= x->ne[i];
     k.n = !dft_length.empty() ? positive(dft_length, "dft_length") : p.inverse && p.onesided ? 2 * (k.A - 1) : k.A;
-    if (k.n <= 0) throw OpError("dft length " + num(k.n) + " must be positive");
+    if (k.n <= 0) throw OpError("dft length " + std::to_string(k.n) + " must be positive");
     // Beyond any real signal, and its output size would overflow (found by tests/fuzz: ggml asserted).
-    if (k.n > (int64_t(1) << 24)) throw OpError("dft length " + num(k.n) + " is above 2^24");
+    if (k.n > (int64_t(1) << 24)) throw OpError("dft length " + std::to_string(k.n) + " is above 2^24");
     if (p.inverse && p.onesided) {
         k.out_len = k.n;
         k.cout = 1;
@@ -74,8 +72,8 @@ ggml_tensor* stft(Ctx& ctx, ggml_tensor* signal, const Ints& frame_step, ggml_te
     if (!frame_length.empty()) k.flen = positive(frame_length, "frame_length");
     else k.flen = window ? window->ne[0] : k.Lsig;
     if (window && (ggml_nelements(window) != k.flen || window->ne[0] != k.flen))
-        throw OpError("window must have frame_length (" + num(k.flen) + ") elements");
-    if (k.flen > k.Lsig) throw OpError("frame_length " + num(k.flen) + " exceeds the signal length " + num(k.Lsig));
+        throw OpError("window must have frame_length (" + std::to_string(k.flen) + ") elements");
+    if (k.flen > k.Lsig) throw OpError("frame_length " + std::to_string(k.flen) + " exceeds the signal length " + std::to_string(k.Lsig));
     if (p.onesided && k.cin == 2) throw OpError("onesided output needs a real signal");
     k.frames = 1 + (k.Lsig - k.flen) / k.step;
     k.bins = p.onesided ? k.flen / 2 + 1 : k.flen;

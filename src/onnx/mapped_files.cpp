@@ -28,7 +28,7 @@ struct Slot {
 Slot g_slots[kSlots];
 
 // Async-signal-safe message building.
-struct Line {
+struct ErrorLine {
     char buf[1024];
     size_t n = 0;
     void add(const char* s) {
@@ -48,7 +48,7 @@ void report_mapped_fault(const void* addr) {
     for (Slot& s : g_slots) {
         uintptr_t base = s.addr.load(std::memory_order_acquire);
         if (base <= kClaimed || a < base || a - base >= s.size) continue;
-        Line l;
+        ErrorLine l;
         l.add("onnx2ggml: error: ");
         l.add(s.path);
         l.add(": the file shrank while it was mapped (byte ");

@@ -10,7 +10,6 @@
 namespace onnx2ggml {
 
 namespace {
-void out_same(Lower& L, ggml_tensor* y) { L.out_shape(0, y, L.dtype(0), L.shape(0)); }
 }  // namespace
 
 void lower_Relu(Lower& L) { out_same(L, O2G_CALL(L, ggml_relu, L.t(0))); }

@@ -6,8 +6,6 @@ namespace onnx2ggml {
 
 namespace {
 
-bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
-
 }  // namespace
 
 // onnx2ggml.Attention(Q, K, V [B, T, H, D] or [B', T, D], sq, sk[, mask]) -> [B, H, Tq, Dv] or [B', Tq, Dv]:
@@ -108,9 +106,9 @@ void lower_Attention(Lower& L) {
     ggml_tensor* pv = L.has(5) ? L.t(5) : nullptr;
     const DType dt = L.dtype(0);
     L.out(0, O2G_CALL(L, o2g::attention, L.t(0), L.t(1), L.t(2), mask, pk, pv, nonpad, p), dt, r);
-    if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::attention_present, pk, L.t(1), p), dt, 4);
-    if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::attention_present, pv, L.t(2), p), dt, 4);
-    if (wanted(L, 3)) L.out(3, O2G_CALL(L, o2g::attention_scores, L.t(0), L.t(1), mask, pk, nonpad, p), dt, 4);
+    if (wanted_out(L, 1)) L.out(1, O2G_CALL(L, o2g::attention_present, pk, L.t(1), p), dt, 4);
+    if (wanted_out(L, 2)) L.out(2, O2G_CALL(L, o2g::attention_present, pv, L.t(2), p), dt, 4);
+    if (wanted_out(L, 3)) L.out(3, O2G_CALL(L, o2g::attention_scores, L.t(0), L.t(1), mask, pk, nonpad, p), dt, 4);
 }
 
 void lower_LinearAttention(Lower& L) {
@@ -155,7 +153,7 @@ void lower_LinearAttention(Lower& L) {
     ggml_tensor* y = O2G_CALL(L, o2g::linear_attention, L.t(0), L.t(1), L.t(2), L.has(3) ? L.t(3) : nullptr,
                               gating ? L.t(4) : nullptr, delta ? L.t(5) : nullptr, p);
     L.out(0, y, L.dtype(0), 3);
-    if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::linear_attention_state, y, p), sdt, 4);
+    if (wanted_out(L, 1)) L.out(1, O2G_CALL(L, o2g::linear_attention_state, y, p), sdt, 4);
 }
 
 void lower_RotaryEmbedding(Lower& L) {

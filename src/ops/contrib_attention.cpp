@@ -8,8 +8,6 @@ namespace onnx2ggml {
 
 namespace {
 
-bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
-
 // Attributes shared by both ops; the mask's rank is checked by the caller.
 o2g::ContribMaskParams mask_params(Lower& L, int mask_input) {
     o2g::ContribMaskParams p;
@@ -55,7 +53,7 @@ void lower_MultiHeadAttention(Lower& L) {
     for (int i = 6; i < L.n_in(); i++)
         if (L.has(i)) L.error("past_key, past_value, past_sequence_length and cache_indirection are not supported");
     for (size_t o = 1; o < 4; o++)
-        if (wanted(L, o)) L.error("the present_key, present_value and qk outputs are not supported");
+        if (wanted_out(L, o)) L.error("the present_key, present_value and qk outputs are not supported");
     const Shape& qs = L.shape(0);
     int64_t B, S, T, D, Dk, Dv;
     if (qs.size() == 5) {
@@ -110,7 +108,7 @@ void lower_MultiHeadAttention(Lower& L) {
 // present, rotary and the 4-D and 3 * batch + 2 masks are refused.
 void lower_ContribAttention(Lower& L) {
     o2g::ContribMaskParams p = mask_params(L, 3);
-    if (L.has(4) || L.has(6) || wanted(L, 1)) L.error("past and present are not supported");
+    if (L.has(4) || L.has(6) || wanted_out(L, 1)) L.error("past and present are not supported");
     if (L.node.get_int("do_rotary", 0)) L.error("do_rotary is not supported");
     if (L.node.get_int("past_present_share_buffer", 0)) L.error("past_present_share_buffer is not supported");
     if (L.rank(0) != 3 || L.rank(1) != 2) L.error("input must be 3-D and weights 2-D");

@@ -21,8 +21,6 @@ void check_lengths(Lower& L, int sp, std::initializer_list<std::pair<const char*
     }
 }
 
-bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
-
 ggml_tensor* optional(Lower& L, int i) { return L.has(i) ? L.t(i) : nullptr; }
 
 // The window attributes Conv, NhwcConv and ConvTranspose share, checked for `sp` spatial axes.
@@ -138,7 +136,7 @@ void lower_CausalConvWithState(Lower& L) {
     DType dt = L.dtype(0);
     L.out(0, O2G_CALL(L, o2g::causal_conv_with_state, L.t(0), L.t(1), optional(L, 2), past ? L.t(3) : nullptr, p),
           dt, 3);
-    if (!wanted(L, 1)) return;
+    if (!wanted_out(L, 1)) return;
     if (K == 1) {  // the state keeps the last k - 1 = 0 steps: empty, so made on the host
         const HostTensor zero = HostTensor::from_f64(dt, {}, {0.0});
         const Sym shape{{L.shape(0)[0], L.shape(0)[1], 0}, nullptr};

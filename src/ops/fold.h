@@ -22,7 +22,4 @@ inline int64_t dims_prod(const Shape& s, size_t b, size_t e) {
     return p;
 }
 
-// Whether output i is wanted.
-inline bool wanted_out(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
-
 }  // namespace onnx2ggml

@@ -10,8 +10,6 @@ namespace onnx2ggml {
 
 namespace {
 
-void out_same(Lower& L, ggml_tensor* y, int like = 0) { L.out_shape(0, y, L.dtype(like), L.shape(like)); }
-
 // The broadcast shape of every input. Rank > 4 shapes are folded into ggml's four dims; the check keeps
 // broadcasting within what folding allows.
 Shape checked_bshape(Lower& L) {

@@ -10,8 +10,6 @@ namespace onnx2ggml {
 
 namespace {
 
-bool wanted(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
-
 void check_rank(Lower& L, int r) {
     if (r > 4) L.error("rank " + std::to_string(r) + " input; normalizations take at most 4 dims");
 }
@@ -101,8 +99,8 @@ void lower_LayerNormalization(Lower& L) {
     ggml_tensor* y = O2G_CALL(L, o2g::layer_norm, L.t(0), L.t(1), L.has(2) ? L.t(2) : nullptr, p);
     L.out(0, y, L.dtype(1), r);  // the scale's type (the contrib form lets it differ from X's)
     // Mean and InvStdDev, shaped like X with the normalized dims set to 1
-    if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::layer_norm_mean, L.t(0), p), stats_dtype(L), r);
-    if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::layer_norm_inv_std_dev, L.t(0), p), stats_dtype(L), r);
+    if (wanted_out(L, 1)) L.out(1, O2G_CALL(L, o2g::layer_norm_mean, L.t(0), p), stats_dtype(L), r);
+    if (wanted_out(L, 2)) L.out(2, O2G_CALL(L, o2g::layer_norm_inv_std_dev, L.t(0), p), stats_dtype(L), r);
 }
 
 // SimplifiedLayerNormalization (RMSNorm, onnxruntime's): X / sqrt(mean(X^2) + eps) * scale over axes axis..-1.
@@ -112,7 +110,7 @@ void lower_SimplifiedLayerNormalization(Lower& L) {
     const o2g::LayerNormParams p = layer_norm_params(L, ns);
     if (broadcast_shapes(L, ns, L.shape(1)) != ns) L.error("scale does not broadcast to the normalized shape");
     L.out(0, O2G_CALL(L, o2g::rms_norm, L.t(0), L.t(1), p), L.dtype(1), r);
-    if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::rms_norm_inv_std_dev, L.t(0), p), stats_dtype(L), r);
+    if (wanted_out(L, 1)) L.out(1, O2G_CALL(L, o2g::rms_norm_inv_std_dev, L.t(0), p), stats_dtype(L), r);
 }
 
 // com.microsoft SkipLayerNormalization (input, skip, gamma, beta?, bias?) and SkipSimplifiedLayerNormalization
@@ -133,16 +131,16 @@ void lower_skip_norm(Lower& L, bool rms) {
     o2g::LayerNormParams p;
     p.eps = L.node.get_float("epsilon", 1e-12f);
     if (rms) {
-        if (wanted(L, 1)) L.error("the mean output is not defined for SkipSimplifiedLayerNormalization");
+        if (wanted_out(L, 1)) L.error("the mean output is not defined for SkipSimplifiedLayerNormalization");
         L.out(0, O2G_CALL(L, o2g::rms_norm, s, L.t(2), p), L.dtype(0), r);
-        if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::rms_norm_inv_std_dev, s, p), DType::FLOAT, r);
+        if (wanted_out(L, 2)) L.out(2, O2G_CALL(L, o2g::rms_norm_inv_std_dev, s, p), DType::FLOAT, r);
     } else {
         ggml_tensor* beta = L.has(3) ? L.t(3) : nullptr;
         L.out(0, O2G_CALL(L, o2g::layer_norm, s, L.t(2), beta, p), L.dtype(0), r);
-        if (wanted(L, 1)) L.out(1, O2G_CALL(L, o2g::layer_norm_mean, s, p), DType::FLOAT, r);
-        if (wanted(L, 2)) L.out(2, O2G_CALL(L, o2g::layer_norm_inv_std_dev, s, p), DType::FLOAT, r);
+        if (wanted_out(L, 1)) L.out(1, O2G_CALL(L, o2g::layer_norm_mean, s, p), DType::FLOAT, r);
+        if (wanted_out(L, 2)) L.out(2, O2G_CALL(L, o2g::layer_norm_inv_std_dev, s, p), DType::FLOAT, r);
     }
-    if (wanted(L, 3)) L.out(3, s, L.dtype(0), r);
+    if (wanted_out(L, 3)) L.out(3, s, L.dtype(0), r);
 }
 void lower_SkipLayerNormalization(Lower& L) { lower_skip_norm(L, false); }
 void lower_SkipSimplifiedLayerNormalization(Lower& L) { lower_skip_norm(L, true); }
@@ -182,7 +180,7 @@ void lower_GroupNormContrib(Lower& L) {
         x = O2G_CALL(L, o2g::skip_add, x, skip, L.has(4) ? L.t(4) : nullptr, sp);
         const bool last = p.channels_last;
         auto nhwc = [&L, last](ggml_tensor* t) { return last ? O2G_CALL(L, o2g::nchw_to_nhwc, t) : t; };
-        if (wanted(L, 1)) L.out(1, nhwc(x), L.dtype(0), 4);
+        if (wanted_out(L, 1)) L.out(1, nhwc(x), L.dtype(0), 4);
         p.channels_last = false;
         p.channel_dim = 2;
         L.out(0, nhwc(O2G_CALL(L, o2g::group_norm, x, L.t(1), L.t(2), p)), L.dtype(0), 4);

@@ -211,6 +211,15 @@ struct Lower {
     bool reading_sym_ = false;
 };
 
+// Whether output i is wanted.
+inline bool wanted_out(const Lower& L, size_t i) { return L.node.outputs.size() > i && !L.node.outputs[i].empty(); }
+
+// Output 0 as y with input `like`'s type and shape (elementwise ops).
+inline void out_same(Lower& L, ggml_tensor* y, int like = 0) { L.out_shape(0, y, L.dtype(like), L.shape(like)); }
+
+// An `axes` attribute as a Sym (Squeeze, Unsqueeze and the reductions before their axes became an input).
+inline Sym axes_attr(Lower& L) { return Sym{L.node.get_ints("axes"), nullptr}; }
+
 // O2G_CALL(L, o2g::conv2d, x, w, b, params): one op-library or ggml call, run and (in compile) recorded.
 #define O2G_CALL(L, fn, ...) (L).call(#fn, fn, __VA_ARGS__)
 // O2G_HOST(L, 0, o2g::host_range, L.hv(0), L.hv(1), L.hv(2)): output 0 from a host function, recorded.

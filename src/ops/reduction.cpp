@@ -16,7 +16,6 @@ struct ReduceSpec { std::vector<bool> red; bool keep; bool noop; };
 
 // The axes: the attribute, or input 1 from opset 13 (ReduceSum) or 18 (the others); compile writes the input as
 // an expression when it can.
-Sym axes_attr(Lower& L) { return Sym{L.node.get_ints("axes"), nullptr}; }
 // An axes input with no elements is known from its shape alone (noop_with_empty_axes decides on it).
 Sym axes_input(Lower& L) { return L.has(1) && shape_numel(L.shape(1)) != 0 ? L.sym(1) : Sym{}; }
 

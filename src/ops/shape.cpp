@@ -10,8 +10,7 @@ namespace {
 HostTensor make_i64(const std::vector<int64_t>& v) { return HostTensor::from_i64(DType::INT64, {int64_t(v.size())}, v); }
 
 // Squeeze and Unsqueeze axes: the attribute before opset 13, input 1 from 13.
-Sym axes_attr(Lower& L) { return Sym{L.node.get_ints("axes"), nullptr}; }
-Sym axes_input(Lower& L) { return L.has(1) ? L.sym(1) : Sym{}; }
+Sym squeeze_axes_input(Lower& L) { return L.has(1) ? L.sym(1) : Sym{}; }
 
 // Output `s` of a reshape-like op: host data stays on the host; rank > 4 (folded dims) reshapes to the literal
 // shape; otherwise `call` makes the op-library call.
@@ -97,7 +96,7 @@ static void squeeze_out(Lower& L, const Sym& axes_in) {
 }
 
 void lower_Squeeze_1(Lower& L) { squeeze_out(L, axes_attr(L)); }
-void lower_Squeeze(Lower& L) { squeeze_out(L, axes_input(L)); }
+void lower_Squeeze(Lower& L) { squeeze_out(L, squeeze_axes_input(L)); }
 
 static void unsqueeze_out(Lower& L, const Sym& axes_in) {
     if (L.in(0).host) return O2G_HOST(L, 0, o2g::host_unsqueeze, L.hv(0), axes_in);

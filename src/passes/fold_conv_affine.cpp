@@ -36,7 +36,7 @@ std::shared_ptr<TensorData> make(const std::string& name, const std::vector<int6
     return t;
 }
 
-const TensorData* float_constant(GraphIndex& g, const std::string& v) {
+const TensorData* loaded_float_constant(GraphIndex& g, const std::string& v) {
     const TensorData* t = v.empty() ? nullptr : g.constant(v);
     return t && float_dtype(t->dtype) && (t->data || !t->numel()) ? t : nullptr;
 }
@@ -69,8 +69,8 @@ bool absorb(GraphIndex& g, const Node& n, const std::string& y, int rank, int64_
     if (!n.domain.empty() || n.outputs.size() != 1) return false;
     if (n.op_type == "BatchNormalization") {
         if (n.inputs.size() < 5 || n.inputs[0] != y || n.get_int("training_mode", 0) != 0) return false;
-        const TensorData *sc = float_constant(g, n.inputs[1]), *sh = float_constant(g, n.inputs[2]),
-                         *mu = float_constant(g, n.inputs[3]), *var = float_constant(g, n.inputs[4]);
+        const TensorData *sc = loaded_float_constant(g, n.inputs[1]), *sh = loaded_float_constant(g, n.inputs[2]),
+                         *mu = loaded_float_constant(g, n.inputs[3]), *var = loaded_float_constant(g, n.inputs[4]);
         if (!sc || !sh || !mu || !var || sc->numel() != M || sh->numel() != M || mu->numel() != M || var->numel() != M)
             return false;
         const double eps = n.get_float("epsilon", 1e-5f);
@@ -87,7 +87,7 @@ bool absorb(GraphIndex& g, const Node& n, const std::string& y, int rank, int64_
     // y must be the first operand of Div and Sub; either operand of Mul and Add.
     const int yi = n.inputs[0] == y ? 0 : n.inputs[1] == y ? 1 : -1;
     if (yi < 0 || n.inputs[0] == n.inputs[1] || ((div || sub) && yi != 0)) return false;
-    const TensorData* c = float_constant(g, n.inputs[size_t(1 - yi)]);
+    const TensorData* c = loaded_float_constant(g, n.inputs[size_t(1 - yi)]);
     if (!c) return false;
     std::vector<double> v = per_channel(*c, rank, M);
     if (v.empty()) return false;
@@ -111,9 +111,9 @@ void fold_conv_affine(const Model& m, GraphPlan& plan) {
         if ((conv.op_type != "Conv" && !transposed) || !conv.domain.empty() || conv.outputs.size() != 1 ||
             conv.inputs.size() < 2 || removed.count(idx))
             continue;
-        const TensorData* w = float_constant(g, conv.inputs[1]);
+        const TensorData* w = loaded_float_constant(g, conv.inputs[1]);
         const bool has_bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
-        const TensorData* b = has_bias ? float_constant(g, conv.inputs[2]) : nullptr;
+        const TensorData* b = has_bias ? loaded_float_constant(g, conv.inputs[2]) : nullptr;
         if (!w || w->dims.size() < 3 || (has_bias && !b)) continue;
         const int rank = int(w->dims.size());  // the output's rank, as the weight's
         const int64_t group = std::max<int64_t>(1, conv.get_int("group", 1));

@@ -12,9 +12,6 @@ namespace onnx2ggml {
 namespace {
 
 
-// The other operand of binary node n, v being one of its inputs.
-const std::string& other(const Node& n, const std::string& v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
-
 // A scalar constant standing for `want`: within its type's rounding (an fp16 file's sqrt 2 is 1.4140625, and the
 // fused op's exact constant is nearer the computation the exporter wrote than that rounding).
 bool scalar_near(GraphIndex& g, const std::string& v, double want) {

@@ -54,9 +54,6 @@ bool feature_param(GraphIndex& g, const std::string& v, int k) {
     return true;
 }
 
-// The other operand of binary node n (v one of its inputs).
-const std::string& other(const Node& n, const std::string& v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
-
 // Matches y = num / Sqrt(ReduceMean(sq) + eps) at node idx (Div, or Mul by Reciprocal); fills the parts.
 struct Scaled {
     std::string num, sq_in;

@@ -133,6 +133,9 @@ struct GraphIndex {
 };
 
 // Attributes of the internal nodes passes create.
+// The other operand of binary node n, v being one of its inputs.
+inline const std::string& other(const Node& n, const std::string& v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
+
 inline Attribute int_attr(const std::string& name, int64_t v) {
     Attribute a;
     a.type = AttrType::INT;

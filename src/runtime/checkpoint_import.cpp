@@ -28,12 +28,6 @@ bool float_init(const TensorData& t) {
     return t.dtype == DType::FLOAT || t.dtype == DType::FLOAT16 || t.dtype == DType::BFLOAT16;
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-}
-
 std::string name_list(const std::vector<std::string>& names, size_t limit) {
     std::string r;
     for (size_t i = 0; i < names.size() && i < limit; i++) r += (i ? ", " : "") + names[i];
@@ -133,7 +127,7 @@ std::vector<int64_t> squeezed(const std::vector<int64_t>& s) {
     return r;
 }
 
-struct Match {
+struct KeyMatch {
     const o2g::SafeTensor* tensor;
     bool in_out;
 };
@@ -147,7 +141,7 @@ bool fits(const o2g::SafeTensor& t, const o2g::CheckpointEntry& e, const TensorD
     return squeezed(s) == squeezed(init.dims);
 }
 
-std::vector<float> values(const o2g::SafetensorsFile& f, const Match& mt) {
+std::vector<float> values(const o2g::SafetensorsFile& f, const KeyMatch& mt) {
     std::vector<float> v = f.floats(*mt.tensor);
     if (!mt.in_out) return v;
     const int64_t rows = mt.tensor->shape[0], cols = int64_t(v.size()) / rows;  // [out, in] -> [in, out]
@@ -241,7 +235,7 @@ void import_checkpoint(Model& m, const std::string& checkpoint, const ImportOpti
     std::string first_misfit, shared;  // the first of each error: a wrong model shows as misfits first
     for (auto& [init, cs] : cands) {
         const TensorData& td = *m.graph.initializers.at(init);
-        std::vector<Match> ok;
+        std::vector<KeyMatch> ok;
         std::string misfit;
         bool weight = false;
         for (const Candidate& c : cs) {
@@ -251,11 +245,11 @@ void import_checkpoint(Model& m, const std::string& checkpoint, const ImportOpti
             const o2g::SafeTensor& t = *hit->second.tensor;
             if (fits(t, hit->second, td, c.in_out)) {
                 bool seen = false;
-                for (const Match& mt : ok) seen |= mt.tensor == &t;
+                for (const KeyMatch& mt : ok) seen |= mt.tensor == &t;
                 if (!seen) ok.push_back({&t, c.in_out});
             } else if (misfit.empty()) {
-                misfit = checkpoint + ": tensor '" + o2g::printable(t.name) + "' " + shape_text(t.shape) +
-                         " does not fit initializer '" + init + "' " + shape_text(td.dims) +
+                misfit = checkpoint + ": tensor '" + o2g::printable(t.name) + "' " + onnx2ggml::shape_list(t.shape) +
+                         " does not fit initializer '" + init + "' " + onnx2ggml::shape_list(td.dims) +
                          (c.in_out ? " (a transposed [in, out] matrix)" : "") + " of " + m.path;
             }
         }
@@ -272,7 +266,7 @@ void import_checkpoint(Model& m, const std::string& checkpoint, const ImportOpti
                 shared = m.path + ": initializer '" + init + "' is shared by '" + o2g::printable(ok[0].tensor->name) +
                          "' and '" + o2g::printable(ok[k].tensor->name) + "', which differ in " + checkpoint +
                          " (the exporter merged equal tensors); export the model again with weights that differ";
-        for (const Match& mt : ok) used.insert(mt.tensor->name);
+        for (const KeyMatch& mt : ok) used.insert(mt.tensor->name);
         data[init] = std::move(v);
         filled++;
     }
@@ -310,7 +304,7 @@ void apply_weights_file(Model& m, const std::string& path, bool quiet) {
         if (!t) fail(path, ": tensor '", name, "' is missing");
         if (ggml_nelements(t) != td.numel())
             fail(path, ": tensor '", name, "' has ", ggml_nelements(t), " elements; the initializer of ", m.path,
-                 " is ", shape_text(td.dims));
+                 " is ", onnx2ggml::shape_list(td.dims));
         if (!float_init(td) || !(t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_BF16)) {
             // Integer constants: the same type and size, or the file is not of this model.
             const std::map<DType, ggml_type> same = {{DType::INT32, GGML_TYPE_I32}, {DType::INT8, GGML_TYPE_I8},
