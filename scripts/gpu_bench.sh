@@ -28,7 +28,7 @@ if [[ ${1:-} == --pack ]]; then
     SDV=build/sdcpp/stable_diffusion_cpp_python-0.4.7/vendor/stable-diffusion.cpp
     if [[ ! -d $SDV/src ]]; then  # the pinned sdist, as scripts/sdcpp_bench.sh fetches it
         mkdir -p build/sdcpp
-        python3 -m pip download -q --no-binary :all: --no-deps -d build/sdcpp stable-diffusion-cpp-python==0.4.7
+        python3 -m pip download -q --no-binary stable-diffusion-cpp-python --no-deps -d build/sdcpp stable-diffusion-cpp-python==0.4.7
         tar -C build/sdcpp -xzf build/sdcpp/stable_diffusion_cpp_python-0.4.7.tar.gz
     fi
     rm -rf .gpu/stage && mkdir -p .gpu/stage/sdcpp .gpu/whl

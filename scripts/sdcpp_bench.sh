@@ -77,7 +77,7 @@ if [[ -z ${SDCPP_CLI:-} ]]; then
 # ----------------------------------------------------------------------------- 1. sdist
 if [[ ! -f $SDIST ]]; then
     log "downloading stable-diffusion-cpp-python==$SDCPP_PY_VERSION (sdist)"
-    "$PY" -m pip download --no-binary :all: --no-deps --no-cache-dir -d "$WORK" \
+    "$PY" -m pip download --no-binary stable-diffusion-cpp-python --no-deps --no-cache-dir -d "$WORK" \
         "stable-diffusion-cpp-python==$SDCPP_PY_VERSION" >"$LOGS/pip_download.log" 2>&1 \
         || { tail -20 "$LOGS/pip_download.log" >&2; die "pip download failed"; }
 fi
