@@ -9,25 +9,22 @@
 
 namespace o2g {
 
-namespace {
-
-
-}  // namespace
-
 void dft_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const DftKernelParams& p = *static_cast<const DftKernelParams*>(ud);
     const float* x = static_cast<const float*>(dst->src[0]->data);
     float* y = static_cast<float*>(dst->data);
     WorkSpan s = work_span(p.outer * p.inner, ith, nth);
     const double two_pi = 2.0 * M_PI;
-    std::vector<double> re(size_t(p.n)), im(size_t(p.n));
     // The terms that can be non-zero: the input's A values (and, for irfft, their mirror images); a dft_length
-    // past A pads with zeros, which the sums skip (a fuzzed dft_length of 20000 on 8 values took seconds).
+    // past A pads with zeros, which the sums skip (a fuzzed dft_length of 20000 on 8 values took seconds), and only
+    // these terms' values are kept (16 M-bin vectors per element took most of a fuzzed run's time under ASan).
+    const bool irfft = p.inverse && p.onesided;
+    const int64_t nb = p.n / 2 + 1;
     std::vector<int64_t> terms;
-    for (int64_t t = 0; t < p.n; t++) {
-        const int64_t src = p.inverse && p.onesided && t >= p.n / 2 + 1 ? p.n - t : t;
-        if (src < p.A) terms.push_back(t);
-    }
+    for (int64_t t = 0; t < std::min(p.A, irfft ? nb : p.n); t++) terms.push_back(t);
+    if (irfft)
+        for (int64_t t = std::max(nb, p.n - p.A + 1); t < p.n; t++) terms.push_back(t);
+    std::vector<double> re(terms.size()), im(terms.size());
     for (int64_t e = s.b; e < s.e; e++) {
         int64_t o = e / p.inner, in = e % p.inner;
         auto xin = [&](int64_t a, int comp) -> double {
@@ -35,23 +32,14 @@ void dft_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             if (comp >= p.cin) return 0.0;
             return x[((o * p.A + a) * p.inner + in) * p.cin + comp];
         };
-        if (p.inverse && p.onesided) {  // irfft: Hermitian extension of the first n/2+1 bins
-            int64_t nb = p.n / 2 + 1;
-            for (int64_t k = 0; k < p.n; k++) {
-                if (k < nb) {
-                    re[size_t(k)] = xin(k, 0);
-                    im[size_t(k)] = xin(k, 1);
-                } else {
-                    re[size_t(k)] = xin(p.n - k, 0);
-                    im[size_t(k)] = -xin(p.n - k, 1);
-                }
-            }
-            im[0] = 0;
-            if (p.n % 2 == 0) im[size_t(p.n / 2)] = 0;
-        } else {
-            for (int64_t k = 0; k < p.n; k++) {
-                re[size_t(k)] = xin(k, 0);
-                im[size_t(k)] = xin(k, 1);
+        for (size_t j = 0; j < terms.size(); j++) {
+            const int64_t t = terms[j];
+            if (irfft && t >= nb) {  // irfft: Hermitian extension of the first n/2+1 bins
+                re[j] = xin(p.n - t, 0);
+                im[j] = -xin(p.n - t, 1);
+            } else {
+                re[j] = xin(t, 0);
+                im[j] = irfft && (t == 0 || (p.n % 2 == 0 && t == p.n / 2)) ? 0.0 : xin(t, 1);
             }
         }
         const double sign = p.inverse ? 1.0 : -1.0;
@@ -62,10 +50,11 @@ void dft_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
         for (int64_t k0 = 0; k0 < p.out_len; k0 += STEP) {
             const int64_t k1 = std::min(p.out_len, k0 + STEP);
             double sr[STEP] = {}, si[STEP] = {};
-            for (int64_t t : terms) {
+            for (size_t j = 0; j < terms.size(); j++) {
+                const int64_t t = terms[j];
                 const double a0 = sign * two_pi * double((k0 * t) % p.n) / double(p.n);
                 const double step = sign * two_pi * double(t % p.n) / double(p.n);
-                const double dc = std::cos(step), ds = std::sin(step), r = re[size_t(t)], i = im[size_t(t)];
+                const double dc = std::cos(step), ds = std::sin(step), r = re[j], i = im[j];
                 double c = std::cos(a0), sn = std::sin(a0);
                 for (int64_t k = k0; k < k1; k++) {
                     sr[k - k0] += r * c - i * sn;
