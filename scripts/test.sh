@@ -84,7 +84,10 @@ run $PY tests/compile_tests.py
 # it build/'s objects; build folder kept for reruns): onnxruntime's API
 # compared with onnxruntime itself, and the node tests through onnx's own BackendTest runner.
 PIP_CCACHE=()
-[ ${#LAUNCH[@]} = 0 ] || PIP_CCACHE=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache -C cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache)
+# ccache hashes the compiler's name: the same one as build/ (c++, where scikit-build-core would take g++).
+[ ${#LAUNCH[@]} = 0 ] || PIP_CCACHE=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache -C cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache
+  -C "cmake.define.CMAKE_CXX_COMPILER=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt)"
+  -C "cmake.define.CMAKE_C_COMPILER=$(sed -n 's/^CMAKE_C_COMPILER:FILEPATH=//p' build/CMakeCache.txt)")
 run .venv/bin/pip install -q --no-build-isolation . -C build-dir=build-python "${PIP_CCACHE[@]}"
 run $PY tests/python_api_tests.py --threads 2
 run $PY tests/backend_api_tests.py -j 2 --check
