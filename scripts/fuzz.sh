@@ -36,12 +36,12 @@ if command -v ccache >/dev/null; then  # objects shared with other clones and wo
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$PWD")}"
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
-# -O1 and unity batches: the instrumented build's cold compile is most of this step's time on CI.
+# Unity batches: the instrumented build's cold compile is most of this step's time on CI. (-O1 saves a fifth of
+# it, but a committed slow input, the 16 M-bin DFT, then passes 10 s on a loaded 2-core machine.)
 # Our kernels at one fixed ISA level (x86-64-v3, AVX2), not -march=native: the instrumented code is then the same on
 # every machine (native builds took CI's fixed seed elsewhere than a replay here; seed-folder order still varies).
 # FUZZ_KERNEL_ARCH=native fuzzes this machine's own paths (AVX-512 where it has them).
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNX2GGML_FUZZ=ON \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
   -DONNX2GGML_TESTS=OFF -DONNX2GGML_UNITY=ON -DONNX2GGML_NATIVE=ON -DONNX2GGML_KERNEL_ARCH="${FUZZ_KERNEL_ARCH:-x86-64-v3}" \
   -DCMAKE_PREFIX_PATH="$PWD/.deps/ggml-install" "${launcher[@]}" >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_loader fuzz_session fuzz_pickle onnx2ggml_cli test_proto_fuzz >/dev/null
@@ -85,7 +85,8 @@ for h in $HARNESSES; do
   # The committed findings first: each must now be handled without a report.
   regs=(tests/fuzz/regressions/$h/*)
   if [ -e "${regs[0]}" ]; then
-    if ! "$bin" -timeout=10 -rss_limit_mb=2560 "${regs[@]}" >"$WORK/replay_$h.log" 2>&1; then
+    # 30 s, not the walk's 10: the replay asks that each input is handled, and CI's machines run slower than ours.
+    if ! "$bin" -timeout=30 -rss_limit_mb=2560 "${regs[@]}" >"$WORK/replay_$h.log" 2>&1; then
       echo "FAILED: fuzz_$h on tests/fuzz/regressions/$h (see $WORK/replay_$h.log)"; status=1
     else
       echo "fuzz_$h: ${#regs[@]} regression inputs replayed, no finding"
