@@ -55,6 +55,10 @@ std::unique_ptr<Backends> open_backends(const std::string& device, int threads, 
 void add_rpc_servers(const std::string& list);
 // A device of ggml's RPC backend (another process or machine runs its graphs).
 bool is_rpc_device(ggml_backend_dev_t dev);
+// A scheduler for `graph` on the backends `bk` (in priority order), sized to the tensors the graph holds: ggml's
+// scheduler reserves room for one split per node of the size it is given (tensor structs for 60 copies each), so the
+// graph's capacity would mean hundreds of MB of address space for a one-node model and gigabytes for a UNet.
+ggml_backend_sched_t new_scheduler(std::vector<ggml_backend_t> bk, ggml_cgraph* graph);
 // Before allocation: graph inputs and uploaded constants live on the device, not in CPU memory; on an RPC device,
 // nodes of our CPU kernels stay on the CPU.
 void place_inputs_on_main(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b);

@@ -190,6 +190,22 @@ bool is_view_op(const ggml_tensor* t) {
     }
 }
 
+ggml_backend_sched_t new_scheduler(std::vector<ggml_backend_t> bk, ggml_cgraph* graph) {
+    std::set<const ggml_tensor*> tensors;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); i++) {
+        const ggml_tensor* n = ggml_graph_node(graph, i);
+        tensors.insert(n);
+        if (n->view_src) tensors.insert(n->view_src);
+        for (const ggml_tensor* s : n->src)
+            if (s) tensors.insert(s);
+    }
+    // Twice the graph's tensors: segments of it add one stand-in per tensor they carry over.
+    size_t size = 2 * tensors.size() + 64;
+    ggml_backend_sched_t sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size, false, true);
+    if (!sched) fail("out of memory creating the graph's scheduler");
+    return sched;
+}
+
 void place_inputs_on_main(ggml_backend_sched_t sched, ggml_cgraph* graph, const Backends& b) {
     // The scheduler would keep graph inputs and uploaded constants in CPU memory, and the views of them on the
     // CPU; on the device they are copied there once per run instead, and no node runs on the CPU.

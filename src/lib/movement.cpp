@@ -282,9 +282,14 @@ ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const Ints& axes_in
         b[g] = pads[i];
         e[g] = pads[i + axes.size()];
     }
-    for (int g = 0; g < 4; g++)  // ggml's pad amounts are int
-        if (b[g] > INT32_MAX || e[g] > INT32_MAX)
+    for (int g = 0; g < 4; g++) {  // ggml's pad amounts are int
+        if (std::abs(std::clamp<int64_t>(b[g], -INT64_MAX, INT64_MAX)) > INT32_MAX ||
+            std::abs(std::clamp<int64_t>(e[g], -INT64_MAX, INT64_MAX)) > INT32_MAX)
             throw OpError("Pad: pads " + ints_literal(pads) + " exceed ggml's 32-bit pad amounts");
+        if (x->ne[g] + b[g] + e[g] < 0)
+            throw OpError("Pad: pads " + ints_literal(pads) + " crop more than a dim of " +
+                          std::to_string(x->ne[g]) + " holds");
+    }
     if (p.mode == PAD_CONSTANT) {
         // Crop negative pads first, then pad positive ones with zeros, shifted by the value.
         for (int g = r - 1; g >= 0; g--) {

@@ -399,8 +399,7 @@ void Program::allocate_graph(Graph& g, size_t max_nodes) {
     }
     if (ggml_graph_n_nodes(g.graph) == 0) return;  // every output came from the host
     auto bk = backends_->in_priority_order();
-    g.sched = ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size_t(ggml_graph_size(g.graph)), false,
-                                     true);
+    g.sched = new_scheduler(bk, g.graph);
     place_inputs_on_main(g.sched, g.graph, *backends_);
     if (!ggml_backend_sched_alloc_graph(g.sched, g.graph)) fail(name_, ": could not allocate the graph's device memory");
     int splits = 0;

@@ -406,9 +406,7 @@ void SessionImpl::allocate(CachedGraph& c, Builder& b, bool may_shrink) {
     if (accel_) bk.push_back(accel_);
     bk.push_back(backend_);
     if (cpu_) bk.push_back(cpu_);
-    auto new_sched = [bk, size = size_t(ggml_graph_size(c.graph))]() mutable {
-        return ggml_backend_sched_new(bk.data(), nullptr, int(bk.size()), size, false, true);
-    };
+    auto new_sched = [bk, graph = c.graph]() { return o2g::new_scheduler(bk, graph); };
     c.sched = new_sched();
     o2g::place_inputs_on_main(c.sched, c.graph, *backends_);
     check_graph_memory(c.sched, c.graph, int(bk.size()), b, max_memory_, user_limit_);
