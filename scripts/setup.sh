@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Idempotent set-up: system tools, ggml sources from a pinned PyPI sdist, and the Python test venv.
-# Usage: scripts/setup.sh [--with-torch] [--with-vulkan] [--with-bench] [--with-cross]
+# Usage: scripts/setup.sh [--with-torch] [--with-vulkan | --vulkan-tools] [--with-bench] [--with-cross]
 #   --with-torch   torch, diffusers, transformers, peft: to re-export model fixtures and to check --lora against
 #                  diffusers
 #   --with-vulkan  Mesa's software Vulkan device (lavapipe), glslc, Vulkan headers, and ggml built with Vulkan
+#   --vulkan-tools the same without ggml's Vulkan build (scripts/test.sh builds it beside the CPU tests)
 #   --with-bench   .venv-bench: the newest onnxruntime (the benchmark's opponent; the test venv pins an older one)
 #   --with-cross   the ARM64 and Windows (mingw-w64) cross compilers, QEMU's ARM64 emulator and wine
 #                  (scripts/cross_arm64.sh, scripts/cross_windows.sh; docs/platforms.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_NO_CACHE_DIR=1  # wheels are not kept twice: torch's CUDA wheels alone are about 3 GB
-WITH_TORCH=0 WITH_VULKAN=0 WITH_BENCH=0 WITH_CROSS=0
+WITH_TORCH=0 WITH_VULKAN=0 VULKAN_GGML=0 WITH_BENCH=0 WITH_CROSS=0
 for a in "$@"; do
   case "$a" in
     --with-torch) WITH_TORCH=1 ;;
-    --with-vulkan) WITH_VULKAN=1 ;;
+    --with-vulkan) WITH_VULKAN=1 VULKAN_GGML=1 ;;
+    --vulkan-tools) WITH_VULKAN=1 ;;
     --with-bench) WITH_BENCH=1 ;;
     --with-cross) WITH_CROSS=1 ;;
     *) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
@@ -185,13 +187,13 @@ if [ $WITH_VULKAN = 1 ]; then
     rm -rf .deps/vulkan && mkdir -p .deps/vulkan
     for deb in "$apt_dir"/libvulkan-dev_*.deb "$apt_dir"/spirv-headers_*.deb; do dpkg -x "$deb" .deps/vulkan; done
   fi
-  if [ ! -f .deps/ggml-vulkan-install/lib/cmake/ggml/ggml-config.cmake ] || \
-     { [ "$(uname -m)" = x86_64 ] && [ ! -f .deps/ggml-vulkan-install/lib/libggml-cpu-levels.a ]; }; then
+  if [ $VULKAN_GGML = 1 ] && { [ ! -f .deps/ggml-vulkan-install/lib/cmake/ggml/ggml-config.cmake ] || \
+     { [ "$(uname -m)" = x86_64 ] && [ ! -f .deps/ggml-vulkan-install/lib/libggml-cpu-levels.a ]; }; }; then
     rm -rf .deps/ggml-vulkan-build .deps/ggml-vulkan-install
     cmake -S .deps/ggml -B .deps/ggml-vulkan-build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=ON \
       -DGGML_CPU=$GGML_OWN_CPU -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DGGML_VULKAN=ON \
       -DVulkan_INCLUDE_DIR="$PWD/.deps/vulkan/usr/include" -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 / && !p {p=$NF} END {print p}')" \
-      -DCMAKE_PREFIX_PATH="$PWD/.deps/vulkan/usr" >/dev/null
+      -DCMAKE_PREFIX_PATH="$PWD/.deps/vulkan/usr" "${CCACHE_ARGS[@]}" >/dev/null
     cmake --build .deps/ggml-vulkan-build -j"$(nproc)" >/dev/null
     cmake --install .deps/ggml-vulkan-build --prefix "$PWD/.deps/ggml-vulkan-install" >/dev/null
     # The same CPU level archive as the CPU-only install (ggml-base is the same source).

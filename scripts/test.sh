@@ -15,8 +15,25 @@ pre() {  # a set-up step: must pass; its time goes into the table at the end
   "$@"
   pre_times+=("$(printf '%5d s  (set-up) %s' $((SECONDS - t0)) "$*")")
 }
-pre scripts/setup.sh
-pre scripts/build.sh
+VULKAN_JOB=1
+[ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ] || VULKAN_JOB=0
+LOGS=$(mktemp -d)
+if [ $VULKAN_JOB = 1 ]; then
+  pre scripts/setup.sh --vulkan-tools
+  # ggml's Vulkan build (its shaders: about 10 minutes cold) and ours against it run beside the CPU steps, at the
+  # lowest priority: in the time they leave a core idle. Its own process group, stopped if this script stops first.
+  setsid bash -c 'nice -n 19 scripts/setup.sh --with-vulkan && nice -n 19 scripts/build.sh --vulkan -DONNX2GGML_UNITY=ON' \
+    >"$LOGS/vulkan_build.log" 2>&1 &
+  VK_PID=$!
+  trap 'kill -- -$VK_PID 2>/dev/null || true' EXIT
+else
+  pre scripts/setup.sh
+fi
+# A fresh machine's build/ compiles in unity batches, as the other builds below (CI starts without a compiler cache);
+# an existing build/ keeps its configuration.
+UNITY=()
+[ -f build/CMakeCache.txt ] || UNITY=(-DONNX2GGML_UNITY=ON)
+pre scripts/build.sh "${UNITY[@]}"
 # CI starts without a compiler cache, so the builds below compile our sources in unity batches (ONNX2GGML_UNITY)
 # and our kernels at one level: about half the cold time. ccache still shares what it can between them.
 if command -v ccache >/dev/null; then
@@ -44,7 +61,6 @@ times=()
 # Each step's wall time goes into a table at the end (CI has 90 minutes; the suite should stay under 60), with the
 # disk left after it (CI's disk is finite: a full one fails whichever step comes next).
 # A failed step's last lines are repeated at the end, where a CI log's tail shows them.
-LOGS=$(mktemp -d)
 run() {
   echo; echo "=== $*"; local t0=$SECONDS log="$LOGS/step${#times[@]}.log"
   "$@" 2>&1 | tee "$log" || { echo "FAILED: $*"; status=1; failed+=("$*"); failed_logs+=("$log"); }
@@ -87,7 +103,8 @@ PIP_CCACHE=()
 # ccache hashes the compiler's name: the same one as build/ (c++, where scikit-build-core would take g++).
 [ ${#LAUNCH[@]} = 0 ] || PIP_CCACHE=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache -C cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache
   -C "cmake.define.CMAKE_CXX_COMPILER=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt)"
-  -C "cmake.define.CMAKE_C_COMPILER=$(sed -n 's/^CMAKE_C_COMPILER:FILEPATH=//p' build/CMakeCache.txt)")
+  -C "cmake.define.CMAKE_C_COMPILER=$(sed -n 's/^CMAKE_C_COMPILER:FILEPATH=//p' build/CMakeCache.txt)"
+  -C "cmake.define.ONNX2GGML_UNITY=$(sed -n 's/^ONNX2GGML_UNITY:BOOL=//p' build/CMakeCache.txt)")
 run .venv/bin/pip install -q --no-build-isolation . -C build-dir=build-python "${PIP_CCACHE[@]}"
 run $PY tests/python_api_tests.py --threads 2
 run $PY tests/backend_api_tests.py -j 2 --check
@@ -125,9 +142,11 @@ run scripts/setup.sh --with-torch
 run $PY tests/diffusers_dropin_test.py
 
 # Vulkan on lavapipe, exact precision: the bars of the CPU, and no ggml node computed off the device for the models.
-if [ "${ONNX2GGML_NO_VULKAN:-0}" != 1 ]; then
-  pre scripts/setup.sh --with-vulkan
-  pre scripts/build.sh --vulkan -DONNX2GGML_UNITY=ON >/dev/null
+vulkan_build() {  # the time the tests waited for it
+  wait $VK_PID || { echo "the Vulkan build failed:"; tail -n 40 "$LOGS/vulkan_build.log"; return 1; }
+}
+if [ $VULKAN_JOB = 1 ]; then
+  pre vulkan_build
   export GGML_VK_VISIBLE_DEVICES=0  # ggml skips CPU-type Vulkan devices otherwise
   VK=build-vulkan/onnx2ggml
   # Models first: their pipelines fill Mesa's shader cache, which the many small op and node tests then reuse.

@@ -1,10 +1,10 @@
 // The LoRA target table compile writes into NAME.gguf, so that programs can merge LoRA files at load without the
-// ONNX graph (src/lib/lora.h reads it back).
+// ONNX graph (src/lora/lora.h reads it back).
 #pragma once
 #include <vector>
 
 #include "emit/recorder.h"
-#include "lib/lora.h"
+#include "lora/lora.h"
 
 namespace onnx2ggml {
 

@@ -13,8 +13,8 @@
 #include "ggml-alloc.h"
 #include "ggml-cpu.h"
 #include "gguf.h"
-#include "lib/embedding.h"
-#include "lib/lora.h"
+#include "lora/embedding.h"
+#include "lora/lora.h"
 #include "ops/tensor.h"
 
 namespace o2g {

@@ -11,8 +11,8 @@
 #include "common/error.h"
 #include "ggml.h"
 #include "gguf.h"
-#include "lib/checkpoint_keys.h"
-#include "lib/safetensors.h"
+#include "formats/checkpoint_keys.h"
+#include "formats/safetensors.h"
 #include "onnx2ggml/host_tensor.h"
 #include "runtime/lora.h"
 

@@ -15,7 +15,7 @@ struct ImportOptions {
 
 // Replaces the initializers of m by the checkpoint's tensors. Each initializer is matched by its own name and by the
 // module paths the graph gives it (MatMul/Gemm/Conv weights traced back through Transpose/Identity/Cast, as for
-// LoRA; a norm's Mul/Add constants), under the diffusers names of src/lib/checkpoint_keys.h. Errors (one line):
+// LoRA; a norm's Mul/Add constants), under the diffusers names of src/formats/checkpoint_keys.h. Errors (one line):
 // a tensor that does not fit its initializer, an initializer shared by tensors that differ, weights left unfilled
 // (unless allow_partial), a checkpoint that matches nothing. Unused tensors are reported on stderr.
 void import_checkpoint(Model& m, const std::string& checkpoint, const ImportOptions& o);

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "common/error.h"
-#include "lib/embedding.h"
+#include "lora/embedding.h"
 #include "onnx2ggml/host_tensor.h"
 #include "runtime/builder.h"
 #include "runtime/lora.h"

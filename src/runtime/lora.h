@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "ir/ir.h"
-#include "lib/lora.h"
+#include "lora/lora.h"
 
 namespace onnx2ggml {
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "common/platform.h"
-#include "lib/embedding.h"
+#include "lora/embedding.h"
 #include "text/unicode.h"
 
 #ifdef ONNX2GGML_HAVE_ZLIB

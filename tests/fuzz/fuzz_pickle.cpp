@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "fuzz_common.h"
-#include "lib/torch_checkpoint.h"
+#include "formats/torch_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::unique_ptr<uint8_t[]> buf(new uint8_t[size ? size : 1]);  // exact size: ASan sees a read past the end

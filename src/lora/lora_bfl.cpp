@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/lora.h"
+#include "lora/lora.h"
 
 namespace o2g {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/safetensors.h"
+#include "formats/safetensors.h"
 
 namespace o2g {
 

@@ -1,5 +1,5 @@
-// JSON reader (src/lib/json.h): recursive descent over a byte range, never reading past its end.
-#include "lib/json.h"
+// JSON reader (src/formats/json.h): recursive descent over a byte range, never reading past its end.
+#include "formats/json.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -1,10 +1,10 @@
-// Textual-inversion embedding files (src/lib/embedding.h): the formats people download, read into vectors.
-#include "lib/embedding.h"
+// Textual-inversion embedding files (src/lora/embedding.h): the formats people download, read into vectors.
+#include "lora/embedding.h"
 
 #include <cmath>
 
 #include "common/error.h"
-#include "lib/safetensors.h"
+#include "formats/safetensors.h"
 #include "onnx2ggml/host_tensor.h"
 
 namespace onnx2ggml {

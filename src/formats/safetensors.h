@@ -1,5 +1,5 @@
 // A safetensors reader: an 8-byte header length, a JSON header (name -> dtype, shape, data_offsets), then raw
-// little-endian data. torch.save files (.ckpt, .pt) open the same way (src/lib/torch_checkpoint.h). The file is mapped; every offset and size is checked against the file before use, and each
+// little-endian data. torch.save files (.ckpt, .pt) open the same way (src/formats/torch_checkpoint.h). The file is mapped; every offset and size is checked against the file before use, and each
 // problem is one error line naming the file (and the tensor).
 #pragma once
 #include <cstdint>

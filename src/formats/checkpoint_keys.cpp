@@ -1,11 +1,11 @@
-// LDM/SGM single-file checkpoint keys as diffusers names (src/lib/checkpoint_keys.h).
-#include "lib/checkpoint_keys.h"
+// LDM/SGM single-file checkpoint keys as diffusers names (src/formats/checkpoint_keys.h).
+#include "formats/checkpoint_keys.h"
 
 #include <algorithm>
 #include <cstdlib>
 
-#include "lib/lora.h"
-#include "lib/safetensors.h"
+#include "lora/lora.h"
+#include "formats/safetensors.h"
 
 namespace o2g {
 

@@ -1,5 +1,5 @@
-// LoRA merging (src/lib/lora.h): module-to-weight matching, deltas and reports.
-#include "lib/lora.h"
+// LoRA merging (src/lora/lora.h): module-to-weight matching, deltas and reports.
+#include "lora/lora.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 #include "ggml.h"
-#include "lib/safetensors.h"
+#include "formats/safetensors.h"
 #include "onnx2ggml/host_tensor.h"
 #include "onnx2ggml/program.h"
 

@@ -1,4 +1,4 @@
-// The restricted unpickler of torch.save files (src/lib/torch_checkpoint.h). It is an interpreter of the pickle
+// The restricted unpickler of torch.save files (src/formats/torch_checkpoint.h). It is an interpreter of the pickle
 // opcodes torch emits whose only callables are the allow-listed globals below: no import, no call of anything
 // named by the file. Values live in one arena (no reference cycles to leak), and every count and offset is checked.
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "lib/torch_checkpoint.h"
+#include "formats/torch_checkpoint.h"
 
 namespace o2g {
 

@@ -1,7 +1,7 @@
 // SGM/LDM UNet module names (kohya's SDXL LoRAs: lora_unet_input_blocks_4_1_...) as diffusers module paths.
 #include <string>
 
-#include "lib/lora.h"
+#include "lora/lora.h"
 
 namespace o2g {
 

@@ -1,5 +1,5 @@
-// safetensors reader (src/lib/safetensors.h).
-#include "lib/safetensors.h"
+// safetensors reader (src/formats/safetensors.h).
+#include "formats/safetensors.h"
 
 #include "common/platform.h"
 
@@ -10,8 +10,8 @@
 
 #include "common/error.h"
 #include "ggml.h"
-#include "lib/json.h"
-#include "lib/torch_checkpoint.h"
+#include "formats/json.h"
+#include "formats/torch_checkpoint.h"
 
 namespace o2g {
 

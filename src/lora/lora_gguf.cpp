@@ -1,9 +1,9 @@
-// The LoRA target table in GGUF metadata (src/lib/lora.h): one row per (weight, module path).
+// The LoRA target table in GGUF metadata (src/lora/lora.h): one row per (weight, module path).
 #include <map>
 #include <stdexcept>
 
 #include "gguf.h"
-#include "lib/lora.h"
+#include "lora/lora.h"
 
 namespace o2g {
 

@@ -1,10 +1,10 @@
-// The zip directory of a torch.save file (src/lib/torch_checkpoint.h): the central directory, zip64 included
+// The zip directory of a torch.save file (src/formats/torch_checkpoint.h): the central directory, zip64 included
 // (checkpoints over 4 GB), every offset checked against the file. Only stored (uncompressed) entries are usable,
 // which is what torch writes.
 #include <cstring>
 
 #include "common/error.h"
-#include "lib/torch_checkpoint.h"
+#include "formats/torch_checkpoint.h"
 
 namespace o2g {
 

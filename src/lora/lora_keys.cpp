@@ -1,11 +1,11 @@
-// LoRA key formats (src/lib/lora.h): sorts a safetensors file's tensor names into modules with up/down weights.
+// LoRA key formats (src/lora/lora.h): sorts a safetensors file's tensor names into modules with up/down weights.
 #include <cmath>
 #include <map>
 
-#include "lib/checkpoint_keys.h"
-#include "lib/json.h"
-#include "lib/lora.h"
-#include "lib/safetensors.h"
+#include "formats/checkpoint_keys.h"
+#include "formats/json.h"
+#include "lora/lora.h"
+#include "formats/safetensors.h"
 
 namespace o2g {
 
