@@ -309,7 +309,10 @@ ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, c
 
 // ---- ConvTranspose ----
 
-// ConvTranspose weight [Cin, Cog, kH, kW] -> Conv weight [Cog*group, Cin/group, kH, kW], spatially flipped.
+namespace {
+
+// ConvTranspose weight [Cin, Cog, kH, kW] -> Conv weight [Cog*group, Cin/group, kH, kW], every tap reversed (a
+// 3-D kernel passes kD*kH as kH: reversing the flattened taps flips every axis).
 void flip_for_conv_transpose(const float* f, float* o, int64_t Cin, int64_t Cog, int64_t kH, int64_t kW,
                              int64_t group) {
     const int64_t Cig = Cin / group;
@@ -338,25 +341,37 @@ ggml_tensor* flip_in_graph(Ctx& ctx, ggml_tensor* w, int64_t Cin, int64_t Cog, i
     return ggml_reshape_4d(ctx, t, kW, kH, Cig, Cog * group);
 }
 
-namespace {
+// The flipped weight [kW, kH, Cin/group, Cog*group]: once on the host for a constant weight, in the graph otherwise.
+ggml_tensor* flipped_weight(Ctx& ctx, ggml_tensor* w, int64_t Cin, int64_t Cog, int64_t kH, int64_t kW,
+                            int64_t group) {
+    if (!ctx.weights || !ctx.weights->is_weight(w)) return flip_in_graph(ctx, w, Cin, Cog, kH, kW, group);
+    const int64_t kne[4] = {kW, kH, Cin / group, Cog * group};
+    return ctx.weights->derived(w, "convT", GGML_TYPE_F32, kne, [=](const float* src, float* dst) {
+        flip_for_conv_transpose(src, dst, Cin, Cog, kH, kW, group);
+    });
+}
 
-// Inserts (s-1) zeros between elements along ggml dim 0 (W) or 1 (H).
-ggml_tensor* dilate_input(Ctx& ctx, ggml_tensor* x, int dim, int64_t s) {
+// Inserts s - 1 zeros between the elements of ggml dim `dim` (0-2) of a 4-D x: x read as [inner, 1, n, outer] and
+// padded to [inner, s, n, outer]. Along dim 0 it is read as [1, n, ...] and padded in dim 0 instead: ggml's CPU pad
+// shares out the rows of its dim 1 among threads, n of them rather than s.
+ggml_tensor* dilate_dim(Ctx& ctx, ggml_tensor* x, int dim, int64_t s) {
     if (s == 1) return x;
     x = cont(ctx, x);
-    int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2], N = x->ne[3];
+    int64_t ne[4] = {x->ne[0], x->ne[1], x->ne[2], x->ne[3]};
+    const int64_t n = ne[dim];
+    ggml_tensor* y;
     if (dim == 0) {
-        ggml_tensor* y = ggml_reshape_4d(ctx, x, 1, W, H, C * N);
-        y = ggml_pad_ext(ctx, y, 0, int(s - 1), 0, 0, 0, 0, 0, 0);
-        y = ggml_reshape_4d(ctx, ggml_cont(ctx, y), s * W, H, C, N);
-        y = ggml_view_4d(ctx, y, (W - 1) * s + 1, H, C, N, y->nb[1], y->nb[2], y->nb[3], 0);
-        return ggml_cont(ctx, y);
+        y = ggml_pad_ext(ctx, ggml_reshape_4d(ctx, x, 1, n, ne[1], ne[2] * ne[3]), 0, int(s - 1), 0, 0, 0, 0, 0, 0);
+    } else {
+        int64_t inner = 1, outer = 1;
+        for (int i = 0; i < dim; i++) inner *= ne[i];
+        for (int i = dim + 1; i < 4; i++) outer *= ne[i];
+        y = ggml_pad_ext(ctx, ggml_reshape_4d(ctx, x, inner, 1, n, outer), 0, 0, 0, int(s - 1), 0, 0, 0, 0);
     }
-    ggml_tensor* y = ggml_reshape_4d(ctx, x, W, 1, H, C * N);
-    y = ggml_pad_ext(ctx, y, 0, 0, 0, int(s - 1), 0, 0, 0, 0);
-    y = ggml_reshape_4d(ctx, ggml_cont(ctx, y), W, s * H, C, N);
-    y = ggml_view_4d(ctx, y, W, (H - 1) * s + 1, C, N, y->nb[1], y->nb[2], y->nb[3], 0);
-    return ggml_cont(ctx, y);
+    ne[dim] = n * s;
+    y = ggml_reshape_4d(ctx, ggml_cont(ctx, y), ne[0], ne[1], ne[2], ne[3]);
+    ne[dim] = (n - 1) * s + 1;
+    return ggml_cont(ctx, ggml_view_4d(ctx, y, ne[0], ne[1], ne[2], ne[3], y->nb[1], y->nb[2], y->nb[3], 0));
 }
 
 // Stride equal to the kernel and nothing cropped or added: the outputs of input pixels do not overlap, so the
@@ -384,22 +399,41 @@ bool all_equal(const Ints& v, int64_t x) {
     return true;
 }
 
+// A transposed convolution's channels, checked: Cin input channels, Cog output channels per group; and its kernel
+// (ONNX order).
+struct ConvTransposeShape {
+    int64_t Cin, Cog;
+    Ints kernel;
+};
+
+ConvTransposeShape check_conv_transpose(const ggml_tensor* x, const ggml_tensor* w, const ggml_tensor* bias,
+                                        const ConvTransposeParams& p) {
+    if (p.dims != 3) {
+        Ints kernel = check_conv(x, w, p.dims, p.group, p.kernel, true);
+        check_bias(bias, w->ne[p.dims] * p.group, "transposed convolution");
+        return {x->ne[p.dims], w->ne[p.dims], kernel};
+    }
+    // (3-D: the bias is checked where it is added.)
+    return {check_conv_transpose3d(x, w, p), p.out_channels / p.group, spatial_sizes(w, 3)};
+}
+
 }  // namespace
 
+// One path for 1-D to 3-D: the input dilated by the strides and padded (or cropped) per axis, then a stride-1
+// convolution with the flipped weight, the 2-D or the 3-D one.
 ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvTransposeParams& p) {
-    if (p.dims == 3) return conv_transpose3d(ctx, x, w, bias, p);
-    const int d1 = p.dims;
-    Ints kernel = check_conv(x, w, d1, p.group, p.kernel, true);
-    check_bias(bias, w->ne[d1] * p.group, "transposed convolution");
-    WindowGeometry g = conv_transpose_geometry(spatial_sizes(x, d1), kernel, p.auto_pad, p.pads, p.strides,
+    const int dims = p.dims;
+    const ConvTransposeShape sh = check_conv_transpose(x, w, bias, p);
+    const Ints& kernel = sh.kernel;
+    const int64_t Cin = sh.Cin, Cog = sh.Cog, group = p.group, M = Cog * group;
+    WindowGeometry g = conv_transpose_geometry(spatial_sizes(x, dims), kernel, p.auto_pad, p.pads, p.strides,
                                                p.dilations, p.output_padding, p.output_shape);
     // An empty spatial input would leave only the bias over the output, a form no exporter writes; the strided
     // paths below cannot place it (found by tests/fuzz: a negative view size).
     for (int64_t n : g.in)
         if (n == 0) throw OpError("transposed convolution of an empty spatial input " + ints_literal(g.in));
-    const int64_t Cin = x->ne[d1], Cog = w->ne[d1], kW = w->ne[0], kH = d1 == 2 ? w->ne[1] : 1;
-    const int64_t group = p.group;
-    const bool subpixel = d1 == 2 && group == 1 && p.output_shape.empty() && p.auto_pad == AUTO_PAD_NOTSET &&
+    const int64_t kW = kernel.back(), kH = dims == 2 ? kernel[0] : 1;
+    const bool subpixel = dims == 2 && group == 1 && p.output_shape.empty() && p.auto_pad == AUTO_PAD_NOTSET &&
                           g.strides[0] == kH && g.strides[1] == kW && all_equal(g.dilations, 1) &&
                           all_equal(g.pad_begin, 0) && all_equal(g.pad_end, 0) && all_equal(p.output_padding, 0) &&
                           w->type == GGML_TYPE_F32 && ctx.weights && ctx.weights->is_weight(w);
@@ -407,27 +441,30 @@ ggml_tensor* conv_transpose(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tenso
         ggml_tensor* y = conv_transpose_subpixel(ctx, x, w, kW, kH);
         return bias ? add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1)) : y;
     }
-    ggml_tensor* k;
-    if (ctx.weights && ctx.weights->is_weight(w)) {
-        const int64_t kne[4] = {kW, kH, Cin / group, Cog * group};
-        k = ctx.weights->derived(w, "convT", GGML_TYPE_F32, kne, [=](const float* src, float* dst) {
-            flip_for_conv_transpose(src, dst, Cin, Cog, kH, kW, group);
-        });
-    } else
-        k = flip_in_graph(ctx, w, Cin, Cog, kH, kW, group);
-    Ints op = p.output_padding.empty() ? Ints(size_t(d1), 0) : p.output_padding;
-    int64_t sW = g.strides.back(), dW = g.dilations.back(), pbW = g.pad_begin.back(), peW = g.pad_end.back();
-    int64_t opW = op.back();
-    int64_t sH = d1 == 2 ? g.strides[0] : 1, dH = d1 == 2 ? g.dilations[0] : 1;
-    int64_t pbH = d1 == 2 ? g.pad_begin[0] : 0, peH = d1 == 2 ? g.pad_end[0] : 0, opH = d1 == 2 ? op[0] : 0;
-    if (d1 == 1) x = ggml_reshape_4d(ctx, cont(ctx, x), x->ne[0], 1, x->ne[1], x->ne[2]);
-    x = dilate_input(ctx, x, 0, sW);
-    x = dilate_input(ctx, x, 1, sH);
-    x = pad_crop_2d(ctx, x, dW * (kW - 1) - pbW, dW * (kW - 1) - peW + opW, dH * (kH - 1) - pbH,
-                    dH * (kH - 1) - peH + opH);
-    ggml_tensor* y = conv2d_core(ctx, x, k, group, 1, 1, int(dW), int(dH), 0, 0);
+    int64_t taps = 1;  // kH, or kD*kH: the flip reverses them all at once
+    for (size_t a = 0; a + 1 < kernel.size(); a++) taps *= kernel[a];
+    ggml_tensor* k = flipped_weight(ctx, w, Cin, Cog, taps, kW, group);
+    if (dims == 3) k = ggml_reshape_4d(ctx, cont(ctx, k), kW, kernel[1], kernel[0], Cin / group * M);
+    if (dims == 1) x = ggml_reshape_4d(ctx, cont(ctx, x), x->ne[0], 1, x->ne[1], x->ne[2]);  // [L, 1, C, N]
+    const Ints op = p.output_padding.empty() ? Ints(size_t(dims), 0) : p.output_padding;
+    int d[3] = {1, 1, 1};
+    int64_t b[3] = {0, 0, 0}, e[3] = {0, 0, 0};  // padded (positive) or cropped (negative), ggml order
+    for (int i = 0; i < dims; i++) {  // ggml dim i is ONNX spatial axis dims - 1 - i
+        const size_t a = size_t(dims - 1 - i);
+        x = dilate_dim(ctx, x, i, g.strides[a]);
+        d[i] = int(g.dilations[a]);
+        b[i] = g.dilations[a] * (kernel[a] - 1) - g.pad_begin[a];
+        e[i] = g.dilations[a] * (kernel[a] - 1) - g.pad_end[a] + op[a];
+    }
+    if (dims == 3) {
+        const int s[3] = {1, 1, 1}, pd[3] = {0, 0, 0};
+        x = pad_crop_3d(ctx, x, b, e);
+        return conv3d_bias(ctx, conv3d_core(ctx, x, k, x->ne[3] / Cin, Cin, M, group, s, pd, d), bias, M);
+    }
+    x = pad_crop_2d(ctx, x, b[0], e[0], b[1], e[1]);
+    ggml_tensor* y = conv2d_core(ctx, x, k, group, 1, 1, d[0], d[1], 0, 0);
     if (bias) y = add(ctx, y, ggml_reshape_4d(ctx, bias, 1, 1, ggml_nelements(bias), 1));
-    if (d1 == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
+    if (dims == 1) y = ggml_reshape_3d(ctx, y, y->ne[0], y->ne[2], y->ne[3]);
     return y;
 }
 

@@ -1,5 +1,6 @@
-// Op library: 3-D Conv and ConvTranspose (see include/onnx2ggml/ops/conv.h). Rank-5 tensors arrive folded as
-// [W, H, D, N*C]; ggml_conv_3d's F16 im2col would lose fp32 parity, so the im2col here is F32.
+// Op library: 3-D Conv, and the 3-D core of ConvTranspose (see include/onnx2ggml/ops/conv.h; src/lib/conv.cpp).
+// Rank-5 tensors arrive folded as [W, H, D, N*C]; ggml_conv_3d's F16 im2col would lose fp32 parity, so the im2col
+// here is F32.
 #include <algorithm>
 #include <string>
 
@@ -7,11 +8,6 @@
 
 namespace o2g {
 
-namespace {
-
-std::string str(const Ints& v) { return ints_literal(v); }
-
-// Pads (positive) or crops (negative) ggml dims 0-2; b and e are in ggml order (W, H, D).
 ggml_tensor* pad_crop_3d(Ctx& ctx, ggml_tensor* x, const int64_t b[3], const int64_t e[3]) {
     int64_t cb[3], ce[3];
     bool crop = false;
@@ -36,8 +32,7 @@ ggml_tensor* pad_crop_3d(Ctx& ctx, ggml_tensor* x, const int64_t b[3], const int
     return x;
 }
 
-// Convolution of x [W, H, D, N*C] with k [kW, kH, kD, M*C/group] -> [OW, OH, OD, M*N]; padding symmetric (p),
-// per group a slice of the channels.
+// One im2col and one product per group, each on its slice of the channels (declared in lib/window.h).
 ggml_tensor* conv3d_core(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, int64_t N, int64_t C, int64_t M, int64_t group,
                          const int s[3], const int pd[3], const int d[3]) {
     x = f32_cont(ctx, x);
@@ -70,15 +65,29 @@ ggml_tensor* conv3d_core(Ctx& ctx, ggml_tensor* x, ggml_tensor* k, int64_t N, in
     return out;
 }
 
-ggml_tensor* add_bias(Ctx& ctx, ggml_tensor* y, ggml_tensor* bias, int64_t M) {
+int64_t check_conv_transpose3d(const ggml_tensor* x, const ggml_tensor* w, const ConvTransposeParams& p) {
+    // Rank 5 arrives folded as [W, H, D, N*C]: out_channels says M, the weight's ne[3] (C*M/group) then C.
+    const int64_t M = p.out_channels, group = p.group;
+    if (M < 1 || group < 1 || M % group || w->ne[3] % (M / group))
+        throw OpError("3-D transposed convolution: out_channels " + std::to_string(M) + " and group " +
+                      std::to_string(group) + " do not match the weight's " + std::to_string(w->ne[3]) + " kernels");
+    const int64_t Cog = M / group, C = w->ne[3] / Cog;
+    if (C % group || x->ne[3] % C)
+        throw OpError("3-D transposed convolution: the input's N*C " + std::to_string(x->ne[3]) +
+                      " does not match " + std::to_string(C) + " channels in " + std::to_string(group) + " groups");
+    const Ints wk = spatial_sizes(w, 3);
+    if (!p.kernel.empty() && p.kernel != wk)
+        throw OpError("kernel_shape " + ints_literal(p.kernel) + " does not match the weight's " + ints_literal(wk));
+    return C;
+}
+
+ggml_tensor* conv3d_bias(Ctx& ctx, ggml_tensor* y, ggml_tensor* bias, int64_t M) {
     if (!bias) return y;
     if (ggml_nelements(bias) != M)
         throw OpError("bias has " + std::to_string(ggml_nelements(bias)) + " values for " + std::to_string(M) +
                       " output channels");
     return add(ctx, y, ggml_reshape_4d(ctx, f32_cont(ctx, bias), 1, 1, 1, M));  // tiles over N in ne[3]
 }
-
-}  // namespace
 
 ggml_tensor* conv3d(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p) {
     const int64_t M = p.out_channels, group = p.group;
@@ -91,7 +100,7 @@ ggml_tensor* conv3d(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias,
                       std::to_string(C) + " channels");
     const Ints wk = spatial_sizes(w, 3);
     if (!p.kernel.empty() && p.kernel != wk)
-        throw OpError("kernel_shape " + str(p.kernel) + " does not match the weight's " + str(wk));
+        throw OpError("kernel_shape " + ints_literal(p.kernel) + " does not match the weight's " + ints_literal(wk));
     WindowGeometry g = conv_geometry(spatial_sizes(x, 3), wk, p.auto_pad, p.pads, p.strides, p.dilations);
     int s[3], d[3], pd[3] = {0, 0, 0};
     int64_t pb[3], pe[3];
@@ -106,68 +115,7 @@ ggml_tensor* conv3d(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias,
     else
         x = pad_crop_3d(ctx, x, pb, pe);
     ggml_tensor* y = conv3d_core(ctx, x, w, x->ne[3] / C, C, M, group, s, pd, d);
-    return add_bias(ctx, y, bias, M);
-}
-
-namespace {
-
-// Inserts s - 1 zeros between the elements of ggml dim `dim` (0-2) of a 4-D x.
-ggml_tensor* dilate_dim(Ctx& ctx, ggml_tensor* x, int dim, int64_t s) {
-    if (s == 1) return x;
-    x = cont(ctx, x);
-    int64_t inner = 1, outer = 1;
-    for (int i = 0; i < dim; i++) inner *= x->ne[i];
-    for (int i = dim + 1; i < 4; i++) outer *= x->ne[i];
-    const int64_t n = x->ne[dim];
-    ggml_tensor* y = ggml_reshape_4d(ctx, x, inner, 1, n, outer);
-    y = ggml_cont(ctx, ggml_pad_ext(ctx, y, 0, 0, 0, int(s - 1), 0, 0, 0, 0));  // [inner, s, n, outer]
-    int64_t ne[4] = {x->ne[0], x->ne[1], x->ne[2], x->ne[3]};
-    ne[dim] = n * s;
-    y = ggml_reshape_4d(ctx, y, ne[0], ne[1], ne[2], ne[3]);
-    ne[dim] = (n - 1) * s + 1;
-    return ggml_cont(ctx, ggml_view_4d(ctx, y, ne[0], ne[1], ne[2], ne[3], y->nb[1], y->nb[2], y->nb[3], 0));
-}
-
-}  // namespace
-
-ggml_tensor* conv_transpose3d(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias,
-                              const ConvTransposeParams& p) {
-    const int64_t M = p.out_channels, group = p.group;
-    if (M < 1 || group < 1 || M % group || w->ne[3] % (M / group))
-        throw OpError("3-D transposed convolution: out_channels " + std::to_string(M) + " and group " +
-                      std::to_string(group) + " do not match the weight's " + std::to_string(w->ne[3]) + " kernels");
-    const int64_t Cog = M / group, C = w->ne[3] / Cog;
-    if (C % group || x->ne[3] % C)
-        throw OpError("3-D transposed convolution: the input's N*C " + std::to_string(x->ne[3]) +
-                      " does not match " + std::to_string(C) + " channels in " + std::to_string(group) + " groups");
-    const Ints wk = spatial_sizes(w, 3);
-    if (!p.kernel.empty() && p.kernel != wk)
-        throw OpError("kernel_shape " + str(p.kernel) + " does not match the weight's " + str(wk));
-    WindowGeometry g = conv_transpose_geometry(spatial_sizes(x, 3), wk, p.auto_pad, p.pads, p.strides, p.dilations,
-                                               p.output_padding, p.output_shape);
-    const int64_t kW = w->ne[0], kHD = w->ne[1] * w->ne[2];  // the flip reverses kD*kH*kW taps at once
-    ggml_tensor* k;
-    if (ctx.weights && ctx.weights->is_weight(w)) {
-        const int64_t kne[4] = {kW, kHD, C / group, M};
-        k = ctx.weights->derived(w, "convT", GGML_TYPE_F32, kne, [=](const float* src, float* dst) {
-            flip_for_conv_transpose(src, dst, C, Cog, kHD, kW, group);
-        });
-    } else
-        k = flip_in_graph(ctx, w, C, Cog, kHD, kW, group);
-    k = ggml_reshape_4d(ctx, cont(ctx, k), kW, w->ne[1], w->ne[2], C / group * M);
-    const Ints op = p.output_padding.empty() ? Ints(3, 0) : p.output_padding;
-    int s[3] = {1, 1, 1}, d[3], pd[3] = {0, 0, 0};
-    int64_t b[3], e[3];
-    for (int i = 0; i < 3; i++) {  // ggml dim i is ONNX spatial axis 2 - i
-        const size_t a = size_t(2 - i);
-        x = dilate_dim(ctx, x, i, g.strides[a]);
-        d[i] = int(g.dilations[a]);
-        b[i] = g.dilations[a] * (wk[a] - 1) - g.pad_begin[a];
-        e[i] = g.dilations[a] * (wk[a] - 1) - g.pad_end[a] + op[a];
-    }
-    x = pad_crop_3d(ctx, x, b, e);
-    ggml_tensor* y = conv3d_core(ctx, x, k, x->ne[3] / C, C, M, group, s, pd, d);
-    return add_bias(ctx, y, bias, M);
+    return conv3d_bias(ctx, y, bias, M);
 }
 
 }  // namespace o2g
