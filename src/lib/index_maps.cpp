@@ -11,12 +11,6 @@ namespace o2g {
 
 namespace {
 
-int64_t wrap(int64_t v, int64_t n, const char* op) {
-    if (v < -n || v >= n)
-        throw OpError(std::string(op) + ": index " + std::to_string(v) + " out of range for a dim of " + std::to_string(n));
-    return v < 0 ? v + n : v;
-}
-
 Ints or_default(const Ints& v, size_t n, int64_t def) { return v.empty() ? Ints(n, def) : v; }
 
 }  // namespace
@@ -31,7 +25,7 @@ Ints element_offsets(const Ints& ds, const Ints& idx, const Ints& is, int axis, 
         for (int d = 0; d < r; d++) {
             int64_t c = rem / ist[size_t(d)];
             rem %= ist[size_t(d)];
-            if (d == axis) c = wrap(idx[k], ds[size_t(d)], op);
+            if (d == axis) c = wrap_index(idx[k], ds[size_t(d)], op);
             off += c * dst[size_t(d)];
         }
         offs[k] = off;
@@ -56,7 +50,7 @@ RowMap gather_nd_rows(const Ints& ds, const Ints& idx, const Ints& is, int64_t b
         int64_t row = 0;
         for (int64_t j = 0; j < last; j++) {
             int64_t dim = ds[size_t(b + j)];
-            row = row * dim + wrap(idx[size_t(s * last + j)], dim, "GatherND");
+            row = row * dim + wrap_index(idx[size_t(s * last + j)], dim, "GatherND");
         }
         m.rows[size_t(s)] = (s / std::max<int64_t>(1, per_batch)) * per_batch_rows + row;
     }
@@ -78,7 +72,7 @@ Ints scatter_nd_offsets(const Ints& ds, const Ints& idx, const Ints& is) {
     for (int64_t s = 0; s < nsl; s++) {
         int64_t base = 0;
         for (int64_t j = 0; j < last; j++)
-            base += wrap(idx[size_t(s * last + j)], ds[size_t(j)], "ScatterND") * st[size_t(j)];
+            base += wrap_index(idx[size_t(s * last + j)], ds[size_t(j)], "ScatterND") * st[size_t(j)];
         for (int64_t i = 0; i < inner; i++) offs.push_back(base + i);
     }
     return offs;

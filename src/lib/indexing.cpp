@@ -12,12 +12,6 @@ namespace o2g {
 
 namespace {
 
-int64_t wrap_index(int64_t v, int64_t n, const char* op) {
-    if (v < -n || v >= n)
-        throw OpError(std::string(op) + ": index " + std::to_string(v) + " out of range for a dim of " + std::to_string(n));
-    return v < 0 ? v + n : v;
-}
-
 ggml_tensor* offsets_tensor(Ctx& ctx, const Ints& offs) {
     std::vector<int32_t> v(offs.begin(), offs.end());
     const int64_t ne[4] = {int64_t(v.size()), 1, 1, 1};

@@ -34,6 +34,12 @@ Ints strides(const Ints& s) {
     return st;
 }
 
+int64_t wrap_index(int64_t v, int64_t n, const char* op) {
+    if (v < -n || v >= n)
+        throw OpError(std::string(op) + ": index " + std::to_string(v) + " out of range for a dim of " + std::to_string(n));
+    return v < 0 ? v + n : v;
+}
+
 ggml_tensor* gather_dim(Ctx& ctx, ggml_tensor* x, int g, const Ints& idx) {
     int64_t inner = 1, outer = 1, A = x->ne[g], n = int64_t(idx.size());
     for (int d = 0; d < g; d++) inner *= x->ne[d];

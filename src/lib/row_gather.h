@@ -16,5 +16,7 @@ ggml_tensor* gather_dim(Ctx& ctx, ggml_tensor* x, int g, const Ints& idx);
 ggml_tensor* take_rows(Ctx& ctx, ggml_tensor* x, int64_t inner, const Ints& rows, const int64_t ne[4]);
 // Row-major strides of an ONNX shape.
 Ints strides(const Ints& s);
+// An ONNX index in [-n, n) as one in [0, n); OpError naming `op` otherwise.
+int64_t wrap_index(int64_t v, int64_t n, const char* op);
 
 }  // namespace o2g
