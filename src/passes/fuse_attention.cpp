@@ -382,6 +382,7 @@ void fuse_product(Match& mt, int idx, std::map<int, std::vector<Node>>& added, s
 // lower_Attention, which reads a boolean mask as well.
 void fuse_attention_op(Match& mt, int idx, std::map<int, std::vector<Node>>& added, std::set<int>& removed) {
     const Node& a = mt.u.plan.node(mt.u.m, idx);
+    if (a.inputs.size() < 3 || a.outputs.empty()) return;  // malformed: the op table's check names it later
     for (size_t i = 1; i < a.outputs.size(); i++)
         if (!a.outputs[i].empty() && mt.u.uses[a.outputs[i]]) return;
     for (size_t i = 3; i < a.inputs.size(); i++)
