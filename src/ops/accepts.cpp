@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/error.h"
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -79,9 +80,17 @@ std::string range_text(const Range& r) {
     return num_text(r.lo) + " to " + num_text(r.hi);
 }
 
-void check_count(const Lower& L, const char* what, size_t n, const Range& r) {
-    if (!in_range(r, double(n)))
-        L.error("has " + std::to_string(n) + " " + what + "s; this op takes " + range_text(r));
+// The in= and out= rules against the node's input and output counts: "" when they hold.
+std::string count_error(const OpDef& d, const Node& n) {
+    for (const std::string& tok : tokens(d.accepts)) {
+        Range r;
+        const bool in = tok.rfind("in", 0) == 0 && parse_range(d, tok, tok.substr(2), r);
+        const bool out = !in && tok.rfind("out", 0) == 0 && parse_range(d, tok, tok.substr(3), r);
+        const size_t k = in ? n.inputs.size() : n.outputs.size();
+        if ((in || out) && !in_range(r, double(k)))
+            return "has " + std::to_string(k) + (in ? " inputs" : " outputs") + "; this op takes " + range_text(r);
+    }
+    return "";
 }
 
 std::string input_name(const Lower& L, int i) {
@@ -167,13 +176,12 @@ void check_attr(const Lower& L, const OpDef& d, const std::string& tok) {
 }  // namespace
 
 void check_accepts(const Lower& L, const OpDef& d) {
+    const std::string counts = count_error(d, L.node);
+    if (!counts.empty()) L.error(counts);
     for (const std::string& tok : tokens(d.accepts)) {
         Range r;
         if (tok[0] == '@') check_attr(L, d, tok);
-        else if (tok.rfind("in", 0) == 0 && parse_range(d, tok, tok.substr(2), r))
-            check_count(L, "input", L.node.inputs.size(), r);
-        else if (tok.rfind("out", 0) == 0 && parse_range(d, tok, tok.substr(3), r))
-            check_count(L, "output", L.node.outputs.size(), r);
+        else if (tok.rfind("in", 0) == 0 || tok.rfind("out", 0) == 0) continue;  // counted above
         else if (tok[0] == 'r' && tok.size() > 2) {
             const size_t op = tok.find_first_of("<>=");
             if (op == std::string::npos || !parse_range(d, tok, tok.substr(op), r)) bad_spec(d, tok);
@@ -183,6 +191,13 @@ void check_accepts(const Lower& L, const OpDef& d) {
             check_dtype(L, d, tok, int(number(d, tok, tok.substr(1, eq - 1))), tok.substr(eq + 1));
         } else bad_spec(d, tok);
     }
+}
+
+void check_counts(const Model& m, const Node& n) {
+    const int64_t opset = m.opset(n.domain);
+    const OpDef* d = find_op(n.domain, n.op_type, opset);
+    const std::string e = d ? count_error(*d, n) : "";
+    if (!e.empty()) throw Error(m.path + ": " + n.describe() + " (opset " + std::to_string(opset) + "): " + e);
 }
 
 }  // namespace onnx2ggml

@@ -247,6 +247,8 @@ struct OpDef {
 
 // Throws a one-line error (node, input or attribute, rule) when the node breaks its row's `accepts` spec.
 void check_accepts(const Lower& L, const OpDef& d);
+// Its input and output counts alone, before the graph passes read the node (ops without a row pass).
+void check_counts(const Model& m, const Node& n);
 // The newest implementation not above `opset`; null if none.
 const OpDef* find_op(const std::string& domain, const std::string& op_type, int64_t opset);
 // Every op type in the table (for docs and `info`), contrib ops as "domain:op".

@@ -1,5 +1,7 @@
 #include "passes/pipeline.h"
 
+#include "ops/op.h"
+
 namespace onnx2ggml {
 
 const std::vector<Pass>& pipeline() {
@@ -22,6 +24,9 @@ const std::vector<Pass>& pipeline() {
 
 GraphPlan plan_graph(const Model& m) {
     GraphPlan plan;
+    // A node with more or fewer inputs or outputs than its op takes is refused here, naming it: the passes' pattern
+    // matches index them as their op's schema says.
+    for (const Node& n : m.graph.nodes) check_counts(m, n);
     for (int i = 0; i < int(m.graph.nodes.size()); i++) plan.live_nodes.push_back(i);
     for (const Pass& p : pipeline()) p.run(m, plan);
     return plan;
