@@ -237,6 +237,9 @@ ConvAlgo conv_algorithm(const ConvCase& c) {
 }
 
 ggml_tensor* conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, const ConvParams& p) {
+    // No exporter writes one; ggml's im2col and products cannot hold it (fuzz: a Conv of an empty input by itself).
+    if (ggml_nelements(x) == 0 || ggml_nelements(w) == 0)
+        throw OpError("convolution of an empty " + std::string(ggml_nelements(x) == 0 ? "input" : "weight"));
     if (p.dims == 3) return apply_clamp(ctx, conv3d(ctx, x, w, bias, p), p);
     const int d1 = p.dims;
     Ints kernel = check_conv(x, w, d1, p.group, p.kernel, false);

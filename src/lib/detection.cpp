@@ -6,13 +6,13 @@
 
 namespace o2g {
 
-namespace {
-
-}  // namespace
-
 ggml_tensor* roi_align(Ctx& ctx, ggml_tensor* x, ggml_tensor* rois, ggml_tensor* batch_indices,
                        const RoiAlignParams& p) {
     if (p.output_height < 1 || p.output_width < 1) throw OpError("output_height and output_width must be positive");
+    // Detection heads pool 7x7 to 56x56 bins; the cap bounds the samples a RoI takes (fuzz: 64 x 65536 bins).
+    if (p.output_height * p.output_width > (int64_t(1) << 18))
+        throw OpError("output_height x output_width " + std::to_string(p.output_height) + " x " +
+                      std::to_string(p.output_width) + " is above 2^18 bins per RoI");
     if (p.sampling_ratio < 0 || p.sampling_ratio > kMaxRoiGrid)
         throw OpError("sampling_ratio " + std::to_string(p.sampling_ratio) + " is out of range (0 to " +
                       std::to_string(kMaxRoiGrid) + ")");

@@ -314,6 +314,10 @@ ggml_tensor* pad(Ctx& ctx, ggml_tensor* x, const Ints& pads, const Ints& axes_in
         if (b[g] == 0 && e[g] == 0) continue;
         int64_t n = x->ne[g];
         if (n == 0) throw OpError("Pad: cannot pad an empty dim in this mode");
+        // Its index table is made on the host, an entry per output element of the dim (fuzz: 67M reflected rows).
+        if (n + b[g] + e[g] > (int64_t(1) << 24))
+            throw OpError("Pad: pads " + ints_literal(pads) + " make a dim of " + std::to_string(n + b[g] + e[g]) +
+                          ", above the 2^24 this mode's index table holds");
         Ints idx;
         for (int64_t o = -b[g]; o < n + e[g]; o++) idx.push_back(pad_source(p.mode, o, n));
         x = gather_dim(ctx, x, g, idx);

@@ -231,7 +231,9 @@ void SessionImpl::prepare_weights() {
         if (conv) {  // only the form the algorithm o2g::conv will choose reads (lib/conv_plan.h)
             const auto& f = td->dims;  // NhwcConv's weight is [M, kH, kW, C/g]
             const std::vector<int64_t> d = nhwc && f.size() == 4 ? std::vector<int64_t>{f[0], f[3], f[1], f[2]} : f;
-            if (!conv_panels || d.size() != 4) continue;
+            // A group that does not divide M is refused when the graph is built (and C = C/g * g could overflow).
+            const int64_t group = n.get_int("group", 1);
+            if (!conv_panels || d.size() != 4 || group < 1 || group > d[0] || d[0] % group) continue;
             const o2g::ConvCase cc = conv_case(n, d, weights_.native_cpu);
             const o2g::ConvAlgo algo = o2g::conv_algorithm(cc);
             pointwise = algo == o2g::ConvAlgo::Pointwise;
@@ -359,6 +361,8 @@ std::unique_ptr<CachedGraph> SessionImpl::build_in(const std::vector<const Tenso
             continue;
         }
         ggml_tensor* t = v.t;
+        // An output made of nothing ggml or the host holds (fuzz: a Dropout of an initializer of element type -1).
+        O2G_CHECK(t, model_->path, ": graph output '", o.name, "' has no value (", dtype_name(v.dtype), ")");
         // Leaves, views and weights are copied so the output owns contiguous memory.
         if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t) || (t->flags & GGML_TENSOR_FLAG_INPUT))
             t = ggml_cont(c->ctx, t);
