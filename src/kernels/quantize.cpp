@@ -81,6 +81,11 @@ void dq_apply_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     }
 }
 
+// An integer product's int32 sum wraps, as onnxruntime's does (found by tests/fuzz: UB as a cast).
+static int32_t wrap_int32(double acc) {
+    return int32_t(uint32_t(uint64_t(int64_t(std::clamp(acc, -9.0e18, 9.0e18)))));
+}
+
 void matmul_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
     const MatmulKernelParams& p = *static_cast<const MatmulKernelParams*>(ud);
     int nsrc = 0;
@@ -109,9 +114,8 @@ void matmul_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
             for (int64_t kk = 0; kk < p.K; kk++)
                 acc += (at(A, aoff + i * p.K + kk) - az) * (at(B, boff + kk * p.N + j) - bz);
             int64_t o = e * p.N + j;
-            if (!p.qlinear) {  // an int32 sum wraps, as onnxruntime's does (found by tests/fuzz: UB as a cast)
-                const double c = std::clamp(acc, -9.0e18, 9.0e18);
-                i32_data(dst)[o] = int32_t(uint32_t(uint64_t(int64_t(c))));
+            if (!p.qlinear) {
+                i32_data(dst)[o] = wrap_int32(acc);
                 continue;
             }
             float as = f32_data(AS)[p.asc == 2 ? i : 0], bs = f32_data(BS)[p.bsc == 2 ? j : 0], ys = f32_data(YS)[0];
@@ -169,7 +173,7 @@ void conv_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 acc += xv * wv;
             }
         }
-        if (p.to_int) i32_data(dst)[e] = int32_t(acc);
+        if (p.to_int) i32_data(dst)[e] = wrap_int32(acc);
         else f32_data(dst)[e] = float(acc);
     }
 }

@@ -527,6 +527,8 @@ ggml_tensor* causal_input(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor*
     if (x->ne[3] != 1 || w->ne[1] != 1 || w->ne[2] != C || w->ne[3] != 1)
         throw OpError("weight must have ne [k, 1, " + std::to_string(C) + "] for input ne [" + std::to_string(L) +
                       ", " + std::to_string(C) + ", " + std::to_string(N) + "]");
+    // (fuzz: an empty weight made the zero state's size negative)
+    if (K < 1 || ggml_nelements(x) == 0) throw OpError("an empty input or weight");
     x = f32_cont(ctx, x);
     if (K == 1) {
         if (past && ggml_nelements(past) != 0) throw OpError("past_state must be empty when k = 1");

@@ -266,7 +266,11 @@ struct Parser {
         // the data actually present before anything is allocated.
         uint64_t n = 1, need64 = 0;
         bool overflow = false;
-        for (int64_t d : td->dims) overflow |= __builtin_mul_overflow(n, uint64_t(d), &n);
+        uint64_t nonzero = 1;  // ggml refuses a shape whose dims past 0 multiply beyond int64, empty or not
+        for (int64_t d : td->dims) {
+            overflow |= __builtin_mul_overflow(n, uint64_t(d), &n);
+            if (d > 1) overflow |= __builtin_mul_overflow(nonzero, uint64_t(d), &nonzero) || nonzero > INT64_MAX;
+        }
         overflow |= __builtin_mul_overflow(n, uint64_t(esize), &need64);
         O2G_CHECK(!overflow && need64 <= (uint64_t(1) << 62), path, ": tensor '", td->name, "' ", shape, " ",
                   dtype_name(td->dtype), " is too large (", overflow ? "more than 2^64" : std::to_string(need64),

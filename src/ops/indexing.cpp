@@ -161,6 +161,8 @@ void lower_TensorScatter(Lower& L) {
     int axis = norm_axis(L, L.node.get_int("axis", -2), r);
     std::string mode = L.node.get_string("mode", "linear");
     if (mode != "linear" && mode != "circular") L.error("unknown mode '" + mode + "'");
+    if (L.dtype(0) != L.dtype(1))  // one element type T (fuzz: the rows of a narrower update read past its end)
+        L.error(std::string("the update is ") + dtype_name(L.dtype(1)) + ", the cache " + dtype_name(L.dtype(0)));
     const Sym wi = L.has(2) ? L.sym(2) : Sym{};
     o2g::RowMap m = o2g::tensor_scatter_rows(cs, us, wi.v, axis, mode == "circular");
     if (L.b.host_mode) {

@@ -24,6 +24,10 @@ ggml_tensor* WeightCache::get(const std::string& key, const HostTensor& h, ggml_
     }
     int64_t ne[4];
     shape_to_ne(h.shape, ne);
+    int64_t count = 1;  // ggml asserts that the dims past 0 multiply within int64, even for an empty tensor
+    for (int64_t n : ne)
+        if (n > 1 && __builtin_mul_overflow(count, n, &count))
+            throw Error("'" + key + "' " + shape_str(h.shape) + " has more elements than ggml holds");
     const bool same = (type == GGML_TYPE_F32 && h.dtype == DType::FLOAT) || (type == GGML_TYPE_F16 && h.dtype == DType::FLOAT16);
     if (zero_copy && same && h.keep && h.nbytes > 0 &&
         reinterpret_cast<uintptr_t>(h.data) % 32 == 0) {  // ggml's tensor alignment
