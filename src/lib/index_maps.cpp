@@ -19,6 +19,10 @@ Ints element_offsets(const Ints& ds, const Ints& idx, const Ints& is, int axis, 
     int r = int(ds.size());
     if (int(is.size()) != r) throw OpError(std::string(op) + ": indices rank must equal data rank");
     if (prod(is) != int64_t(idx.size())) throw OpError(std::string(op) + ": indices do not match their shape");
+    for (int d = 0; d < r; d++)  // off the axis, an index's position is its coordinate (fuzz: a write past data)
+        if (d != axis && is[size_t(d)] > ds[size_t(d)])
+            throw OpError(std::string(op) + ": indices " + ints_literal(is) + " are larger than data " +
+                          ints_literal(ds) + " on axis " + std::to_string(d));
     Ints dst = strides(ds), ist = strides(is), offs(idx.size());
     for (size_t k = 0; k < idx.size(); k++) {
         int64_t off = 0, rem = int64_t(k);
