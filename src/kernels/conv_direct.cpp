@@ -157,7 +157,8 @@ void direct_clamp_kernel(ggml_tensor* dst, int ith, int nth, void* ud) {
                 off[size_t((ci * KH + ky) * KW + kx)] = ci * PH * RW + ky * RW + (kx % p.sw) * L + kx / p.sw;
     int64_t packed = -1;  // the (image, group) whose planes buf holds
     const bool dw3 = CIN == 1 && MG == 1 && KW == 3 && KH == 3 && (p.sh == 1 || p.sh == 2);
-    const int64_t col[3] = {off[0], off[1], off[2]};  // a 3x3 tap's column part (dw3_rows)
+    // A 3x3 tap's column part (dw3_rows); a kernel of one or two taps has fewer (fuzz: read past `off`).
+    const int64_t col[3] = {dw3 ? off[0] : 0, dw3 ? off[1] : 0, dw3 ? off[2] : 0};
     // The stride split, worked out once (divisions per row cost more than the copies of a 14x14 plane): columns
     // [0, done) go 16 at a time (stride 2); phase q's remaining columns start at phase_ix[q], stored from
     // phase_dst[q] in a padded row.

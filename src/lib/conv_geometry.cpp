@@ -148,6 +148,10 @@ WindowGeometry conv_transpose_geometry(const Ints& in, const Ints& kernel, int a
         if (g.out[i] < 1)
             throw OpError("the output would be empty: input " + ints_literal(in) + ", kernel_shape " + ints_literal(kernel) +
                           ", strides " + ints_literal(g.strides) + ", pads " + ints_literal(g.pad_begin) + " / " + ints_literal(g.pad_end));
+        // The pads and kernel are bounded to 2^30 (check_pads, window_base); an output_shape is too (fuzz: INT64_MAX).
+        if (g.out[i] > (int64_t(1) << 30))
+            throw OpError("output size " + std::to_string(g.out[i]) + " is above 2^30 (output_shape " +
+                          ints_literal(output_shape) + ")");
     }
     return g;
 }
