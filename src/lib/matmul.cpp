@@ -61,6 +61,11 @@ ggml_tensor* mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
 }
 
 ggml_tensor* device_mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
+    // ggml divides by a's batch dims to broadcast them (fuzz: an Einsum over an empty head dim, a division by zero).
+    for (int d = 2; d < 4; d++)
+        if (a->ne[d] == 0 || b->ne[d] % a->ne[d])
+            throw OpError("a product of batch dims " + std::to_string(a->ne[d]) + " and " + std::to_string(b->ne[d]) +
+                          ": ggml broadcasts only a non-empty first operand's batch dims into the second's");
     // Exact mode off the CPU: CUDA's mmf kernel takes F32 products whose second operand has 4 to 16 columns (a
     // conv with 4 to 16 output channels, a short sequence) in TF32, whatever NVIDIA_TF32_OVERRIDE says. The
     // operands swapped give the product transposed, which cuBLAS computes in F32; the copy back is small.
