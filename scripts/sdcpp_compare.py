@@ -53,8 +53,10 @@ def ours_cmd(args, verb, model, inputs, *extra):
     return cmd + (["--portable"] if args.device == "CPU" else [])
 
 
-def ours_once(args, model, inputs):
-    p = subprocess.run(ours_cmd(args, "bench", model, inputs, "--runs", "1", "--warmup", str(args.warmup)),
+def ours_once(args, model, inputs, precision, stats):
+    """One timed run after args.warmup untimed ones; `stats` gets the first run's --stats."""
+    p = subprocess.run(ours_cmd(args, "bench", model, inputs, "--runs", "1", "--warmup", str(args.warmup),
+                                "--precision", precision, "--stats", stats),
                        capture_output=True, text=True, timeout=3600)
     if p.returncode:
         raise SystemExit(f"onnx2ggml bench failed:\n{(p.stdout + p.stderr)[-2000:]}")
@@ -74,6 +76,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--flags", default=",".join(FLAGS), help="sd-cli's flag sets to run, of " + ",".join(FLAGS))
+    ap.add_argument("--precision", default="exact", help="ours, one or more of exact,fast (fast: F16 product weights "
+                    "off the CPU, as sd.cpp's convs)")
     ap.add_argument("--warmup", type=int, default=1, help="our untimed runs before the timed one (0 on lavapipe, "
                     "where the first run's graph build is small beside its compute)")
     args = ap.parse_args()
@@ -81,7 +85,9 @@ def main() -> int:
 
     manifest = json.load(open(os.path.join(args.sd15, "manifest.json")))
     parts = {p["name"]: p for p in manifest["parts"]}
-    res = {k: [] for k in ("ours_unet", "ours_vae_decoder", "first_unet", "first_vae_decoder")}
+    precisions = args.precision.split(",")
+    ours = [f"{w}{q}" for q in precisions for w in ("ours_", "first_")]
+    res = {f"{k}_{name}": [] for k in ours for name in ("unet", "vae_decoder")}
     flag_sets = {f: FLAGS[f] for f in args.flags.split(",")}
     res.update({f"{f}_{k}": [] for f in flag_sets for k in ("unet", "vae_decoder")})
     sd_bufs, our_stats = {}, {}
@@ -101,31 +107,32 @@ def main() -> int:
                 res[f"{f}_vae_decoder"].append(t["vae_decoder"])
                 sd_bufs[f] = (t["buf_unet"], t["buf_vae_decoder"])
                 print(f"  sd.cpp {f}: unet {t['unet']:.0f} ms, vae decode {t['vae_decoder']:.0f} ms", flush=True)
-            for name in ("unet", "vae_decoder"):
-                med, first = ours_once(args, os.path.join(args.sd15, parts[name]["file"]), feeds[name])
-                res[f"ours_{name}"].append(med)
-                res[f"first_{name}"].append(first)
+            for q in precisions:
+                for name in ("unet", "vae_decoder"):
+                    med, first = ours_once(args, os.path.join(args.sd15, parts[name]["file"]), feeds[name], q,
+                                           f"{d}/{name}_{q}.json")
+                    res[f"ours_{q}_{name}"].append(med)
+                    res[f"first_{q}_{name}"].append(first)
+                    our_stats[(name, q)] = json.load(open(f"{d}/{name}_{q}.json"))
             print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.0f}" for k, v in res.items()), flush=True)
-        for name in ("unet", "vae_decoder"):  # the graphs, once more, with --stats (untimed)
-            cmd = ours_cmd(args, "run", os.path.join(args.sd15, parts[name]["file"]), feeds[name], "--output-dir",
-                           f"{d}/out", "--stats", f"{d}/{name}.json")
-            subprocess.run(cmd, capture_output=True, check=True, timeout=3600)
-            our_stats[name] = json.load(open(f"{d}/{name}.json"))
     md = {k: statistics.median(v) for k, v in res.items()}
     print(f"\n{args.device}, {args.threads} threads, {args.rounds} alternating rounds (medians, ms; sd.cpp's fastest is "
           f"the best of its flag sets {', '.join(flag_sets)} for that part):")
-    print(f"{'part':<12} {'ours':>7} {'ours 1st':>9} {'sd default':>11} {'ratio':>6} {'sd fastest':>17} {'ratio':>6}  "
+    print(f"{'part':<18} {'ours':>7} {'ours 1st':>9} {'sd default':>11} {'ratio':>6} {'sd fastest':>17} {'ratio':>6}  "
           f"compute buffer MB: ours, then sd.cpp per flag set")
     for i, name in enumerate(("unet", "vae_decoder")):
-        o, dft = md[f"ours_{name}"], md[f"default_{name}"]
+        dft = md[f"default_{name}"]
         best = min(flag_sets, key=lambda f: md[f"{f}_{name}"])
         fst = md[f"{best}_{name}"]
         bufs = ", ".join(f"{f} {sd_bufs[f][i]}" for f in flag_sets)
-        print(f"{name:<12} {o:>7.0f} {md[f'first_{name}']:>9.0f} {dft:>11.0f} {o / dft:>6.2f} {fst:>6.0f} "
-              f"({best:>9}) {o / fst:>6.2f}  {our_stats[name]['compute_buffer_mb']:.1f}; {bufs}")
-    for name, st in our_stats.items():
+        for q in precisions:
+            o, label = md[f"ours_{q}_{name}"], f"{name} {q}"
+            print(f"{label:<18} {o:>7.0f} {md[f'first_{q}_{name}']:>9.0f} {dft:>11.0f} {o / dft:>6.2f} {fst:>6.0f} "
+                  f"({best:>9}) {o / fst:>6.2f}  {our_stats[(name, q)]['compute_buffer_mb']:.1f}; {bufs}")
+    for (name, q), st in our_stats.items():
         ops = sorted(st["ggml_ops"].items(), key=lambda kv: -kv[1])
-        print(f"ours {name}: {st['ggml_graph_nodes']} ggml nodes: " + ", ".join(f"{k} {v}" for k, v in ops[:14]))
+        print(f"ours {name} {q}: {st['ggml_graph_nodes']} ggml nodes, weights {st['weights_mb']:.0f} MB: " +
+              ", ".join(f"{k} {v}" for k, v in ops[:14]))
     return 0
 
 

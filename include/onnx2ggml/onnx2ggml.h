@@ -26,8 +26,8 @@ struct SessionOptions {
     bool profile = false;     // time every ggml node (slower: one synchronisation per node)
     // Storage of constant MatMul/Gemm and convolution weights: "f32" (exact), or "f16", "bf16", "q8_0" (less
     // memory, less exact: ggml then also rounds the activations they multiply; faster only where the CPU has dot
-    // products for the type; docs/performance.md).
-    std::string weights = "f32";
+    // products for the type; docs/performance.md). "": f32, but f16 with precision "fast" off the CPU.
+    std::string weights;
     // What the backend may round: "exact" keeps f32 everywhere (on Vulkan: no f16 inside matrix shaders; the same
     // 1e-4 bars as the CPU), "fast" lets it use f16 where it is faster. The CPU computes in f32 either way.
     std::string precision = "exact";

@@ -67,6 +67,9 @@ struct Ctx {
     bool exact_flash_attention = true;
     // Convolutions whose im2col would be cut into bands run as ggml_conv_2d_direct (o2g::set_device).
     bool direct_conv = false;
+    // Convolution products take the kernel as their first operand, ggml's weight side (o2g::set_device: GPU
+    // backends; few output pixels then take the matrix-vector kernels, lavapipe 1.3-1.5x faster, src/lib/conv.cpp).
+    bool kernel_first = false;
     // Host data created while building (index tables, masks), uploaded once the graph is allocated.
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
     // Our own kernels by name (stats and profiles show "CUSTOM:<name>").

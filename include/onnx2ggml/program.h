@@ -29,6 +29,9 @@ struct Backends {
     std::string precision = "exact";  // SessionOptions::precision
     int threads = 0;
     bool is_cpu() const;
+    // Storage of constant product weights (MatMul, Gemm, conv) where the user chose none: F16 in fast mode off the
+    // CPU (half the device memory and bytes read; stable-diffusion.cpp keeps its convs' weights so), else F32.
+    ggml_type product_weights() const;
     std::vector<ggml_backend_t> in_priority_order() const;
     ~Backends();
 };

@@ -78,7 +78,8 @@ class SessionOptions:
     else the CPU. Default from $ONNX2GGML_DEVICE.
     rpc: ggml RPC servers, "HOST:PORT[,HOST:PORT...]", whose devices (RPC0, RPC1, ...) the session may then name as
     its device (see add_rpc_servers). Default from $ONNX2GGML_RPC.
-    weights: storage of constant MatMul/Gemm and convolution weights: "f32" (exact), "f16", "bf16" or "q8_0".
+    weights: storage of constant MatMul/Gemm and convolution weights: "f32" (exact), "f16", "bf16" or "q8_0"; "" (the
+        default): f32, but f16 with precision "fast" off the CPU.
     precision: "exact" (f32 everywhere) or "fast" (backends may round to f16). Default from $ONNX2GGML_PRECISION.
     portable: ggml-op compositions instead of our CPU kernels (the path other backends take).
     lora: LoRA .safetensors files merged into the weights at load: paths, "FILE:SCALE" strings or (path, scale).
@@ -107,7 +108,7 @@ class SessionOptions:
         self.log_severity_level = 2
         self.device = os.environ.get("ONNX2GGML_DEVICE", "")
         self.rpc = os.environ.get("ONNX2GGML_RPC", "")
-        self.weights = "f32"
+        self.weights = ""
         self.precision = os.environ.get("ONNX2GGML_PRECISION", "exact")
         self.portable = os.environ.get("ONNX2GGML_PORTABLE") == "1"
         self.lora = []

@@ -41,15 +41,19 @@ namespace {
 // takes a derived form of a constant kernel (packed, reduced precision), the original weight is then not in the
 // graph (not uploaded to a device, not counted in its weights); and a kernel kept in host memory (device_memory) is
 // copied to the device once, for the product, not twice.
-ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh) {
+ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
+                    ggml_type type = GGML_TYPE_F32) {
     x = cont(ctx, x);
-    // A view of x with the kernel's sizes; x smaller than one output channel's kernel (the UNet's 1x1 levels at an
-    // 8x8 latent): that slice of k, the bytes a copy would move.
+    // A view of x with the kernel's sizes; x smaller than one output channel's kernel (the UNet's 2x2 levels at a
+    // 16x16 latent): an unread leaf of those sizes in the compute buffer where k is a weight (else that weight would
+    // be uploaded beside its derived form), or that slice of k.
     const bool x_fits = x->type == GGML_TYPE_F32 && ggml_nelements(x) >= k->ne[0] * k->ne[1] * k->ne[2];
     ggml_tensor* sizes = x_fits ? ggml_view_3d(ctx, x, k->ne[0], k->ne[1], k->ne[2], size_t(k->ne[0]) * sizeof(float),
                                                size_t(k->ne[0] * k->ne[1]) * sizeof(float), 0)
-                                : ggml_view_3d(ctx, k, k->ne[0], k->ne[1], k->ne[2], k->nb[1], k->nb[2], 0);
-    return ggml_im2col(ctx, sizes, x, sw, sh, pw, ph, dw, dh, true, GGML_TYPE_F32);  // [CKK, OW, OH, N]
+                         : ctx.weights && ctx.weights->is_weight(k)
+                             ? ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k->ne[0], k->ne[1], k->ne[2])
+                             : ggml_view_3d(ctx, k, k->ne[0], k->ne[1], k->ne[2], k->nb[1], k->nb[2], 0);
+    return ggml_im2col(ctx, sizes, x, sw, sh, pw, ph, dw, dh, true, type);  // [CKK, OW, OH, N]
 }
 
 // A bias and an activation a product kernel may apply while writing; `done` says it did both.
@@ -61,6 +65,14 @@ struct Epilogue {
 
 ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
                         Epilogue* ep = nullptr);
+
+// A constant kernel [kW, kH, C, M] as M rows of CKK values of type `wt` (made once, at load).
+ggml_tensor* conv_rows(Ctx& ctx, ggml_tensor* k, ggml_type wt) {
+    const int64_t ne[4] = {k->ne[0] * k->ne[1] * k->ne[2], k->ne[3], 1, 1};
+    return ctx.weights->derived(k, "conv_rows", wt, ne, [n = ggml_nelements(k)](const float* src, float* dst) {
+        std::copy(src, src + n, dst);
+    });
+}
 
 // Off the CPU, an im2col larger than this is made for bands of output rows, one after the other: the compute
 // buffer then holds one band's (a 256x256 SD VAE decoder's 256 -> 128 conv needs 604 MB at once; stable-diffusion.cpp
@@ -94,14 +106,21 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
     int64_t M = k->ne[3], CKK = k->ne[0] * k->ne[1] * k->ne[2];
     const int64_t OW = (x->ne[0] + 2 * pw - dw * (k->ne[0] - 1) - 1) / sw + 1;
     const int64_t OH = (x->ne[1] + 2 * ph - dh * (k->ne[1] - 1) - 1) / sh + 1;
+    const bool constant_k = ctx.weights && ctx.weights->is_weight(k);
+    const ggml_type wt = constant_k ? product_weight_type(ctx, k, CKK) : GGML_TYPE_F32;
+    // Off the CPU an F16 weight multiplies F16 columns (as stable-diffusion.cpp's): half the column buffer.
+    const ggml_type col_type = !ctx.cpu && wt == GGML_TYPE_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
     if (!ctx.cpu && (k->ne[0] > 1 || k->ne[1] > 1)) {
-        const int64_t row_bytes = CKK * OW * x->ne[3] * int64_t(sizeof(float));
+        const int64_t row_bytes = CKK * OW * x->ne[3] * int64_t(ggml_type_size(col_type));
         // (Smaller where the device's largest tensor is: a device_memory budget sets that, Session.)
         const int64_t band_bytes = ctx.max_alloc ? std::min<int64_t>(IM2COL_BAND_BYTES, int64_t(ctx.max_alloc / 2))
                                                  : IM2COL_BAND_BYTES;
         const int64_t band = std::max<int64_t>(1, band_bytes / std::max<int64_t>(row_bytes, 1));
         if (OH > 1 && band < OH && ctx.direct_conv) {  // no column buffer at all, where it measured faster
-            ggml_tensor* y = ggml_conv_2d_direct(ctx, cont(ctx, k), cont(ctx, x), sw, sh, pw, ph, dw, dh);
+            ggml_tensor* kd = wt == GGML_TYPE_F16 ? ggml_reshape_4d(ctx, conv_rows(ctx, k, wt), k->ne[0], k->ne[1],
+                                                                    k->ne[2], k->ne[3])
+                                                  : cont(ctx, k);
+            ggml_tensor* y = ggml_conv_2d_direct(ctx, kd, cont(ctx, x), sw, sh, pw, ph, dw, dh);
             if (!ctx.supports || ctx.supports(y)) return y;
         }
         if (OH > 1 && band < OH) {
@@ -109,28 +128,25 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
             return conv2d_banded(ctx, k, x, sw, sh, pw, ph, dw, dh, OH, (OH + bands - 1) / bands);
         }
     }
-    const bool constant_k = ctx.weights && ctx.weights->is_weight(k);
-    if (constant_k && product_weight_type(ctx, k, CKK) != GGML_TYPE_F32) {
-        // --weights f16|bf16|q8_0: the weight kept at that type goes first (ggml takes reduced types as src0),
-        // then the product [M, OW*OH, N] is transposed back.
-        const int64_t ne[4] = {CKK, M, 1, 1};
-        ggml_tensor* kr = ctx.weights->derived(k, "conv_rows", product_weight_type(ctx, k, CKK), ne,
-                                               [n = ggml_nelements(k)](const float* src, float* dst) {
-                                                   std::copy(src, src + n, dst);
-                                               });
-        ggml_tensor* col = im2col(ctx, k, x, sw, sh, pw, ph, dw, dh);
+    if (wt == GGML_TYPE_F32 && k->ne[0] == 1 && k->ne[1] == 1 && sw == 1 && sh == 1 && pw == 0 && ph == 0 &&
+        x->ne[3] == 1) {
+        // 1x1 conv, batch 1: a plain matrix product over channels; one transpose instead of im2col + permute.
+        int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
+        ggml_tensor* xt = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, cont(ctx, x), W * H, C)));
+        return ggml_reshape_4d(ctx, mul_mat(ctx, xt, ggml_reshape_2d(ctx, cont(ctx, k), CKK, M)), W, H, M, 1);
+    }
+    if (wt != GGML_TYPE_F32 || ctx.kernel_first) {
+        // The kernel first (ggml takes reduced types as src0), then the product [M, OW*OH, N] is transposed back.
+        // Off the CPU, lavapipe: 1.3-1.5x faster than the columns first for the SD UNet's 3x3 convs at 2x2 to 32x32
+        // pixels (F32), and as fast with F16 columns as with F32 (half their buffer).
+        ggml_tensor* kr = wt == GGML_TYPE_F32 ? ggml_reshape_2d(ctx, cont(ctx, k), CKK, M) : conv_rows(ctx, k, wt);
+        ggml_tensor* col = im2col(ctx, k, x, sw, sh, pw, ph, dw, dh, col_type);
         ggml_tensor* yt = device_mul_mat(ctx, kr, ggml_reshape_2d(ctx, col, CKK, col->ne[1] * col->ne[2] * col->ne[3]));
         yt = ggml_reshape_3d(ctx, yt, M, col->ne[1] * col->ne[2], col->ne[3]);
         yt = ctx.cpu ? transpose_blocked(ctx, yt) : ggml_cont(ctx, ggml_permute(ctx, yt, 1, 0, 2, 3));
         return ggml_reshape_4d(ctx, yt, col->ne[1], col->ne[2], M, col->ne[3]);
     }
     ggml_tensor* k2 = ggml_reshape_2d(ctx, cont(ctx, k), CKK, M);  // [CKK, M]
-    if (k->ne[0] == 1 && k->ne[1] == 1 && sw == 1 && sh == 1 && pw == 0 && ph == 0 && x->ne[3] == 1) {
-        // 1x1 conv, batch 1: a plain matrix product over channels; one transpose instead of im2col + permute.
-        int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
-        ggml_tensor* xt = ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, cont(ctx, x), W * H, C)));
-        return ggml_reshape_4d(ctx, mul_mat(ctx, xt, k2), W, H, M, 1);  // [W*H, M]
-    }
     const bool gemm = ctx.cpu && constant_k && k->type == GGML_TYPE_F32 && gemm_available() &&
                       gemm_wanted(OW * OH * x->ne[3], CKK, M);
     ggml_tensor* col = im2col(ctx, k, x, sw, sh, pw, ph, dw, dh);

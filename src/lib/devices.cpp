@@ -37,6 +37,7 @@ void set_device(Ctx& ctx, ggml_backend_t backend) {
     const std::string reg = registry_name(backend);
     ctx.exact_flash_attention = reg == "CPU" || reg == "Vulkan";
     ctx.direct_conv = reg == "Vulkan";
+    ctx.kernel_first = reg != "CPU" && reg != "RPC";  // (an RPC server's backend is not known: the CPU's graph)
 }
 
 static thread_local const std::string* t_abort_context = nullptr;
@@ -67,6 +68,10 @@ std::string cpu_code_description() {
 
 bool Backends::is_cpu() const {
     return ggml_backend_dev_type(ggml_backend_get_device(main)) == GGML_BACKEND_DEVICE_TYPE_CPU;
+}
+
+ggml_type Backends::product_weights() const {
+    return precision == "fast" && !is_cpu() ? GGML_TYPE_F16 : GGML_TYPE_F32;
 }
 
 std::vector<ggml_backend_t> Backends::in_priority_order() const {

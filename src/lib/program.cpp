@@ -358,6 +358,7 @@ std::unique_ptr<Program::Graph> Program::build_in(const std::vector<const Tensor
     ctx.max_alloc = ggml_backend_buft_get_max_size(ggml_backend_get_default_buffer_type(backends_->main));
     ctx.weights = weights_.get();
     ctx.fast = backends_->precision == "fast";
+    ctx.matmul_type = backends_->product_weights();
     set_device(ctx, backends_->main);
     g->outputs.assign(outputs_.size(), nullptr);
     g->host_outputs.assign(outputs_.size(), HostTensor{});

@@ -110,7 +110,7 @@ public:
         if (weights_.progress && weights_.zero_copy) read_weights_with_progress(*model_);
         weights_.max_alloc = ggml_backend_buft_get_max_size(weights_.buft);
         const std::map<std::string, ggml_type> kinds = {
-            {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0}};
+            {"", backends_->product_weights()}, {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0}};
         auto kind = kinds.find(opts.weights);
         O2G_CHECK(kind != kinds.end(), "weights must be f32, f16, bf16 or q8_0, not '", opts.weights, "'");
         weights_.matmul_type = kind->second;

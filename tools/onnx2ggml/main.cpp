@@ -54,6 +54,7 @@ const char* kUsage =
     "                [--profile] [--weights f32|f16|bf16|q8_0] [--precision exact|fast] [--portable]\n"
     "                [--lora FILE.safetensors[:SCALE] ...] [--weights-file FILE.gguf] [--max-memory SIZE]\n"
     "                [--progress] [--peak GFLOPS]   (with --profile: warns below 25% of this peak)\n"
+    "                [--stats FILE.json]   (the first run's, as run writes them)\n"
     "                [--vae-tiling] [--tile-size N] [--tile-overlap N]\n"
     "                [--device-memory SIZE]\n"
     "  (a model of 1 GB or more shows its loading on a terminal; --progress shows it anyway)\n"
@@ -353,12 +354,45 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     return true;
 }
 
+// --stats FILE.json: a run's figures, its ggml ops and the plan's fusions.
+void write_stats(const std::string& stats_path, const Session& session, const RunStats& s) {
+    std::ofstream f(platform::fs_path(stats_path));
+    f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
+      << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
+      << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms
+      << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
+      << ", \"cache_hit\": " << (s.cache_hit ? "true" : "false") << ", \"tiles\": " << s.tiles
+      << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes
+      << ", \"unread_weight_bytes\": " << s.unread_weight_bytes
+      << ", \"device_weight_bytes\": " << s.device_weight_bytes << ", \"host_weight_bytes\": "
+      << s.host_weight_bytes << ", \"copied_weight_bytes\": " << s.copied_weight_bytes << ", \"segments\": " << s.segments
+      << ", \"carried_bytes\": " << s.carried_bytes << ", \"cpu_code\": \""
+      << o2g::cpu_code_description() << "\", \"ggml_ops\": {";
+    const char* sep = "";
+    for (auto& [op, n] : s.ggml_ops) {
+        f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers
+        sep = ", ";
+    }
+    f << "}, \"splits\": " << s.splits << ", \"backends\": {";
+    sep = "";
+    for (auto& b : s.backends) {  // ggml backend names are plain identifiers
+        f << sep << "\"" << b.backend << "\": {\"nodes\": " << b.nodes << ", \"compute_nodes\": " << b.compute_nodes
+          << ", \"copy_mb\": " << b.copy_mb
+          << ", \"buffer_bytes\": " << b.buffer_bytes << "}";
+        sep = ", ";
+    }
+    const FusionReport fr = fusion_report(session.model(), plan_graph(session.model()));
+    f << "}, \"fusions\": " << json_counts(fr.fused) << ", \"native_fused_kinds\": " << json_counts(fr.native)
+      << ", \"unfused\": " << json_counts(fr.unfused) << "}\n";
+}
+
 int cmd_bench(const std::vector<std::string>& args) {
     std::string model;
     std::vector<std::pair<std::string, std::string>> inputs, new_inputs;
     SessionOptions opts = default_options();
     int runs = 10, warmup = 2;
     double peak = env_peak();
+    std::string stats_path;  // the first run's
     for (size_t i = 0; i < args.size(); i++) {
         const std::string& a = args[i];
         auto next = [&]() -> std::string {
@@ -371,6 +405,7 @@ int cmd_bench(const std::vector<std::string>& args) {
         else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
         else if (a == "--warmup") warmup = std::max(0, std::atoi(next().c_str()));
         else if (a == "--peak") peak = std::atof(next().c_str());
+        else if (a == "--stats") stats_path = next();
         else if (!a.empty() && a[0] == '-') throw Error("unknown option " + a + "\n" + kUsage);
         else if (model.empty()) model = a;
         else throw Error("unexpected argument " + a + "\n" + kUsage);
@@ -382,6 +417,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     auto feeds = read_inputs(session->model().graph, model, inputs);
     session->run(feeds);  // first run builds the graph and uploads weights
     const RunStats first = session->stats();
+    if (!stats_path.empty()) write_stats(stats_path, *session, first);
     for (int i = 0; i < warmup; i++) session->run(feeds);
     std::vector<double> times;
     for (int i = 0; i < runs; i++) {
@@ -511,36 +547,7 @@ int cmd_run(const std::vector<std::string>& args) {
             print_profile(*session);
             print_verdict(*session, s.gflop, s.compute_ms, env_peak());
         }
-        if (!stats_path.empty()) {
-            std::ofstream f(platform::fs_path(stats_path));
-            f << "{\"nodes\": " << s.nodes << ", \"ggml_nodes\": " << s.ggml_nodes << ", \"host_nodes\": " << s.host_nodes
-              << ", \"host_float_nodes\": " << s.host_float_nodes << ", \"ggml_graph_nodes\": " << s.ggml_graph_nodes
-              << ", \"build_ms\": " << s.build_ms << ", \"compute_ms\": " << s.compute_ms
-              << ", \"compute_buffer_mb\": " << s.compute_buffer_mb << ", \"weights_mb\": " << s.weights_mb
-              << ", \"cache_hit\": " << (s.cache_hit ? "true" : "false") << ", \"tiles\": " << s.tiles
-              << ", \"transformed_weight_bytes\": " << s.transformed_weight_bytes
-              << ", \"unread_weight_bytes\": " << s.unread_weight_bytes
-              << ", \"device_weight_bytes\": " << s.device_weight_bytes << ", \"host_weight_bytes\": "
-              << s.host_weight_bytes << ", \"copied_weight_bytes\": " << s.copied_weight_bytes << ", \"segments\": " << s.segments
-              << ", \"carried_bytes\": " << s.carried_bytes << ", \"cpu_code\": \""
-              << o2g::cpu_code_description() << "\", \"ggml_ops\": {";
-            const char* sep = "";
-            for (auto& [op, n] : s.ggml_ops) {
-                f << sep << "\"" << op << "\": " << n;  // ggml op names are plain identifiers
-                sep = ", ";
-            }
-            f << "}, \"splits\": " << s.splits << ", \"backends\": {";
-            sep = "";
-            for (auto& b : s.backends) {  // ggml backend names are plain identifiers
-                f << sep << "\"" << b.backend << "\": {\"nodes\": " << b.nodes << ", \"compute_nodes\": " << b.compute_nodes
-                  << ", \"copy_mb\": " << b.copy_mb
-                  << ", \"buffer_bytes\": " << b.buffer_bytes << "}";
-                sep = ", ";
-            }
-            const FusionReport fr = fusion_report(session->model(), plan_graph(session->model()));
-            f << "}, \"fusions\": " << json_counts(fr.fused) << ", \"native_fused_kinds\": " << json_counts(fr.native)
-              << ", \"unfused\": " << json_counts(fr.unfused) << "}\n";
-        }
+        if (!stats_path.empty()) write_stats(stats_path, *session, s);
     }
     return 0;
 }
