@@ -117,10 +117,8 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
                                                  : IM2COL_BAND_BYTES;
         const int64_t band = std::max<int64_t>(1, band_bytes / std::max<int64_t>(row_bytes, 1));
         if (OH > 1 && band < OH && ctx.direct_conv) {  // no column buffer at all, where it measured faster
-            ggml_tensor* kd = wt == GGML_TYPE_F16 ? ggml_reshape_4d(ctx, conv_rows(ctx, k, wt), k->ne[0], k->ne[1],
-                                                                    k->ne[2], k->ne[3])
-                                                  : cont(ctx, k);
-            ggml_tensor* y = ggml_conv_2d_direct(ctx, kd, cont(ctx, x), sw, sh, pw, ph, dw, dh);
+            // (An F16 kernel here is not taken: lavapipe was still compiling that shader after 17 minutes.)
+            ggml_tensor* y = ggml_conv_2d_direct(ctx, cont(ctx, k), cont(ctx, x), sw, sh, pw, ph, dw, dh);
             if (!ctx.supports || ctx.supports(y)) return y;
         }
         if (OH > 1 && band < OH) {
