@@ -66,14 +66,6 @@ struct Epilogue {
 ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
                         Epilogue* ep = nullptr);
 
-// A constant kernel [kW, kH, C, M] as M rows of CKK values of type `wt` (made once, at load).
-ggml_tensor* conv_rows(Ctx& ctx, ggml_tensor* k, ggml_type wt) {
-    const int64_t ne[4] = {k->ne[0] * k->ne[1] * k->ne[2], k->ne[3], 1, 1};
-    return ctx.weights->derived(k, "conv_rows", wt, ne, [n = ggml_nelements(k)](const float* src, float* dst) {
-        std::copy(src, src + n, dst);
-    });
-}
-
 // Off the CPU, an im2col larger than this is made for bands of output rows, one after the other: the compute
 // buffer then holds one band's (a 256x256 SD VAE decoder's 256 -> 128 conv needs 604 MB at once; stable-diffusion.cpp
 // holds it in F16, 302 MB). Where Ctx::direct_conv is set (Vulkan), such a conv is ggml_conv_2d_direct instead,
@@ -137,7 +129,9 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
         // The kernel first (ggml takes reduced types as src0), then the product [M, OW*OH, N] is transposed back.
         // Off the CPU, lavapipe: 1.3-1.5x faster than the columns first for the SD UNet's 3x3 convs at 2x2 to 32x32
         // pixels (F32), and as fast with F16 columns as with F32 (half their buffer).
-        ggml_tensor* kr = wt == GGML_TYPE_F32 ? ggml_reshape_2d(ctx, cont(ctx, k), CKK, M) : conv_rows(ctx, k, wt);
+        const int64_t rows[4] = {CKK, M, 1, 1};
+        ggml_tensor* kr = wt == GGML_TYPE_F32 ? ggml_reshape_2d(ctx, cont(ctx, k), CKK, M)
+                                              : weight_as(ctx, k, "conv_rows", wt, rows);
         ggml_tensor* col = im2col(ctx, k, x, sw, sh, pw, ph, dw, dh, col_type);
         ggml_tensor* yt = device_mul_mat(ctx, kr, ggml_reshape_2d(ctx, col, CKK, col->ne[1] * col->ne[2] * col->ne[3]));
         yt = ggml_reshape_3d(ctx, yt, M, col->ne[1] * col->ne[2], col->ne[3]);

@@ -15,6 +15,12 @@ ggml_type product_weight_type(const Ctx& ctx, const ggml_tensor* w, int64_t K) {
     return ctx.matmul_type;
 }
 
+ggml_tensor* weight_as(Ctx& ctx, const ggml_tensor* w, const char* kind, ggml_type type, const int64_t ne[4]) {
+    return ctx.weights->derived(w, kind, type, ne, [n = ggml_nelements(w)](const float* src, float* dst) {
+        std::copy(src, src + n, dst);
+    });
+}
+
 ggml_type panel_weight_type(const Ctx& ctx, const ggml_tensor* w) {
     return ctx.weights && ctx.weights->source_type(w) == GGML_TYPE_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
 }
@@ -155,8 +161,7 @@ ggml_tensor* gemm(Ctx& ctx, ggml_tensor* a, ggml_tensor* b, ggml_tensor* c, cons
         ggml_tensor* bt;  // ggml [K, N]
         if (!p.trans_b) bt = transposed_rhs(ctx, b);
         else if (is_weight(ctx, b) && product_weight_type(ctx, b, b->ne[0]) != GGML_TYPE_F32)  // kept at reduced precision
-            bt = ctx.weights->derived(b, "rows", product_weight_type(ctx, b, b->ne[0]), b->ne, [n = ggml_nelements(b)](
-                                          const float* src, float* dst) { std::copy(src, src + n, dst); });
+            bt = weight_as(ctx, b, "rows", product_weight_type(ctx, b, b->ne[0]), b->ne);
         else bt = b;
         y = mul_mat(ctx, bt, cont(ctx, a));
     }

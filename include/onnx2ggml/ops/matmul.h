@@ -16,6 +16,8 @@ ggml_tensor* device_mul_mat(Ctx& ctx, ggml_tensor* a, ggml_tensor* b);
 // Storage type of constant weight w in a product over shared dim K (MatMul, Gemm, convolutions): ctx.matmul_type
 // (SessionOptions::weights) where w is F32 and ggml's kernels take rows of K (multiples of 32), else F32.
 ggml_type product_weight_type(const Ctx& ctx, const ggml_tensor* w, int64_t K);
+// Constant weight w's values in their order, stored as `type` with sizes `ne` (made once, at load; `kind` names it).
+ggml_tensor* weight_as(Ctx& ctx, const ggml_tensor* w, const char* kind, ggml_type type, const int64_t ne[4]);
 // Storage type of an exact product's packed panels (our CPU gemm, Winograd's taps): F16 where the weight came as f16
 // (the kernels widen it on load, so products stay exact and the weight takes half the memory), else F32.
 ggml_type panel_weight_type(const Ctx& ctx, const ggml_tensor* w);
