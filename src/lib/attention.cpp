@@ -31,17 +31,30 @@ ggml_tensor* flash_attention(Ctx& ctx, ggml_tensor* q, ggml_tensor* k, ggml_tens
     // (T5's position bias).
     if ((env && std::string(env) == "0") || !ctx.supports || (!ctx.fast && (mask || !ctx.exact_flash_attention)))
         return nullptr;
-    if (ctx.fast) {
-        k = ggml_cast(ctx, k, GGML_TYPE_F16);
-        v = ggml_cast(ctx, v, GGML_TYPE_F16);
-    }
     if (mask && mask->ne[1] != q->ne[1])  // one row per query: the kernel does not broadcast over them
         mask = ggml_repeat(ctx, mask, ggml_new_tensor_4d(ctx, GGML_TYPE_F32, mask->ne[0], q->ne[1], mask->ne[2], mask->ne[3]));
     if (mask) mask = ggml_cast(ctx, mask, GGML_TYPE_F16);
-    ggml_tensor* y = ggml_flash_attn_ext(ctx, q, k, v, mask, scale, 0.0f, 0.0f);
-    if (!ctx.fast) ggml_prec_set_acc(y, GGML_PREC_F32);
-    if (!ctx.supports(y)) return nullptr;
-    return ggml_permute(ctx, y, 0, 2, 1, 3);  // [Dv, H, Tq, B] -> [Dv, Tq, H, B]
+    auto attend = [&](ggml_tensor* q, ggml_tensor* k, ggml_tensor* v) -> ggml_tensor* {
+        if (ctx.fast) {
+            k = ggml_cast(ctx, k, GGML_TYPE_F16);
+            v = ggml_cast(ctx, v, GGML_TYPE_F16);
+        }
+        ggml_tensor* y = ggml_flash_attn_ext(ctx, q, k, v, mask, scale, 0.0f, 0.0f);
+        if (!ctx.fast) ggml_prec_set_acc(y, GGML_PREC_F32);
+        return ctx.supports(y) ? y : nullptr;
+    };
+    ggml_tensor* y = attend(q, k, v);
+    // Head sizes a kernel refuses (Vulkan's: not a multiple of 8) are zero-padded: a zero column adds nothing to
+    // q k^T, and V's extra columns are cut from the result.
+    const int64_t Dv = v->ne[0], D8 = (q->ne[0] + 7) / 8 * 8, Dv8 = (Dv + 7) / 8 * 8;
+    if (!y && (D8 != q->ne[0] || Dv8 != Dv)) {
+        auto pad = [&](ggml_tensor* t, int64_t to) {
+            return to == t->ne[0] ? t : ggml_pad(ctx, t, int(to - t->ne[0]), 0, 0, 0);
+        };
+        y = attend(pad(q, D8), pad(k, D8), pad(v, Dv8));
+        if (y && Dv8 != Dv) y = ggml_view_4d(ctx, y, Dv, y->ne[1], y->ne[2], y->ne[3], y->nb[1], y->nb[2], y->nb[3], 0);
+    }
+    return y ? ggml_permute(ctx, y, 0, 2, 1, 3) : nullptr;  // [Dv, H, Tq, B] -> [Dv, Tq, H, B]
 }
 
 }  // namespace
