@@ -2,7 +2,9 @@
 # Idempotent set-up: system tools, ggml sources from a pinned PyPI sdist, and the Python test venv.
 # Usage: scripts/setup.sh [--with-torch] [--with-vulkan | --vulkan-tools] [--with-bench] [--with-cross]
 #   --with-torch   torch, diffusers, transformers, peft: to re-export model fixtures and to check --lora against
-#                  diffusers
+#                  diffusers (from .deps/torch-prefix when --fetch-torch put them there)
+#   --fetch-torch  the same packages into .deps/torch-prefix, which the venv does not see until --with-torch
+#                  (scripts/test.sh fetches them beside its builds, and its CPU steps still run without torch)
 #   --with-vulkan  Mesa's software Vulkan device (lavapipe), glslc, Vulkan headers, and ggml built with Vulkan
 #   --vulkan-tools the same without ggml's Vulkan build (scripts/test.sh builds it beside the CPU tests)
 #   --with-bench   .venv-bench: the newest onnxruntime (the benchmark's opponent; the test venv pins an older one)
@@ -11,10 +13,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_NO_CACHE_DIR=1  # wheels are not kept twice: torch's CUDA wheels alone are about 3 GB
-WITH_TORCH=0 WITH_VULKAN=0 VULKAN_GGML=0 WITH_BENCH=0 WITH_CROSS=0
+WITH_TORCH=0 WITH_VULKAN=0 VULKAN_GGML=0 WITH_BENCH=0 WITH_CROSS=0 FETCH_TORCH=0
+TORCH_PREFIX="$PWD/.deps/torch-prefix"
 for a in "$@"; do
   case "$a" in
     --with-torch) WITH_TORCH=1 ;;
+    --fetch-torch) FETCH_TORCH=1 ;;
     --with-vulkan) WITH_VULKAN=1 VULKAN_GGML=1 ;;
     --vulkan-tools) WITH_VULKAN=1 ;;
     --with-bench) WITH_BENCH=1 ;;
@@ -134,19 +138,27 @@ fi
 
 # pip fetches every wheel of an install before it unpacks one: torch's (6 GB unpacked) would need 9 GB at once.
 # The resolved set goes in one big wheel at a time (torch, triton, nvidia-*), then the rest together.
+# With --prefix DIR first, into DIR's own site-packages, and only where no package of the venv would be replaced
+# (the venv's own copy would win on sys.path): status 3 otherwise.
 pip_install_in_parts() {
-  local report big rest
+  local report big rest prefix=()
+  [ "$1" != --prefix ] || { prefix=(--prefix "$2"); shift 2; }
   report=$(mktemp)
   .venv/bin/pip install -q --dry-run --report "$report" "$@"
   big=$(.venv/bin/python -c 'import json, sys
 for i in json.load(open(sys.argv[1]))["install"]:
     m = i["metadata"]; print(m["name"] + "==" + m["version"])' "$report")
   rm -f "$report"
+  if [ ${#prefix[@]} != 0 ] && ! .venv/bin/python -c 'import importlib.metadata as md, sys
+sys.exit(any(next(iter(md.distributions(name=r.split("==")[0])), None) for r in sys.argv[1:]))' $big; then
+    echo "setup.sh: the torch set would replace packages of .venv: it is installed there by --with-torch" >&2
+    return 3
+  fi
   rest=$(echo "$big" | grep -v -E '^(torch|torchvision|triton|nvidia-[a-z0-9-]*)==' || true)
   for req in $(echo "$big" | grep -E '^(torch|torchvision|triton|nvidia-[a-z0-9-]*)==' || true); do
-    .venv/bin/pip install -q --no-deps "$req"
+    .venv/bin/pip install -q --no-deps "${prefix[@]}" "$req"
   done
-  [ -z "$rest" ] || .venv/bin/pip install -q --no-deps $rest
+  [ -z "$rest" ] || .venv/bin/pip install -q --no-deps "${prefix[@]}" $rest
 }
 
 # Python oracles for tests (onnx ships the backend node-test data; onnxruntime is the reference).
@@ -163,8 +175,19 @@ if [ $WITH_BENCH = 1 ]; then
   .venv-bench/bin/python -c "import onnxruntime; assert onnxruntime.__version__=='1.31.1'" 2>/dev/null \
     || .venv-bench/bin/pip install -q $BENCH_PKGS
 fi
-if [ $WITH_TORCH = 1 ]; then
-  .venv/bin/python -c "import torch, torchvision, diffusers, transformers, peft" 2>/dev/null || pip_install_in_parts $TORCH_PKGS
+TORCH_CHECK="import torch, torchvision, diffusers, transformers, peft"
+if [ $FETCH_TORCH = 1 ] && ! .venv/bin/python -c "$TORCH_CHECK" 2>/dev/null && [ ! -f "$TORCH_PREFIX/.complete" ]; then
+  rm -rf "$TORCH_PREFIX"
+  pip_install_in_parts --prefix "$TORCH_PREFIX" $TORCH_PKGS && touch "$TORCH_PREFIX/.complete"
+fi
+if [ $WITH_TORCH = 1 ] && ! .venv/bin/python -c "$TORCH_CHECK" 2>/dev/null; then
+  if [ -f "$TORCH_PREFIX/.complete" ]; then  # fetched before: the venv is pointed at it
+    site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    .venv/bin/python -c 'import sys, sysconfig
+print(sysconfig.get_paths(vars={"base": sys.argv[1], "platbase": sys.argv[1]})["purelib"])' "$TORCH_PREFIX" \
+      >"$site/onnx2ggml-torch-prefix.pth"
+  fi
+  .venv/bin/python -c "$TORCH_CHECK" 2>/dev/null || pip_install_in_parts $TORCH_PKGS
 fi
 # Vulkan on this machine: lavapipe, the loader and glslc from the system's Debian release. Its Vulkan headers
 # (bookworm: 1.3.239) are too old for ggml's Vulkan backend, so the headers (and SPIRV-Headers) come from Debian

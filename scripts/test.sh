@@ -25,10 +25,15 @@ if [ $VULKAN_JOB = 1 ]; then
   setsid bash -c 'nice -n 19 scripts/setup.sh --with-vulkan && nice -n 19 scripts/build.sh --vulkan -DONNX2GGML_UNITY=ON' \
     >"$LOGS/vulkan_build.log" 2>&1 &
   VK_PID=$!
-  trap 'kill -- -$VK_PID 2>/dev/null || true' EXIT
 else
   pre scripts/setup.sh
 fi
+# torch, diffusers and transformers (about 3 GB of wheels, 6 GB unpacked: 4 minutes of network and disk) are fetched
+# beside the builds into .deps/torch-prefix, which the venv sees only from the step that turns torch on, near the
+# end: every CPU step before runs without torch, as a user's set-up does.
+setsid nice -n 19 scripts/setup.sh --fetch-torch >"$LOGS/torch_fetch.log" 2>&1 &
+TORCH_PID=$!
+trap 'kill -- ${VK_PID:+-$VK_PID} -$TORCH_PID 2>/dev/null || true' EXIT  # background jobs end with this script
 # A fresh machine's build/ compiles in unity batches, as the other builds below (CI starts without a compiler cache);
 # an existing build/ keeps its configuration.
 UNITY=()
@@ -138,6 +143,10 @@ run scripts/cross_windows.sh
 
 # diffusers' ONNX pipeline on onnx2ggml against onnxruntime. torch comes in here, after every other CPU test, because
 # tests/lora_tests.py changes what it checks when torch is importable (the Vulkan tests below do not import it).
+torch_fetch() {  # the time the step below waited for it; a failed fetch leaves it to install into the venv
+  wait $TORCH_PID || { echo "fetching torch failed (installed into the venv instead):"; tail -n 20 "$LOGS/torch_fetch.log"; }
+}
+pre torch_fetch
 run scripts/setup.sh --with-torch
 run $PY tests/diffusers_dropin_test.py
 
