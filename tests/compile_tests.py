@@ -132,6 +132,7 @@ struct Entry {
     std::vector<std::string> (*inputs)();
     std::vector<std::string> (*outputs)();
     onnx2ggml::DType (*dtype)(const std::string&);
+    double (*weights_mb)(void*);
 };
 static const Entry kEntries[] = {
 @ENTRIES@
@@ -155,6 +156,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& ex) { fprintf(stderr, "%s\n", ex.what()); return 1; }
     std::vector<onnx2ggml::Tensor> outs;
     if (!e->run(m, feeds, outs)) return 1;
+    fprintf(stderr, "weights_mb=%.6f\n", e->weights_mb(m));
     mkdir(out_dir.c_str(), 0755);
     auto names = e->outputs();
     std::set<std::string> used;
@@ -178,7 +180,8 @@ def build_project(work, programs, repo, jobs, vulkan=False):
     entries = "\n".join(
         f'    {{"{n}", (void* (*)(const char*, const char*, int, const char*)){n}_load, '
         f'(bool (*)(void*, const std::map<std::string, onnx2ggml::Tensor>&, std::vector<onnx2ggml::Tensor>&)){n}_run, '
-        f'(void (*)(void*)){n}_free, {n}_input_names, {n}_output_names, {n}_input_dtype}},' for n, d in programs)
+        f'(void (*)(void*)){n}_free, {n}_input_names, {n}_output_names, {n}_input_dtype, '
+        f'(double (*)(void*)){n}_weights_mb}},' for n, d in programs)
     with open(os.path.join(top, "driver.cpp"), "w") as f:
         f.write(DRIVER.replace("@INCLUDES@", includes).replace("@ENTRIES@", entries))
     prefix = f"{repo}/build/install;{repo}/.deps/ggml-install"
@@ -433,15 +436,26 @@ def main():
         failures.append(f"hostile: not compiled: {res[1]}")
     driver = build_project(work, programs, repo, a.j, vulkan=bool(a.vulkan)) if programs else None
 
-    def run_both(name, d, model, args, work_dir):
+    def run_both(name, d, model, args, work_dir, weights=False):
+        """None, or what differs. weights: also the weight bytes the program put on its device against the bytes
+        of weights `run`'s graph reads (--stats weights_mb): the same, so no weight is on the device twice."""
         outc, outr = os.path.join(work_dir, "out_c"), os.path.join(work_dir, "out_r")
+        stats = os.path.join(work_dir, "run_stats.json")
         rc = sh([driver, name, os.path.join(d, name + ".gguf"), outc] + [x for p in args for x in p])
-        rr = sh([cli, "run", model, "--output-dir", outr, "--threads", "2"] +
+        rr = sh([cli, "run", model, "--output-dir", outr, "--threads", "2", "--stats", stats] +
                 [x for n, p in args for x in ("--input", f"{n}={p}")])
         if a.vulkan and not all("device Vulkan0" in r.stderr for r in (rc, rr)):
             return "did not run on Vulkan0: " + (rc.stderr + rr.stderr).strip()[-300:]
-        return (f"compiled program failed: {rc.stderr.strip()[-300:]}" if rc.returncode else
-                f"run failed: {rr.stderr.strip()[-300:]}" if rr.returncode else same_outputs(outc, outr))
+        err = (f"compiled program failed: {rc.stderr.strip()[-300:]}" if rc.returncode else
+               f"run failed: {rr.stderr.strip()[-300:]}" if rr.returncode else same_outputs(outc, outr))
+        if err or not weights:
+            return err
+        prog = float(re.search(r"weights_mb=([0-9.]+)", rc.stderr).group(1))
+        ref = json.load(open(stats))["weights_mb"]
+        print(f"     weights on the device: program {prog:.3f} MB, run's graph reads {ref:.3f} MB")
+        if abs(prog - ref) > 0.01 * ref + 0.05:
+            return f"the program holds {prog:.3f} MB of weights on its device, run's graph reads {ref:.3f} MB"
+        return None
 
     bad_nodes = 0
     for t, name, d in node_jobs:
@@ -466,7 +480,7 @@ def main():
                 p = os.path.join(cdir, sanitize_name(n))  # NAME.npy
                 np.save(p, arr)
                 pairs.append((n, p))
-            err = run_both(stem, d, path, pairs, cdir)
+            err = run_both(stem, d, path, pairs, cdir, weights=True)
             shapes = " ".join("x".join(map(str, v.shape)) for v in feed.values())
             print(("FAIL" if err else "OK  ") + f" {stem} at {shapes}: " + (err or "bit-identical to onnx2ggml run"))
             if err:

@@ -74,7 +74,7 @@ std::vector<onnx2ggml::BackendShare> placement(ggml_backend_sched_t sched, ggml_
 void warn_fallback(const std::vector<onnx2ggml::BackendShare>& shares, ggml_backend_sched_t sched,
                    ggml_cgraph* graph, const Backends& b);
 
-// Weights and constants from an onnx2ggml GGUF file, on the device, looked up by ONNX name.
+// Weights and constants from an onnx2ggml GGUF file, looked up by ONNX name; on the device once a graph reads them.
 class WeightFile : public WeightStore {
 public:
     // LoRA files are merged into the weights the file's LoRA table names (written by `onnx2ggml compile`);
@@ -84,6 +84,11 @@ public:
                const std::vector<onnx2ggml::EmbeddingFile>& embeddings = {}, const std::string& embedding_set = "");
     ~WeightFile() override;
     ggml_tensor* get(const std::string& name) const;  // error naming the file and the tensor if missing
+    // Puts on the device, in one buffer, the weights `g` reads as stored that are not there yet (a graph is built
+    // before its weights are uploaded: one read only in derived forms never is).
+    void upload(ggml_cgraph* g);
+    double device_mb() const;  // weights and derived forms on the device
+    const void* stored_bytes(const ggml_tensor* w) const;  // weight w's bytes as stored (LoRA merged), or null
     bool is_weight(const ggml_tensor* w) override;
     ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                          const std::function<void(const float*, float*)>& make) override;

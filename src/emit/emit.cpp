@@ -517,6 +517,7 @@ void write_api_source(std::ostringstream& src, const Model& m, const ProgramReco
         << ": error: %s\\n\", e.what());\n        return false;\n    }\n}\n\n"
         << "void " << name << "_free(" << name << "_model* m) { delete m; }\n\n"
         << "double " << name << "_build_ms(" << name << "_model* m) { return m->program->last_build_ms(); }\n\n"
+        << "double " << name << "_weights_mb(" << name << "_model* m) { return m->program->weights().device_mb(); }\n\n"
         << "std::vector<std::string> " << name << "_input_names() {\n    return {";
     for (auto& v : m.graph.inputs) src << c_string(v.name) << ", ";
     src << "};\n}\n\nstd::vector<std::string> " << name << "_output_names() {\n    return {";

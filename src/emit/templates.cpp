@@ -112,7 +112,9 @@ int main(int argc, char** argv) {
                                     (long long)rep.tile_h, (long long)rep.tile_w);
             } else if (!@NAME@_run(m, feeds, outs)) throw std::runtime_error("run failed");
             ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-            if (r == 0 && runs > 1) fprintf(stderr, "graph build %.1f ms; first run %.1f ms\n", @NAME@_build_ms(m), ms[0]);
+            if (r == 0 && runs > 1)
+                fprintf(stderr, "graph build %.1f ms; first run %.1f ms; weights %.1f MB on the device\n",
+                        @NAME@_build_ms(m), ms[0], @NAME@_weights_mb(m));
         }
         if (runs > 1) {  // the first run builds the graph; the rest reuse it
             std::vector<double> rest(ms.begin() + 1, ms.end());
@@ -172,6 +174,8 @@ bool @NAME@_run(@NAME@_model* m, const std::map<std::string, onnx2ggml::Tensor>&
 void @NAME@_free(@NAME@_model* m);
 // Milliseconds the last new input shape took to build its graph (0 when the graph was reused).
 double @NAME@_build_ms(@NAME@_model* m);
+// Megabytes of weights on the device: those the graphs built so far read, as stored or in derived forms.
+double @NAME@_weights_mb(@NAME@_model* m);
 
 std::vector<std::string> @NAME@_input_names();
 std::vector<std::string> @NAME@_output_names();

@@ -468,8 +468,10 @@ HostTensor host_weight(const ggml_tensor* t, const Shape& s) {
     if (!t || t->type != GGML_TYPE_F32 || ggml_nelements(t) != shape_numel(s))
         throw OpError("host_weight: the weight is not an F32 tensor of " + std::to_string(shape_numel(s)) + " elements");
     HostTensor out = HostTensor::alloc(DType::FLOAT, s);
+    const void* stored = t->buffer ? nullptr : t->data ? t->data : building_weight_bytes(t);
     if (t->buffer) ggml_backend_tensor_get(t, out.mut(), 0, out.nbytes);
-    else std::memcpy(out.mut(), t->data, out.nbytes);
+    else if (stored) std::memcpy(out.mut(), stored, out.nbytes);
+    else throw OpError(std::string("host_weight: '") + ggml_get_name(t) + "' has no data");
     return out;
 }
 

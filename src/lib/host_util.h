@@ -5,6 +5,8 @@
 
 #include "onnx2ggml/host_tensor.h"
 
+struct ggml_tensor;
+
 namespace onnx2ggml {
 
 // An ONNX axis of a rank-`rank` tensor made non-negative; OpError naming `what` when out of range.
@@ -34,4 +36,7 @@ std::vector<int64_t> broadcast_index(const Shape& in, const Shape& out);
 namespace o2g {
 // Numpy broadcast of two shapes; OpError if they do not broadcast.
 Shape broadcast_shape(const Shape& a, const Shape& b);
+// The stored bytes of weight `t` of the compiled program whose graph this thread is building, where `t` is not on its
+// device yet (program.cpp); else null.
+const void* building_weight_bytes(const ggml_tensor* t);
 }  // namespace o2g

@@ -14,6 +14,7 @@
 #include "ggml-cpu.h"
 #include "gguf.h"
 #include "lora/embedding.h"
+#include "lib/host_util.h"
 #include "lora/lora.h"
 #include "ops/tensor.h"
 
@@ -44,7 +45,7 @@ struct WeightFile::Impl {
     void add_embeddings(const std::vector<onnx2ggml::EmbeddingFile>& files, const std::string& set);
 };
 
-// The token table compile named gains the rows: a new, taller tensor on the device takes its place.
+// The token table compile named gains the rows: a new, taller tensor takes its place.
 void WeightFile::Impl::add_embeddings(const std::vector<onnx2ggml::EmbeddingFile>& files, const std::string& set) {
     int64_t k = gguf_find_key(gguf, "onnx2ggml.token_table");
     if (k < 0 || gguf_get_kv_type(gguf, k) != GGUF_TYPE_STRING)
@@ -71,11 +72,6 @@ void WeightFile::Impl::add_embeddings(const std::vector<onnx2ggml::EmbeddingFile
     ggml_context* ctx = ggml_init(p);
     extra.push_back(ctx);
     ggml_tensor* t = ggml_new_tensor_2d(ctx, old->type, width, old->ne[1] + added);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
-    if (!buf) fail(path, ": could not allocate device memory for the token table");
-    ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    buffers.push_back(buf);
-    ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
     merged.push_back(std::move(bytes));
     host[t] = merged.back().data();
     by_name[name] = t;
@@ -115,7 +111,6 @@ void WeightFile::Impl::merge_lora(const std::vector<onnx2ggml::LoraFile>& files)
             ggml_fp32_to_fp16_row(f.data(), reinterpret_cast<ggml_fp16_t*>(bytes.data()), int64_t(f.size()));
         else
             ggml_fp32_to_bf16_row(f.data(), reinterpret_cast<ggml_bf16_t*>(bytes.data()), int64_t(f.size()));
-        ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         merged.push_back(std::move(bytes));
         host[t] = merged.back().data();
     });
@@ -142,12 +137,8 @@ WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool nat
     m.map = static_cast<const uint8_t*>(fm.addr);
     size_t data0 = gguf_get_data_offset(m.gguf);
     size_t n = gguf_get_arr_n(m.gguf, k_names);
-    if (ggml_get_first_tensor(m.meta)) {
-        ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(m.meta, backend);
-        if (!buf) fail(path, ": could not allocate device memory for the weights");
-        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        m.buffers.push_back(buf);
-    }
+    // Nothing goes to the device yet: upload() brings the weights a graph reads as stored when it is built, so a
+    // weight read only in a derived form (F16 in fast mode off the CPU, Winograd's on it) never takes room there.
     for (size_t i = 0; i < n; i++) {
         std::string name = gguf_get_arr_str(m.gguf, k_names, i);
         std::string tname(1, 'w');
@@ -158,7 +149,6 @@ WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool nat
         size_t off = data0 + gguf_get_tensor_offset(m.gguf, ti), nb = ggml_nbytes(t);
         if (off > m.map_size || nb > m.map_size - off)
             fail(path, ": tensor '", name, "' of ", nb, " bytes lies outside the file (", m.map_size, " bytes)");
-        ggml_backend_tensor_set(t, m.map + off, 0, nb);
         m.by_name[name] = t;
         m.host[t] = m.map + off;
     }
@@ -182,6 +172,45 @@ ggml_tensor* WeightFile::get(const std::string& name) const {
 }
 
 bool WeightFile::is_weight(const ggml_tensor* w) { return impl_->host.count(w) != 0; }
+
+void WeightFile::upload(ggml_cgraph* g) {
+    Impl& m = *impl_;
+    std::vector<ggml_tensor*> used;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
+        for (ggml_tensor* s : ggml_graph_node(g, i)->src) {
+            while (s && s->view_src) s = s->view_src;
+            if (s && !s->buffer && m.host.count(s)) used.push_back(s);
+        }
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    if (used.empty()) return;
+    ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(m.backend);
+    const size_t align = ggml_backend_buft_get_alignment(buft);
+    size_t total = 0;
+    for (ggml_tensor* t : used) total += (ggml_backend_buft_get_alloc_size(buft, t) + align - 1) / align * align;
+    ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(buft, total);
+    if (!buf) fail(m.path, ": could not allocate ", total, " bytes of device memory for the weights");
+    ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    m.buffers.push_back(buf);
+    uint8_t* at = static_cast<uint8_t*>(ggml_backend_buffer_get_base(buf));
+    for (ggml_tensor* t : used) {
+        if (ggml_backend_tensor_alloc(buf, t, at) != GGML_STATUS_SUCCESS)
+            fail(m.path, ": could not place weight '", ggml_get_name(t), "' in device memory");
+        ggml_backend_tensor_set(t, m.host.at(t), 0, ggml_nbytes(t));
+        at += (ggml_backend_buft_get_alloc_size(buft, t) + align - 1) / align * align;
+    }
+}
+
+const void* WeightFile::stored_bytes(const ggml_tensor* w) const {
+    auto it = impl_->host.find(w);
+    return it == impl_->host.end() ? nullptr : it->second;
+}
+
+double WeightFile::device_mb() const {
+    double b = 0;
+    for (auto buf : impl_->buffers) b += double(ggml_backend_buffer_get_size(buf));
+    return b / 1048576.0;
+}
 
 ggml_tensor* WeightFile::derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                                  const std::function<void(const float*, float*)>& make) {
@@ -297,6 +326,7 @@ namespace {
 struct Building {
     ggml_context* ctx = nullptr;
     size_t reserve = 0;  // kept for the graph itself and its outputs' copies
+    WeightFile* weights = nullptr;
 };
 thread_local Building building;
 
@@ -305,6 +335,10 @@ struct GraphFull : std::runtime_error {
 };
 
 }  // namespace
+
+const void* building_weight_bytes(const ggml_tensor* t) {
+    return building.weights ? building.weights->stored_bytes(t) : nullptr;
+}
 
 ggml_tensor* named(ggml_tensor* t, const char* name) {
     ggml_set_name(t, name);
@@ -365,7 +399,7 @@ std::unique_ptr<Program::Graph> Program::build_in(const std::vector<const Tensor
     struct Guard {
         ~Guard() { building = {}; }
     } guard;
-    building = {g->ctx, reserve};
+    building = {g->ctx, reserve, weights_.get()};
     try {
         build(ctx, w, g->inputs.data(), hin.data(), g->outputs.data(), g->host_outputs.data());
     } catch (const OpError& e) {
@@ -399,6 +433,7 @@ void Program::allocate_graph(Graph& g, size_t max_nodes) {
         ggml_build_forward_expand(g.graph, t);
     }
     if (ggml_graph_n_nodes(g.graph) == 0) return;  // every output came from the host
+    weights_->upload(g.graph);
     auto bk = backends_->in_priority_order();
     g.sched = new_scheduler(bk, g.graph);
     place_inputs_on_main(g.sched, g.graph, *backends_);
