@@ -164,8 +164,9 @@ if [ $VULKAN_JOB = 1 ]; then
   run $PY tests/sd15_tests.py --cli $VK --device Vulkan0 --threads 2 --no-ort --require-op CONV_2D \
     --require-op FLASH_ATTN_EXT
   run $PY tests/model_tests.py --cli $VK --device Vulkan0 --threads 2
-  # --device-memory: the UNet with its weights in host memory, bit-identical to the unlimited run (docs/backends.md).
-  run $PY tests/device_memory_test.py --cli $VK --device Vulkan0 --threads 2
+  # --device-memory: the UNet with its weights in host memory, bit-identical to the unlimited run, by `run` and by a
+  # compiled program (docs/backends.md).
+  run $PY tests/device_memory_test.py --cli $VK --device Vulkan0 --threads 2 --program
   run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/op_tests.py --cli $VK -j 2 -q --timeout 300
   run env ONNX2GGML_DEVICE=Vulkan0 $PY tests/node_tests.py --cli $VK -j 2 -q --timeout 300 --check
   # New exporters' files (opset 23 holds every new op; the VAE decoders add lavapipe time, not signal).

@@ -25,6 +25,7 @@ Usage: GGML_VK_VISIBLE_DEVICES=0 .venv/bin/python tests/device_memory_test.py [-
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -95,12 +96,87 @@ def segments_case(tmp: str, check, args) -> None:
     check("segments" in p.stderr, "skips: a line says it runs in segments")
 
 
+def build_program(tmp: str, model: str, name: str, check):
+    """`onnx2ggml compile` of `model`, built against build-vulkan's installed op library: the program's path, or
+    None (a failed check says why)."""
+    out = os.path.join(tmp, "prog_" + name)
+    p = subprocess.run([os.path.join(ROOT, "build-vulkan", "onnx2ggml"), "compile", model, "-o", out, "--name", name],
+                       capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"program {name}: compiled ({p.stderr.strip()[-300:]})")
+    if p.returncode:
+        return None
+    lib = subprocess.run(["sh", "-c", "ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}'"],
+                         capture_output=True, text=True).stdout.strip()
+    prefix = ";".join(os.path.join(ROOT, d) for d in ("build-vulkan/install", ".deps/ggml-vulkan-install",
+                                                      ".deps/vulkan/usr"))
+    b = os.path.join(out, "build")
+    for cmd in (["cmake", "-S", out, "-B", b, f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release",
+                 "-DCMAKE_CXX_FLAGS_RELEASE=-O1",  # the generated code only describes the graph
+                 f"-DVulkan_INCLUDE_DIR={ROOT}/.deps/vulkan/usr/include", f"-DVulkan_LIBRARY={lib}"],
+                ["cmake", "--build", b, "-j2"]):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if p.returncode:
+            check(False, f"program {name}: {' '.join(cmd[:2])} failed: {(p.stdout + p.stderr)[-600:]}")
+            return None
+    return os.path.join(b, name)
+
+
+def program_case(tmp: str, check, args, model: str, part: dict, prefix: str) -> None:
+    """A compiled program with --device-memory: the UNet (at an 8x8 latent: lavapipe's time) at its compute buffer
+    plus half its weights, and the skips graph in segments, each bit-identical to the unlimited runs."""
+    t0 = time.time()
+    unet = build_program(tmp, model, "unet", check)
+    skips = build_program(tmp, os.path.join(tmp, "skips.onnx"), "skips", check)
+    print(f"      programs compiled and built in {time.time() - t0:.0f} s")
+
+    def run(prog, tag, ins, extra):
+        out = os.path.join(tmp, "prog_out_" + tag)
+        p = subprocess.run([prog, *ins, "--device", args.device, "-t", str(args.threads), "-o", out, "--runs", "2",
+                            *extra], capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"program {tag}: exit {p.returncode} {p.stderr.strip()[-300:]}")
+        m = re.search(r"weights ([0-9.]+) MB on the device", p.stderr)
+        return p, (float(m.group(1)) if m else -1.0), out
+
+    if unet:
+        case = {i["name"]: s for i, s in zip(part["inputs"], ([2, 4, 8, 8], [2], [2, 77, 32]))}
+        ins = []
+        for name, arr in sd15_data.make_inputs(f"{prefix}_unet", part["inputs"], case, 0).items():
+            np.save(os.path.join(tmp, "p8_" + name + ".npy"), arr)
+            ins += ["-i", f"{name}={os.path.join(tmp, 'p8_' + name + '.npy')}"]
+        ref_dir = os.path.join(tmp, "p8_run")
+        p = subprocess.run([args.cli, "run", model, "--device", args.device, "-t", str(args.threads), *ins,
+                            "-o", ref_dir, "--stats", ref_dir + ".json"], capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"unet at 8x8 (run): exit {p.returncode} {p.stderr.strip()[-300:]}")
+        st = json.load(open(ref_dir + ".json")) if p.returncode == 0 else None
+        if st:
+            budget = st["backends"][args.device]["buffer_bytes"] + int(st["weights_mb"] * 1048576) // 2
+            _, w_full, out_full = run(unet, "unet", ins, [])
+            p, w_part, out_part = run(unet, "unet_budget", ins, ["--device-memory", str(budget)])
+            same = p.returncode == 0 and all(
+                np.array_equal(np.load(os.path.join(d, o + ".npy")), np.load(os.path.join(ref_dir, o + ".npy")))
+                for d in (out_full, out_part) for o in part["outputs"])
+            check(same, "program unet: unlimited and --device-memory outputs bit-identical to `run`'s")
+            print(f"      program unet: weights on the device {w_full:.3f} MB unlimited, {w_part:.3f} MB at {budget} B")
+            check(0 <= w_part < w_full, "program unet: fewer weights on the device under the budget")
+    if skips:
+        x = ["-i", f"x={os.path.join(tmp, 'skips_x.npy')}"]
+        p0, _, o0 = run(skips, "skips", x, [])
+        budget_skips = int(json.load(open(os.path.join(tmp, "skips.json")))["backends"][args.device]["buffer_bytes"])
+        p1, _, o1 = run(skips, "skips_budget", x, ["--device-memory", str(budget_skips * 3 // 8)])
+        if p0.returncode == 0 and p1.returncode == 0:
+            check(all(np.array_equal(np.load(os.path.join(o0, o + ".npy")), np.load(os.path.join(o1, o + ".npy")))
+                      for o in ("y", "a8")), "program skips: in segments, bit-identical to its unlimited run")
+            check("segments" in p1.stderr, "program skips: a line says it runs in segments")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli", default=os.path.join(ROOT, "build-vulkan", "onnx2ggml"))
     ap.add_argument("--device", default="Vulkan0")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--manifest", default=MANIFEST, help="another SD 1.5 manifest (the full-size parts on a GPU)")
+    ap.add_argument("--program", action="store_true",
+                    help="also a compiled program's --device-memory (built against build-vulkan/install)")
     args = ap.parse_args()
     manifest = json.load(open(args.manifest))
     part = next(p for p in manifest["parts"] if p["name"] == "unet")
@@ -196,6 +272,8 @@ def main() -> int:
             check(0 < s_part["copied_weight_bytes"], "partial: the other weights copied in")
 
         segments_case(tmp, check, args)
+        if args.program:
+            program_case(tmp, check, args, model, part, manifest["prefix"])
 
         def refused(tag: str, p, *needles) -> None:
             err = p.stderr.strip().splitlines()

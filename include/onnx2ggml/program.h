@@ -15,6 +15,10 @@
 #include "onnx2ggml/ops.h"
 #include "onnx2ggml/tensor.h"
 
+namespace onnx2ggml {
+struct DeviceBudget;
+}
+
 namespace o2g {
 
 using onnx2ggml::DType;
@@ -52,6 +56,8 @@ void load_backends();
 // Never falls back silently: an unknown name is an error listing the devices there are. precision: exact|fast.
 std::unique_ptr<Backends> open_backends(const std::string& device, int threads, bool quiet,
                                         const std::string& precision = "exact");
+// "512M", "8G", "1.5GiB", "4096" as bytes (binary K/M/G/T suffixes); an error naming option `opt` otherwise.
+size_t parse_bytes(const std::string& opt, const std::string& v);
 // Adds the devices of ggml RPC servers, "HOST:PORT[,HOST:PORT...]", to ggml's registry (RPC0, RPC1, ... in order);
 // each server once per process. A server that is unreachable or speaks another protocol version is an error
 // naming it ("" does nothing).
@@ -88,6 +94,10 @@ public:
     // before its weights are uploaded: one read only in derived forms never is).
     void upload(ggml_cgraph* g);
     double device_mb() const;  // weights and derived forms on the device
+    // Weights and derived forms go to host memory (`host`), for a device-memory budget that moves those that fit
+    // (lib/device_budget.h); buffers() are the ones this store owns, the budget's included.
+    void keep_in_host(ggml_backend_buffer_type_t host);
+    std::vector<ggml_backend_buffer_t>& buffers();
     const void* stored_bytes(const ggml_tensor* w) const;  // weight w's bytes as stored (LoRA merged), or null
     bool is_weight(const ggml_tensor* w) override;
     ggml_tensor* derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
@@ -131,6 +141,10 @@ public:
     // The same with inputs by name; an unknown or missing name is an error.
     std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, BuildFn build, const void* weights);
     double last_build_ms() const { return build_ms_; }
+    // Caps what the program keeps on a GPU (SessionOptions::device_memory): weights that do not fit stay in host
+    // memory and are copied in as the nodes reading them run; a graph whose compute buffer alone does not fit runs
+    // in segments. Before the first run.
+    void set_device_memory(size_t bytes);
 
 private:
     struct Graph;
@@ -144,6 +158,8 @@ private:
     std::vector<IoInfo> inputs_, outputs_;
     std::unique_ptr<Backends> backends_;
     std::unique_ptr<WeightFile> weights_;
+    std::unique_ptr<onnx2ggml::DeviceBudget> budget_;  // set_device_memory
+    size_t max_alloc_ = 0;  // the largest tensor a graph makes (0: the device's), smaller when a budget needs it
     std::map<std::string, std::unique_ptr<Graph>> cache_;
     double build_ms_ = 0;
     std::mutex run_mu_;  // run() shares the cache and its buffers

@@ -68,6 +68,7 @@ std::string c_comment(const std::string& s) {
 
 extern const char* const kMain;
 extern const char* const kHeader;
+extern const char* const kModelCalls;
 extern const char* const kCMake;
 
 namespace {
@@ -510,15 +511,7 @@ void write_api_source(std::ostringstream& src, const Model& m, const ProgramReco
         << name << "_model* " << name << "_load(const char* weights_path, const char* device, int threads,\n"
         << "        const char* precision) {\n"
         << "    return " << name << "_load_lora(weights_path, device, threads, {}, precision);\n}\n\n"
-        << "bool " << name << "_run(" << name << "_model* m, const std::map<std::string, onnx2ggml::Tensor>& inputs,\n"
-        << "        std::vector<onnx2ggml::Tensor>& outputs) {\n"
-        << "    try {\n        outputs = m->program->run(inputs, " << name << "_graph::build, &m->w);\n        return true;\n"
-        << "    } catch (const std::exception& e) {\n        fprintf(stderr, \"" << name
-        << ": error: %s\\n\", e.what());\n        return false;\n    }\n}\n\n"
-        << "void " << name << "_free(" << name << "_model* m) { delete m; }\n\n"
-        << "double " << name << "_build_ms(" << name << "_model* m) { return m->program->last_build_ms(); }\n\n"
-        << "double " << name << "_weights_mb(" << name << "_model* m) { return m->program->weights().device_mb(); }\n\n"
-        << "std::vector<std::string> " << name << "_input_names() {\n    return {";
+        << subst(kModelCalls, name) << "std::vector<std::string> " << name << "_input_names() {\n    return {";
     for (auto& v : m.graph.inputs) src << c_string(v.name) << ", ";
     src << "};\n}\n\nstd::vector<std::string> " << name << "_output_names() {\n    return {";
     for (auto& v : m.graph.outputs) src << c_string(v.name) << ", ";

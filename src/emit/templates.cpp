@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     std::vector<onnx2ggml::EmbeddingFile> embeddings;
     std::string embedding_set;
     onnx2ggml::TileOptions tiling;  // --vae-tiling: overlapping tiles through one graph (onnx2ggml/tiling.h)
+    size_t device_memory = 0;       // --device-memory: a cap on what the program keeps on a GPU
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -78,8 +79,9 @@ int main(int argc, char** argv) {
         else if (a == "--vae-tiling") tiling.size = tiling.size ? tiling.size : onnx2ggml::kVaeTileSize;
         else if (a == "--tile-size") tiling.size = count(1);
         else if (a == "--tile-overlap") tiling.overlap = count(0);
+        else if (a == "--device-memory") parsed([&](const std::string& v) { device_memory = o2g::parse_bytes(a, v); }, 2);
         else {
-            fprintf(stderr, "usage: @NAME@ --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME] [--rpc HOST:PORT[,...]] [--precision exact|fast] [--weights FILE.gguf] [--lora FILE.safetensors[:SCALE] ...] [--embedding FILE[:TOKEN] ...] [--embedding-set clip_l|clip_g] [--runs K] [--vae-tiling] [--tile-size N] [--tile-overlap N]\n");
+            fprintf(stderr, "usage: @NAME@ --input [NAME=]FILE.npy ... --output-dir DIR [--threads N] [--device NAME] [--rpc HOST:PORT[,...]] [--precision exact|fast] [--weights FILE.gguf] [--lora FILE.safetensors[:SCALE] ...] [--embedding FILE[:TOKEN] ...] [--embedding-set clip_l|clip_g] [--runs K] [--vae-tiling] [--tile-size N] [--tile-overlap N] [--device-memory SIZE]\n");
             return 2;
         }
     }
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
     @NAME@_model* m = @NAME@_load_with(weights.c_str(), device.c_str(), threads, loras, embeddings, precision.c_str(),
                                        embedding_set.c_str());
     if (!m) return 1;
+    if (device_memory && !@NAME@_set_device_memory(m, device_memory)) return 1;
     int rc = 0;
     try {
         auto in_names = @NAME@_input_names();
@@ -176,10 +179,45 @@ void @NAME@_free(@NAME@_model* m);
 double @NAME@_build_ms(@NAME@_model* m);
 // Megabytes of weights on the device: those the graphs built so far read, as stored or in derived forms.
 double @NAME@_weights_mb(@NAME@_model* m);
+// Caps what the model keeps on a GPU, before its first run (as SessionOptions::device_memory): weights that do not
+// fit stay in host memory and are copied in as they are read; a graph whose compute buffer alone does not fit runs
+// in segments. Returns false on error (a CPU device, or a run before).
+bool @NAME@_set_device_memory(@NAME@_model* m, size_t bytes);
 
 std::vector<std::string> @NAME@_input_names();
 std::vector<std::string> @NAME@_output_names();
 onnx2ggml::DType @NAME@_input_dtype(const std::string& name);
+)TPL";
+
+// The API calls after NAME_load* in NAME.cpp (write_api_source).
+extern const char* const kModelCalls;
+const char* const kModelCalls = R"TPL(bool @NAME@_run(@NAME@_model* m, const std::map<std::string, onnx2ggml::Tensor>& inputs,
+        std::vector<onnx2ggml::Tensor>& outputs) {
+    try {
+        outputs = m->program->run(inputs, @NAME@_graph::build, &m->w);
+        return true;
+    } catch (const std::exception& e) {
+        fprintf(stderr, "@NAME@: error: %s\n", e.what());
+        return false;
+    }
+}
+
+void @NAME@_free(@NAME@_model* m) { delete m; }
+
+double @NAME@_build_ms(@NAME@_model* m) { return m->program->last_build_ms(); }
+
+double @NAME@_weights_mb(@NAME@_model* m) { return m->program->weights().device_mb(); }
+
+bool @NAME@_set_device_memory(@NAME@_model* m, size_t bytes) {
+    try {
+        m->program->set_device_memory(bytes);
+        return true;
+    } catch (const std::exception& e) {
+        fprintf(stderr, "@NAME@: error: %s\n", e.what());
+        return false;
+    }
+}
+
 )TPL";
 
 extern const char* const kCMake;

@@ -1,11 +1,14 @@
 // Devices: which ggml backend runs a graph, what it may round, and where the scheduler put each node.
 #include <strings.h>
 
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "common/error.h"
@@ -18,6 +21,23 @@
 namespace o2g {
 
 using onnx2ggml::fail;
+
+size_t parse_bytes(const std::string& opt, const std::string& v) {
+    char* end = nullptr;
+    double x = strtod(v.c_str(), &end);
+    std::string unit = end ? std::string(end) : "";
+    for (char& c : unit) c = char(toupper(static_cast<unsigned char>(c)));
+    if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();   // "GB", "GiB", "MB" ...
+    if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
+    const std::string units = "KMGT";
+    double scale = 1;
+    if (unit.size() == 1 && units.find(unit[0]) != std::string::npos) scale = std::pow(1024.0, units.find(unit[0]) + 1);
+    else if (!unit.empty() && unit != "B") x = -1;
+    x *= scale;
+    if (end == v.c_str() || !(x >= 1) || x >= 1.8e19)
+        fail(opt, " takes a size in bytes such as 512M, 8G or 1048576, not '", v, "'");
+    return size_t(x);
+}
 
 void set_backend_threads(ggml_backend_t backend, int n) {
     ggml_backend_dev_t dev = ggml_backend_get_device(backend);

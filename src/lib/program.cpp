@@ -14,6 +14,7 @@
 #include "ggml-cpu.h"
 #include "gguf.h"
 #include "lora/embedding.h"
+#include "lib/device_budget.h"
 #include "lib/host_util.h"
 #include "lora/lora.h"
 #include "ops/tensor.h"
@@ -40,6 +41,7 @@ struct WeightFile::Impl {
     std::map<const ggml_tensor*, const uint8_t*> host;  // weight -> its bytes in the file mapping
     std::map<std::pair<const ggml_tensor*, std::string>, ggml_tensor*> derived;
     std::vector<std::vector<uint8_t>> merged;  // bytes of weights a LoRA changed (`host` points here)
+    ggml_backend_buffer_type_t home = nullptr;  // where weights and derived forms go: the device's, or host memory
 
     void merge_lora(const std::vector<onnx2ggml::LoraFile>& files);
     void add_embeddings(const std::vector<onnx2ggml::EmbeddingFile>& files, const std::string& set);
@@ -123,6 +125,7 @@ WeightFile::WeightFile(const std::string& path, ggml_backend_t backend, bool nat
     Impl& m = *impl_;
     m.path = path;
     m.backend = backend;
+    m.home = ggml_backend_get_default_buffer_type(backend);
     m.native_cpu = native_cpu;
     gguf_init_params gp = {true, &m.meta};
     m.gguf = gguf_init_from_file(path.c_str(), gp);
@@ -185,7 +188,7 @@ void WeightFile::upload(ggml_cgraph* g) {
     used.erase(std::unique(used.begin(), used.end()), used.end());
     if (used.empty()) return;
     // Buffers of at most the device's largest allocation each (a full-size UNet's F32 weights are 3.3 GB).
-    ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(m.backend);
+    ggml_backend_buffer_type_t buft = m.home;
     const size_t align = ggml_backend_buft_get_alignment(buft), max = ggml_backend_buft_get_max_size(buft);
     auto padded = [&](ggml_tensor* t) {
         return (ggml_backend_buft_get_alloc_size(buft, t) + align - 1) / align * align;
@@ -215,9 +218,14 @@ const void* WeightFile::stored_bytes(const ggml_tensor* w) const {
 
 double WeightFile::device_mb() const {
     double b = 0;
-    for (auto buf : impl_->buffers) b += double(ggml_backend_buffer_get_size(buf));
+    ggml_backend_buffer_type_t device = ggml_backend_get_default_buffer_type(impl_->backend);
+    for (auto buf : impl_->buffers)
+        if (ggml_backend_buffer_get_type(buf) == device) b += double(ggml_backend_buffer_get_size(buf));
     return b / 1048576.0;
 }
+
+void WeightFile::keep_in_host(ggml_backend_buffer_type_t host) { impl_->home = host; }
+std::vector<ggml_backend_buffer_t>& WeightFile::buffers() { return impl_->buffers; }
 
 ggml_tensor* WeightFile::derived(const ggml_tensor* w, const std::string& kind, ggml_type type, const int64_t ne[4],
                                  const std::function<void(const float*, float*)>& make) {
@@ -238,8 +246,9 @@ ggml_tensor* WeightFile::derived(const ggml_tensor* w, const std::string& kind, 
     ggml_context* c = ggml_init(p);
     m.extra.push_back(c);
     ggml_tensor* t = ggml_new_tensor(c, type, 4, ne);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(c, m.backend);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(c, m.home);
     if (!buf) fail(m.path, ": could not allocate device memory for a derived weight");
+    ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     m.buffers.push_back(buf);
     if (type == GGML_TYPE_F32) ggml_backend_tensor_set(t, dst.data(), 0, dst.size() * 4);
     else {
@@ -263,7 +272,10 @@ struct Program::Graph {
     std::vector<ggml_tensor*> inputs, outputs;
     std::vector<HostTensor> host_outputs;  // outputs computed on the host when the graph was built
     std::vector<std::pair<ggml_tensor*, std::vector<uint8_t>>> uploads;
+    std::unique_ptr<onnx2ggml::Segments> segments;  // with device_memory, when the compute buffer alone does not fit
+    size_t device_compute = 0;                        // with device_memory: its compute buffer on the device
     ~Graph() {
+        segments.reset();
         if (sched) ggml_backend_sched_free(sched);
         if (ctx) ggml_free(ctx);
     }
@@ -372,6 +384,12 @@ std::unique_ptr<Program::Graph> Program::build_graph(const std::vector<const Ten
         } catch (const GraphFull&) {
             if (max_nodes >= (size_t(1) << 20))
                 fail(name_, ": the graph needs more than ", max_nodes, " ggml tensors; a Loop unrolled too many times?");
+        } catch (const onnx2ggml::BudgetTooSmall&) {  // as a session: smaller attention chunks and im2col bands
+            max_alloc_ = budget_->limit / 8;
+            fprintf(stderr, "%s: device_memory is %.1f MB, which not even segments of the graph fit: it is built again "
+                    "with attention chunks and im2col bands of at most %.1f MB each\n", name_.c_str(),
+                    double(budget_->limit) / 1048576.0, double(max_alloc_ / 2) / 1048576.0);
+            max_nodes /= 4;
         }
     }
 }
@@ -396,7 +414,8 @@ std::unique_ptr<Program::Graph> Program::build_in(const std::vector<const Tensor
     Ctx ctx;
     ctx.ggml = g->ctx;
     ctx.cpu = backends_->is_cpu() && !backends_->accel;
-    ctx.max_alloc = ggml_backend_buft_get_max_size(ggml_backend_get_default_buffer_type(backends_->main));
+    ctx.max_alloc = max_alloc_;
+    if (!ctx.max_alloc) ctx.max_alloc = ggml_backend_buft_get_max_size(ggml_backend_get_default_buffer_type(backends_->main));
     ctx.weights = weights_.get();
     ctx.fast = backends_->precision == "fast";
     ctx.matmul_type = backends_->product_weights();
@@ -443,10 +462,40 @@ void Program::allocate_graph(Graph& g, size_t max_nodes) {
     weights_->upload(g.graph);
     auto bk = backends_->in_priority_order();
     g.sched = new_scheduler(bk, g.graph);
-    place_inputs_on_main(g.sched, g.graph, *backends_);
-    if (!ggml_backend_sched_alloc_graph(g.sched, g.graph)) fail(name_, ": could not allocate the graph's device memory");
     int splits = 0;
+    if (budget_) {  // as a session's (lib/device_budget.h): weights that fit move to the device, the rest are copied in
+        size_t others = 0, copied = 0;
+        for (auto& [key, o] : cache_) others += o ? o->device_compute : 0;
+        auto fresh = [bk, graph = g.graph]() { return new_scheduler(bk, graph); };
+        // (Chunks and bands are at most 64 MiB anyway: a budget 16 times that leaves them as they are.)
+        const size_t limit = budget_->limit;
+        const bool may_shrink = limit < (1ull << 30) && (max_alloc_ == 0 || max_alloc_ > limit / 8);
+        budget_->allocate(g.sched, g.graph, {ggml_backend_get_default_buffer_type(backends_->main), &weights_->buffers()},
+                          *backends_, others, name_, false, g.device_compute, g.segments, fresh, may_shrink);
+        if (g.segments) {  // its scheduler's buffers grew to the whole graph's when it was measured
+            ggml_backend_sched_free(g.sched);
+            g.sched = fresh();
+            g.segments->lay_out(g.sched, splits, copied, true);
+            return;
+        }
+    } else {
+        place_inputs_on_main(g.sched, g.graph, *backends_);
+        if (!ggml_backend_sched_alloc_graph(g.sched, g.graph))
+            fail(name_, ": could not allocate the graph's device memory");
+    }
     warn_fallback(placement(g.sched, g.graph, *backends_, splits), g.sched, g.graph, *backends_);
+}
+
+void Program::set_device_memory(size_t bytes) {
+    if (!cache_.empty()) fail(name_, ": device_memory must be set before the first run");
+    if (backends_->is_cpu())
+        fail(name_, ": device_memory caps a GPU's memory; the device is ", backends_->description,
+             ", whose memory is the host's");
+    budget_ = std::make_unique<onnx2ggml::DeviceBudget>();
+    budget_->limit = bytes;
+    // Weights wait in host memory (pinned where the device has it: faster copies) until a graph's budget moves them.
+    ggml_backend_buffer_type_t host = ggml_backend_dev_host_buffer_type(ggml_backend_get_device(backends_->main));
+    weights_->keep_in_host(host ? host : ggml_backend_cpu_buffer_type());
 }
 
 std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn build, const void* w) {
@@ -478,7 +527,8 @@ std::vector<Tensor> Program::run(const std::vector<const Tensor*>& ins, BuildFn 
     }
     for (auto& [t, bytes] : g.uploads)
         if (!bytes.empty() && t->buffer) ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
-    if (g.sched && ggml_backend_sched_graph_compute(g.sched, g.graph) != GGML_STATUS_SUCCESS)
+    if (g.segments) g.segments->compute(g.sched);
+    else if (g.sched && ggml_backend_sched_graph_compute(g.sched, g.graph) != GGML_STATUS_SUCCESS)
         fail(name_, ": graph compute failed");
     std::vector<Tensor> outs;
     for (size_t i = 0; i < outputs_.size(); i++) outs.push_back(read_output(g, i));
@@ -508,7 +558,8 @@ Tensor Program::read_output(const Graph& g, size_t i) const {
     } else
         for (int a = 0; a < io.rank; a++) out.shape.push_back(t->ne[io.rank - 1 - a]);
     std::vector<uint8_t> dev(ggml_nbytes(t));
-    if (!dev.empty() && t->buffer) ggml_backend_tensor_get(t, dev.data(), 0, dev.size());
+    if (!dev.empty() && !(g.segments && g.segments->read(t, dev.data(), dev.size())) && t->buffer)
+        ggml_backend_tensor_get(t, dev.data(), 0, dev.size());
     HostTensor src;
     src.dtype = t->type == GGML_TYPE_I32 ? DType::INT32 : DType::FLOAT;
     src.shape = out.shape;

@@ -28,7 +28,7 @@ struct HugeArena {
 struct WeightCache : o2g::WeightStore {
     ggml_backend_buffer_type_t buft = nullptr;
     // SessionOptions::device_memory: weights are committed here (host memory), and moved to `buft` per graph
-    // (runtime/device_budget.h).
+    // (lib/device_budget.h).
     ggml_backend_buffer_type_t host_buft = nullptr;
     bool zero_copy = false;   // CPU device: aligned f32 weights are used in place from the file mapping
     bool native_cpu = false;  // the graph runs on the CPU: our CPU kernels (Winograd, attention) may be used

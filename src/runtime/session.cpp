@@ -19,7 +19,7 @@
 #include "kernels/gemm.h"
 #include "runtime/builder.h"
 #include "runtime/checkpoint_import.h"
-#include "runtime/device_budget.h"
+#include "lib/device_budget.h"
 #include "runtime/load_progress.h"
 #include "lib/conv_plan.h"
 #include "lib/host_util.h"
@@ -418,8 +418,8 @@ void SessionImpl::allocate(CachedGraph& c, Builder& b, bool may_shrink) {
         c.weights_mb = WeightCache::graph_mb(c.graph);  // before the scheduler puts copies in place of host weights
         size_t others = 0;  // the device memory of the session's other graphs
         for (auto& [key, g] : cache_) others += g.get() != &c ? g->device_compute : 0;
-        c.copied = budget_.allocate(c.sched, c.graph, weights_, *backends_, others, model_->path, quiet_, c.device_compute,
-                                    c.segments, new_sched, may_shrink);
+        c.copied = budget_.allocate(c.sched, c.graph, {weights_.buft, &weights_.buffers}, *backends_, others,
+                                    model_->path, quiet_, c.device_compute, c.segments, new_sched, may_shrink);
     } else {
         o2g::place_inputs_on_main(c.sched, c.graph, *backends_);  // the measurement reset the scheduler
         O2G_CHECK(ggml_backend_sched_alloc_graph(c.sched, c.graph), model_->path,
@@ -571,7 +571,7 @@ std::vector<Tensor> SessionImpl::run_once(const std::map<std::string, Tensor>& i
     stats_.backends = c->shares;
     if (budget_.limit) {
         stats_.device_weight_bytes = budget_.resident;
-        stats_.host_weight_bytes = budget_.host_bytes(weights_, backend_);
+        stats_.host_weight_bytes = budget_.host_bytes(weights_.buffers, backend_);
         stats_.copied_weight_bytes = c->copied;
         stats_.segments = c->segments ? c->segments->count() : 0;
         stats_.carried_bytes = c->segments ? c->segments->carried_bytes() : 0;

@@ -304,23 +304,6 @@ SessionOptions default_options() {
     return o;
 }
 
-// "512M", "8G", "1.5GiB", "4096": bytes, with binary K/M/G/T suffixes.
-size_t parse_bytes(const std::string& opt, const std::string& v) {
-    char* end = nullptr;
-    double x = strtod(v.c_str(), &end);
-    std::string unit = end ? std::string(end) : "";
-    for (char& c : unit) c = char(toupper(static_cast<unsigned char>(c)));
-    if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();   // "GB", "GiB", "MB" ...
-    if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
-    const std::string units = "KMGT";
-    double scale = 1;
-    if (unit.size() == 1 && units.find(unit[0]) != std::string::npos) scale = std::pow(1024.0, units.find(unit[0]) + 1);
-    else if (!unit.empty() && unit != "B") x = -1;
-    x *= scale;
-    if (end == v.c_str() || !(x >= 1) || x >= 1.8e19)
-        throw Error(opt + " takes a size in bytes such as 512M, 8G or 1048576, not '" + v + "'");
-    return size_t(x);
-}
 
 // A whole number from `lo` up (tile sizes and overlaps).
 int parse_count(const std::string& opt, const std::string& v, long lo) {
@@ -345,11 +328,11 @@ bool session_option(const std::string& a, Next next, SessionOptions& opts) {
     else if (a == "--embedding-set") opts.embedding_set = next();
     else if (a == "--weights-file") opts.weights_file = next();
     else if (a == "--progress") opts.progress = true;
-    else if (a == "--max-memory") opts.max_memory = parse_bytes(a, next());
+    else if (a == "--max-memory") opts.max_memory = o2g::parse_bytes(a, next());
     else if (a == "--vae-tiling") opts.tiling.size = opts.tiling.size ? opts.tiling.size : kVaeTileSize;
     else if (a == "--tile-size") opts.tiling.size = parse_count(a, next(), 1);
     else if (a == "--tile-overlap") opts.tiling.overlap = parse_count(a, next(), 0);  // with --vae-tiling/--tile-size
-    else if (a == "--device-memory") opts.device_memory = parse_bytes(a, next());
+    else if (a == "--device-memory") opts.device_memory = o2g::parse_bytes(a, next());
     else return false;
     return true;
 }

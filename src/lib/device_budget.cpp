@@ -1,5 +1,5 @@
 // The device_memory budget: which weights a graph brings onto the device, and a placement that copies in the rest.
-#include "runtime/device_budget.h"
+#include "lib/device_budget.h"
 
 #include <array>
 #include <map>
@@ -9,7 +9,6 @@
 
 #include "common/error.h"
 #include "lib/host_util.h"
-#include "runtime/builder.h"
 
 namespace onnx2ggml {
 
@@ -98,7 +97,7 @@ struct Moved {
 
 // Moves `ts` into new device buffers (at most the buffer type's largest size each); their host copies stay where
 // they were.
-Moved move_to_device(WeightCache& w, const std::vector<ggml_tensor*>& ts) {
+Moved move_to_device(const WeightHome& w, const std::vector<ggml_tensor*>& ts) {
     const size_t max = ggml_backend_buft_get_max_size(w.buft), align = ggml_backend_buft_get_alignment(w.buft);
     auto padded = [&](ggml_tensor* t) {
         return (ggml_backend_buft_get_alloc_size(w.buft, t) + align - 1) / align * align;
@@ -150,7 +149,7 @@ void move_back(Moved& m) {
 
 }  // namespace
 
-size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
+size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, const WeightHome& w, const o2g::Backends& b,
                               size_t others, const std::string& path, bool quiet, size_t& compute,
                               std::unique_ptr<Segments>& segs, const Segments::NewSched& fresh, bool may_shrink) {
     bind_weight_views(graph);
@@ -213,7 +212,7 @@ size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, We
         room = room > held - limit ? room - (held - limit) : 0;
     }
     resident += moved.bytes;
-    for (ggml_backend_buffer_t buf : moved.buffers) w.buffers.push_back(buf);
+    for (ggml_backend_buffer_t buf : moved.buffers) w.buffers->push_back(buf);
     if (segs) return 0;  // Segments::lay_out counts the copies
     // The sources the scheduler replaced by a copy: each copy of a host weight is made once per run.
     std::set<const ggml_tensor*> copies;
@@ -227,9 +226,9 @@ size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, We
     return copied;
 }
 
-size_t DeviceBudget::host_bytes(const WeightCache& w, ggml_backend_t device) const {
+size_t DeviceBudget::host_bytes(const std::vector<ggml_backend_buffer_t>& buffers, ggml_backend_t device) const {
     size_t host = 0;
-    for (ggml_backend_buffer_t buf : w.buffers)
+    for (ggml_backend_buffer_t buf : buffers)
         if (ggml_backend_buffer_get_usage(buf) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS &&
             !ggml_backend_supports_buft(device, ggml_backend_buffer_get_type(buf)))
             host += ggml_backend_buffer_get_size(buf);

@@ -1,5 +1,5 @@
 // Graphs run in segments under a device_memory budget: where to cut, how a cut is wired, and a run.
-#include "runtime/segments.h"
+#include "lib/segments.h"
 
 #include <algorithm>
 #include <cstring>

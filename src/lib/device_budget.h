@@ -1,17 +1,23 @@
-// SessionOptions::device_memory: weights live in host memory, and each graph brings onto the device as many of the
+// SessionOptions::device_memory (and compiled programs' --device-memory): weights live in host memory, and each graph brings onto the device as many of the
 // ones it reads as the budget leaves after its compute buffer; the rest are copied in by the scheduler as the
 // nodes reading them run, on the same device, so results equal the unlimited run's.
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "ggml-backend.h"
 #include "onnx2ggml/program.h"
-#include "runtime/segments.h"
+#include "lib/segments.h"
 
 namespace onnx2ggml {
 
-struct WeightCache;
+// Where a weight store keeps what it puts on the device: the device's buffer type, and the buffers it owns (the
+// budget adds its own there).
+struct WeightHome {
+    ggml_backend_buffer_type_t buft = nullptr;
+    std::vector<ggml_backend_buffer_t>* buffers = nullptr;
+};
 
 // DeviceBudget::allocate with may_shrink: not even segments of the graph fit; nothing was moved or allocated.
 struct BudgetTooSmall {};
@@ -29,11 +35,11 @@ struct DeviceBudget {
     // into `segs` (schedulers for measuring them from `fresh`); it is then laid out by Segments::lay_out. If no cut
     // fits either: with `may_shrink`, BudgetTooSmall (the caller builds a leaner graph), else one warning line and
     // the graph allocated whole.
-    size_t allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, WeightCache& w, const o2g::Backends& b,
+    size_t allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, const WeightHome& w, const o2g::Backends& b,
                     size_t others, const std::string& path, bool quiet, size_t& compute,
                     std::unique_ptr<Segments>& segs, const Segments::NewSched& fresh, bool may_shrink);
     // Weight bytes that stay in host memory only.
-    size_t host_bytes(const WeightCache& w, ggml_backend_t device) const;
+    size_t host_bytes(const std::vector<ggml_backend_buffer_t>& buffers, ggml_backend_t device) const;
 };
 
 }  // namespace onnx2ggml
