@@ -317,7 +317,7 @@ const std::vector<OpDef>& math_ops() {
         {.op = "onnx2ggml.ScaleBias", .since = 1, .ggml = lower_ScaleBias, .math = true},  // fuse_scalar_affine
         {.op = "Identity", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Identity, .host = host_Identity},
         {.op = "IsNaN", .since = 9, .accepts = "in=1 out=1", .ggml = lower_IsNaN},
-        {.op = "IsInf", .since = 10, .accepts = "in=1 out=1", .ggml = lower_IsInf},
+        {.op = "IsInf", .since = 10, .accepts = "in=1 out=1 t0=float", .ggml = lower_IsInf},
         {.op = "Not", .since = 1, .accepts = "in=1 out=1", .ggml = lower_Not, .host = host_Not},
         {.op = "Equal", .since = 1, .accepts = "in=2 out=1 @axis:i~r0 @broadcast:i",
          .ggml = lower_Equal_1, .host = host_Equal_1},
