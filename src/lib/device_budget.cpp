@@ -95,34 +95,17 @@ struct Moved {
     size_t bytes = 0;
 };
 
-// Moves `ts` into new device buffers (at most the buffer type's largest size each); their host copies stay where
-// they were.
+// Moves `ts` into new device buffers; their host copies stay where they were.
 Moved move_to_device(const WeightHome& w, const std::vector<ggml_tensor*>& ts) {
-    const size_t max = ggml_backend_buft_get_max_size(w.buft), align = ggml_backend_buft_get_alignment(w.buft);
-    auto padded = [&](ggml_tensor* t) {
-        return (ggml_backend_buft_get_alloc_size(w.buft, t) + align - 1) / align * align;
-    };
     Moved m;
-    for (size_t i = 0; i < ts.size();) {
-        size_t j = i, total = 0;
-        while (j < ts.size() && (j == i || total + padded(ts[j]) <= max)) total += padded(ts[j++]);
-        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(w.buft, total);
-        O2G_CHECK(buf, "could not allocate ", bytes_str(double(total)), " of device memory for the weights");
-        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        m.buffers.push_back(buf);
-        m.bytes += total;
-        char* at = static_cast<char*>(ggml_backend_buffer_get_base(buf));
-        for (; i < j; i++) {
-            ggml_tensor* t = ts[i];
-            m.from.push_back({t, {t->buffer, t->data}});
-            t->buffer = nullptr;
-            t->data = nullptr;
-            O2G_CHECK(ggml_backend_tensor_alloc(buf, t, at) == GGML_STATUS_SUCCESS, "could not place weight '",
-                      ggml_get_name(t), "' on the device");
-            ggml_backend_tensor_set(t, m.from.back().second.second, 0, ggml_nbytes(t));
-            at += padded(t);
-        }
+    std::map<const ggml_tensor*, const void*> was;
+    for (ggml_tensor* t : ts) {
+        m.from.push_back({t, {t->buffer, t->data}});
+        was[t] = t->data;
+        t->buffer = nullptr;
+        t->data = nullptr;
     }
+    m.bytes = place_weights(w.buft, ts, [&](const ggml_tensor* t) { return was.at(t); }, m.buffers);
     return m;
 }
 
@@ -148,6 +131,35 @@ void move_back(Moved& m) {
 }
 
 }  // namespace
+
+size_t place_weights(ggml_backend_buffer_type_t buft, const std::vector<ggml_tensor*>& ts,
+                     const std::function<const void*(const ggml_tensor*)>& bytes,
+                     std::vector<ggml_backend_buffer_t>& owned) {
+    const size_t max = ggml_backend_buft_get_max_size(buft), align = ggml_backend_buft_get_alignment(buft);
+    auto padded = [&](ggml_tensor* t) {
+        return (ggml_backend_buft_get_alloc_size(buft, t) + align - 1) / align * align;
+    };
+    size_t all = 0;
+    for (size_t i = 0; i < ts.size();) {
+        size_t j = i, total = 0;
+        while (j < ts.size() && (j == i || total + padded(ts[j]) <= max)) total += padded(ts[j++]);
+        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(buft, total);
+        O2G_CHECK(buf, "could not allocate ", bytes_str(double(total)), " of ", ggml_backend_buft_name(buft),
+                  " memory for the weights");
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        owned.push_back(buf);
+        all += total;
+        char* at = static_cast<char*>(ggml_backend_buffer_get_base(buf));
+        for (; i < j; i++) {
+            ggml_tensor* t = ts[i];
+            O2G_CHECK(ggml_backend_tensor_alloc(buf, t, at) == GGML_STATUS_SUCCESS, "could not place weight '",
+                      ggml_get_name(t), "' in ", ggml_backend_buft_name(buft), " memory");
+            ggml_backend_tensor_set(t, bytes(t), 0, ggml_nbytes(t));
+            at += padded(t);
+        }
+    }
+    return all;
+}
 
 size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, const WeightHome& w, const o2g::Backends& b,
                               size_t others, const std::string& path, bool quiet, size_t& compute,

@@ -3,6 +3,7 @@
 // nodes reading them run, on the same device, so results equal the unlimited run's.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ struct WeightHome {
     ggml_backend_buffer_type_t buft = nullptr;
     std::vector<ggml_backend_buffer_t>* buffers = nullptr;
 };
+
+// Places the unallocated tensors `ts` in new buffers of `buft` (usage WEIGHTS, at most the type's largest allocation
+// each, appended to `owned`) and sets each from bytes(t); returns the bytes allocated. Shared by the budget's moves and
+// a compiled program's weight upload.
+size_t place_weights(ggml_backend_buffer_type_t buft, const std::vector<ggml_tensor*>& ts,
+                     const std::function<const void*(const ggml_tensor*)>& bytes,
+                     std::vector<ggml_backend_buffer_t>& owned);
 
 // DeviceBudget::allocate with may_shrink: not even segments of the graph fit; nothing was moved or allocated.
 struct BudgetTooSmall {};

@@ -187,28 +187,8 @@ void WeightFile::upload(ggml_cgraph* g) {
     std::sort(used.begin(), used.end());
     used.erase(std::unique(used.begin(), used.end()), used.end());
     if (used.empty()) return;
-    // Buffers of at most the device's largest allocation each (a full-size UNet's F32 weights are 3.3 GB).
-    ggml_backend_buffer_type_t buft = m.home;
-    const size_t align = ggml_backend_buft_get_alignment(buft), max = ggml_backend_buft_get_max_size(buft);
-    auto padded = [&](ggml_tensor* t) {
-        return (ggml_backend_buft_get_alloc_size(buft, t) + align - 1) / align * align;
-    };
-    for (size_t i = 0; i < used.size();) {
-        size_t j = i, total = 0;
-        while (j < used.size() && (j == i || total + padded(used[j]) <= max)) total += padded(used[j++]);
-        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(buft, total);
-        if (!buf) fail(m.path, ": could not allocate ", total, " bytes of device memory for the weights");
-        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        m.buffers.push_back(buf);
-        uint8_t* at = static_cast<uint8_t*>(ggml_backend_buffer_get_base(buf));
-        for (; i < j; i++) {
-            ggml_tensor* t = used[i];
-            if (ggml_backend_tensor_alloc(buf, t, at) != GGML_STATUS_SUCCESS)
-                fail(m.path, ": could not place weight '", ggml_get_name(t), "' in device memory");
-            ggml_backend_tensor_set(t, m.host.at(t), 0, ggml_nbytes(t));
-            at += padded(t);
-        }
-    }
+    // In buffers of at most the device's largest allocation each (a full-size UNet's F32 weights are 3.3 GB).
+    onnx2ggml::place_weights(m.home, used, [&m](const ggml_tensor* t) { return m.host.at(t); }, m.buffers);
 }
 
 const void* WeightFile::stored_bytes(const ggml_tensor* w) const {
