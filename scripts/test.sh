@@ -161,8 +161,9 @@ if [ $VULKAN_JOB = 1 ]; then
   # Models first: their pipelines fill Mesa's shader cache, which the many small op and node tests then reuse.
   # CONV_2D: Vulkan's plan takes the convolutions whose im2col would be banded directly (docs/backends.md).
   # FLASH_ATTN_EXT: exact mode's attention on Vulkan, the small UNet's head size of 4 zero-padded to the kernel's 8.
+  # GEGLU_ERF: the UNet's feed-forward as ggml's split GLU, its halves read in place (no copies).
   run $PY tests/sd15_tests.py --cli $VK --device Vulkan0 --threads 2 --no-ort --require-op CONV_2D \
-    --require-op FLASH_ATTN_EXT
+    --require-op FLASH_ATTN_EXT --require-op GEGLU_ERF
   run $PY tests/model_tests.py --cli $VK --device Vulkan0 --threads 2
   # --device-memory: the UNet with its weights in host memory, bit-identical to the unlimited run, by `run` and by a
   # compiled program (docs/backends.md).

@@ -81,6 +81,7 @@ ggml_tensor* bias_split_gelu(Ctx& ctx, ggml_tensor* x, ggml_tensor* bias) {
                             size_t(k * (D / 2)) * h->nb[0]);
     };
     if (ctx.cpu && h->type == GGML_TYPE_F32) return mul_gelu_vec(ctx, half(0), half(1));
+    if (ggml_tensor* y = portable_mul_gelu(ctx, half(0), half(1))) return y;
     return ggml_mul(ctx, ggml_cont(ctx, half(0)), gelu(ctx, ggml_cont(ctx, half(1)), GeluParams{}));
 }
 

@@ -1,5 +1,6 @@
 // Op library: convolutions (see include/onnx2ggml/ops/conv.h; their window geometry is in conv_geometry.cpp).
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -43,7 +44,10 @@ namespace {
 // copied to the device once, for the product, not twice.
 ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
                     ggml_type type = GGML_TYPE_F32) {
-    x = cont(ctx, x);
+    // A band of rows of a larger input is read in place where the device's im2col takes strides.
+    const bool strided = x->type == GGML_TYPE_F32 && !ggml_is_contiguous(x) && x->nb[0] == sizeof(float) &&
+                         x->nb[1] == size_t(x->ne[0]) * sizeof(float);
+    if (!strided) x = cont(ctx, x);
     // A view of x with the kernel's sizes; x smaller than one output channel's kernel (the UNet's 2x2 levels at a
     // 16x16 latent): an unread leaf of those sizes in the compute buffer where k is a weight (else that weight would
     // be uploaded beside its derived form), or that slice of k.
@@ -53,7 +57,9 @@ ggml_tensor* im2col(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, in
                          : ctx.weights && ctx.weights->is_weight(k)
                              ? ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k->ne[0], k->ne[1], k->ne[2])
                              : ggml_view_3d(ctx, k, k->ne[0], k->ne[1], k->ne[2], k->nb[1], k->nb[2], 0);
-    return ggml_im2col(ctx, sizes, x, sw, sh, pw, ph, dw, dh, true, type);  // [CKK, OW, OH, N]
+    ggml_tensor* col = ggml_im2col(ctx, sizes, x, sw, sh, pw, ph, dw, dh, true, type);  // [CKK, OW, OH, N]
+    return strided && ctx.supports && !ctx.supports(col) ? im2col(ctx, k, ggml_cont(ctx, x), sw, sh, pw, ph, dw, dh, type)
+                                                         : col;
 }
 
 // A bias and an activation a product kernel may apply while writing; `done` says it did both.
@@ -66,31 +72,52 @@ struct Epilogue {
 ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
                         Epilogue* ep = nullptr);
 
-// Off the CPU, an im2col larger than this is made for bands of output rows, one after the other: the compute
-// buffer then holds one band's (a 256x256 SD VAE decoder's 256 -> 128 conv needs 604 MB at once; stable-diffusion.cpp
-// holds it in F16, 302 MB). Where Ctx::direct_conv is set (Vulkan), such a conv is ggml_conv_2d_direct instead,
-// which needs no columns: the full-size SD 1.5 VAE decoder on lavapipe took 126 s against 136 s, 224 against 277.5 MB
-// of compute buffer, 477 against 1256 graph nodes. Not on the CPU's portable path (4.6 against 3.7 s) nor on CUDA,
-// whose F32 direct kernel has no tensor-core form (ggml-cuda/conv2d.cu takes its implicit GEMM for F16 kernels only).
-constexpr int64_t IM2COL_BAND_BYTES = 64ll << 20;
+// Off the CPU, a convolution's columns are made in bands of output rows, one after the other, where all of them would
+// hold more than a quarter of what its input and output hold (and more than 16 MiB): the compute buffer then holds one
+// band's (a 256x256 SD VAE decoder's 256 -> 128 conv needs 604 MB at once; stable-diffusion.cpp holds it in F16, 302
+// MB). Measured on the CPU's portable path: the SD 1.5 UNet (32x32 latent, batch 1) 42.9 -> 23.7 MB and the VAE
+// decoder (256x256) 230.5 -> 160 MB of compute buffer (sd.cpp's leanest: 26.5 and 176 MB) for 2-5 % of the VAE's time.
+constexpr int64_t IM2COL_BAND_MIN_BYTES = 16ll << 20;
+// Where Ctx::direct_conv is set (Vulkan), a conv whose columns pass this is ggml_conv_2d_direct instead, which needs
+// no columns: the full-size SD 1.5 VAE decoder on lavapipe took 126 s against 136 s, 224 against 277.5 MB of compute
+// buffer, 477 against 1256 graph nodes. Not on the CPU's portable path (4.6 against 3.7 s) nor on CUDA, whose F32
+// direct kernel has no tensor-core form (ggml-cuda/conv2d.cu takes its implicit GEMM for F16 kernels only).
+constexpr int64_t DIRECT_CONV_COLUMN_BYTES = 64ll << 20;
 // At most this many bands: each adds nodes, so a large image's graph stays small (a 1024x1024 VAE decode's bands
 // grow to 300 MB rather than to 150 bands per conv and 12k graph nodes).
 constexpr int64_t IM2COL_MAX_BANDS = 32;
 
 
-// The convolution in bands of `band` output rows: the input padded in H once, each band's rows (with their halo)
-// convolved on their own, unpadded in H.
+// The convolution in bands of `band` output rows, each band's input rows (with their halo, and the padding of
+// the first and last) convolved on their own. The bands are written into one output as they are made (ggml_set in
+// place), so the buffer holds the output once and one band's columns; concatenated, the parts and the result were
+// alive together (a 256x256 VAE decoder: 230 against 176 MB for stable-diffusion.cpp's direct convolutions).
 ggml_tensor* conv2d_banded(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
                            int64_t OH, int64_t band) {
-    ggml_tensor* xp = ph ? ggml_pad_ext(ctx, cont(ctx, x), 0, 0, ph, ph, 0, 0, 0, 0) : cont(ctx, x);
+    x = cont(ctx, x);
+    const int64_t H = x->ne[1];
     std::vector<ggml_tensor*> parts;
+    ggml_tensor* out = nullptr;
+    bool in_place = true;
     for (int64_t r0 = 0; r0 < OH; r0 += band) {
-        const int64_t r1 = std::min(OH, r0 + band), i0 = r0 * sh, rows = (r1 - 1 - r0) * sh + dh * (k->ne[1] - 1) + 1;
-        ggml_tensor* xb = ggml_cont(ctx, ggml_view_4d(ctx, xp, xp->ne[0], rows, xp->ne[2], xp->ne[3], xp->nb[1],
-                                                      xp->nb[2], xp->nb[3], size_t(i0) * xp->nb[1]));
-        parts.push_back(conv2d_f32(ctx, k, xb, sw, sh, pw, 0, dw, dh));
+        const int64_t r1 = std::min(OH, r0 + band);
+        const int64_t i0 = r0 * sh - ph, i1 = (r1 - 1) * sh - ph + dh * (k->ne[1] - 1) + 1;  // rows [i0, i1)
+        const int64_t a = std::max<int64_t>(i0, 0), b = std::min(i1, H);
+        ggml_tensor* xb = ggml_view_4d(ctx, x, x->ne[0], b - a, x->ne[2], x->ne[3], x->nb[1], x->nb[2], x->nb[3],
+                                       size_t(a) * x->nb[1]);
+        if (a > i0 || i1 > b) xb = ggml_pad_ext(ctx, xb, 0, 0, int(a - i0), int(i1 - b), 0, 0, 0, 0);
+        ggml_tensor* y = conv2d_f32(ctx, k, xb, sw, sh, pw, 0, dw, dh);  // [OW, r1 - r0, M, N]
+        parts.push_back(y);
+        if (!out) {
+            out = ggml_pad_ext(ctx, y, 0, 0, 0, int(OH - r1), 0, 0, 0, 0);  // the whole output, band 0 in place
+            in_place = ggml_nbytes(out) <= size_t(INT32_MAX);  // ggml_set's offsets are 32-bit
+        } else if (in_place) {
+            ggml_tensor* o = ggml_set_inplace(ctx, out, y, out->nb[1], out->nb[2], out->nb[3], size_t(r0) * out->nb[1]);
+            in_place = !ctx.supports || ctx.supports(o);
+            out = o;
+        }
     }
-    return concat_pairwise(ctx, parts, 1);
+    return in_place ? out : concat_pairwise(ctx, parts, 1);  // (concatenated where a device has no ggml_set)
 }
 
 ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh, int pw, int ph, int dw, int dh,
@@ -105,15 +132,16 @@ ggml_tensor* conv2d_f32(Ctx& ctx, ggml_tensor* k, ggml_tensor* x, int sw, int sh
     if (!ctx.cpu && (k->ne[0] > 1 || k->ne[1] > 1)) {
         const int64_t row_bytes = CKK * OW * x->ne[3] * int64_t(ggml_type_size(col_type));
         // (Smaller where the device's largest tensor is: a device_memory budget sets that, Session.)
-        const int64_t band_bytes = ctx.max_alloc ? std::min<int64_t>(IM2COL_BAND_BYTES, int64_t(ctx.max_alloc / 2))
-                                                 : IM2COL_BAND_BYTES;
-        const int64_t band = std::max<int64_t>(1, band_bytes / std::max<int64_t>(row_bytes, 1));
-        if (OH > 1 && band < OH && ctx.direct_conv) {  // no column buffer at all, where it measured faster
+        const int64_t cap = ctx.max_alloc ? int64_t(ctx.max_alloc / 2) : INT64_MAX;
+        if (OH > 1 && row_bytes * OH > std::min(DIRECT_CONV_COLUMN_BYTES, cap) && ctx.direct_conv) {
             // (An F16 kernel here is not taken: lavapipe was still compiling that shader after 17 minutes.)
             ggml_tensor* y = ggml_conv_2d_direct(ctx, cont(ctx, k), cont(ctx, x), sw, sh, pw, ph, dw, dh);
             if (!ctx.supports || ctx.supports(y)) return y;
         }
-        if (OH > 1 && band < OH) {
+        const int64_t io_bytes = int64_t(ggml_nbytes(x)) + OW * OH * M * x->ne[3] * int64_t(sizeof(float));
+        const int64_t band_bytes = std::min(std::max(IM2COL_BAND_MIN_BYTES, io_bytes / 4), cap);
+        const int64_t band = std::max<int64_t>(1, band_bytes / std::max<int64_t>(row_bytes, 1));
+        if (OH > 1 && band < OH && ph <= dh * (k->ne[1] - 1)) {  // (each band then reads a row of x)
             const int64_t bands = std::min((OH + band - 1) / band, IM2COL_MAX_BANDS);  // bands of equal height
             return conv2d_banded(ctx, k, x, sw, sh, pw, ph, dw, dh, OH, (OH + bands - 1) / bands);
         }
@@ -523,62 +551,6 @@ ggml_tensor* deform_conv(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* 
     y = ggml_reshape_4d(ctx, y, d.ow, d.oh, oc, d.n);
     if (bias) y = add(ctx, y, ggml_reshape_4d(ctx, f32_cont(ctx, bias), 1, 1, oc, 1));
     return y;
-}
-
-// ---- CausalConvWithState ----
-
-namespace {
-
-// [past | x] along time: [k - 1 + L, C, N] (x itself when k = 1).
-ggml_tensor* causal_input(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* past) {
-    const int64_t L = x->ne[0], C = x->ne[1], N = x->ne[2], K = w->ne[0];
-    if (x->ne[3] != 1 || w->ne[1] != 1 || w->ne[2] != C || w->ne[3] != 1)
-        throw OpError("weight must have ne [k, 1, " + std::to_string(C) + "] for input ne [" + std::to_string(L) +
-                      ", " + std::to_string(C) + ", " + std::to_string(N) + "]");
-    // (fuzz: an empty weight made the zero state's size negative)
-    if (K < 1 || ggml_nelements(x) == 0) throw OpError("an empty input or weight");
-    x = f32_cont(ctx, x);
-    if (K == 1) {
-        if (past && ggml_nelements(past) != 0) throw OpError("past_state must be empty when k = 1");
-        return x;
-    }
-    ggml_tensor* pad;
-    if (past) {
-        if (past->ne[0] != K - 1 || past->ne[1] != C || past->ne[2] != N || past->ne[3] != 1)
-            throw OpError("past_state must have ne [" + std::to_string(K - 1) + ", " + std::to_string(C) + ", " +
-                          std::to_string(N) + "] (k - 1, channels, batch)");
-        pad = f32_cont(ctx, past);
-    } else {
-        const int64_t ne[4] = {K - 1, C, N, 1};
-        pad = ctx.constant_f32(ne, std::vector<float>(size_t((K - 1) * C * N), 0.0f));
-    }
-    return ggml_concat(ctx, pad, x, 0);
-}
-
-}  // namespace
-
-ggml_tensor* causal_conv_with_state(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* bias, ggml_tensor* past,
-                                    const CausalConvParams& p) {
-    const int64_t K = w->ne[0], C = x->ne[1];
-    ggml_tensor* padded = causal_input(ctx, x, w, past);
-    ggml_tensor* wt = ggml_reshape_2d(ctx, f32_cont(ctx, w), K, C);
-    ggml_tensor* y = ggml_ssm_conv(ctx, padded, wt);  // [C, L, N]
-    if (bias) {
-        if (ggml_nelements(bias) != C)
-            throw OpError("bias has " + std::to_string(ggml_nelements(bias)) + " values for " + std::to_string(C) +
-                          " channels");
-        y = ggml_add(ctx, y, f32_cont(ctx, bias));
-    }
-    if (p.silu) y = ggml_silu(ctx, y);
-    return ggml_cont(ctx, ggml_permute(ctx, y, 1, 0, 2, 3));  // [L, C, N]
-}
-
-ggml_tensor* causal_conv_state(Ctx& ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* past) {
-    const int64_t K = w->ne[0], L = x->ne[0], C = x->ne[1], N = x->ne[2];
-    if (K < 2) throw OpError("the state of a k = 1 causal convolution is empty, which ggml cannot hold");
-    ggml_tensor* padded = causal_input(ctx, x, w, past);
-    ggml_tensor* st = ggml_view_3d(ctx, padded, K - 1, C, N, padded->nb[1], padded->nb[2], size_t(L) * padded->nb[0]);
-    return ggml_cont(ctx, st);
 }
 
 }  // namespace o2g

@@ -32,12 +32,18 @@ ggml_tensor* binary(Ctx& ctx, Bin fn, ArithK k, ggml_tensor* a, ggml_tensor* b) 
 
 ggml_tensor* add(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_add, ArithK::Add, a, b); }
 ggml_tensor* sub(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_sub, ArithK::Sub, a, b); }
-// x * gelu(g) of one shape (GEGLU, whatever node chain made the gelu) is one pass over both halves on the CPU; a
-// gelu with other uses is still computed for them.
+// x * gelu(g) of one shape (GEGLU, whatever node chain made the gelu) is one pass over both halves (on the CPU our
+// kernel, elsewhere ggml's split GLU); a gelu with other uses is still computed for them.
 ggml_tensor* mul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
     if (ctx.cpu && a->type == GGML_TYPE_F32 && ggml_are_same_shape(a, b)) {
         if (ggml_tensor* g = gelu_erf_input(b)) return mul_gelu_vec(ctx, a, g);
         if (ggml_tensor* g = gelu_erf_input(a)) return mul_gelu_vec(ctx, b, g);
+    }
+    if (!ctx.cpu && ggml_are_same_shape(a, b)) {
+        ggml_tensor* y = nullptr;
+        if (ggml_tensor* g = ggml_gelu_erf_input(b)) y = portable_mul_gelu(ctx, a, g);
+        if (ggml_tensor* g = y ? nullptr : ggml_gelu_erf_input(a)) y = portable_mul_gelu(ctx, b, g);
+        if (y) return y;
     }
     return binary(ctx, ggml_mul, ArithK::Mul, a, b);
 }

@@ -153,6 +153,36 @@ ggml_tensor* custom_where(Ctx& ctx, ggml_tensor* c, ggml_tensor* a, ggml_tensor*
     return r ? r : cpu_where(ctx, c, a, b);
 }
 
+namespace {
+// F32 rows of contiguous floats, each nb[1] after the last across every dim (how ggml's GLU kernels walk them).
+bool even_rows(const ggml_tensor* t) {
+    if (t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float)) return false;
+    size_t next = t->nb[1] * size_t(t->ne[1]);
+    for (int d = 2; d < 4; d++) {
+        if (t->ne[d] > 1 && t->nb[d] != next) return false;
+        next *= size_t(t->ne[d]);
+    }
+    return true;
+}
+// A copy made only for contiguity is not needed by a kernel that reads even rows: its source is read instead.
+ggml_tensor* uncopied(ggml_tensor* t) {
+    return t->op == GGML_OP_CONT && ggml_are_same_shape(t, t->src[0]) && even_rows(t->src[0]) ? t->src[0] : t;
+}
+}  // namespace
+
+ggml_tensor* ggml_gelu_erf_input(ggml_tensor* y) {
+    return y->op == GGML_OP_UNARY && ggml_get_unary_op(y) == GGML_UNARY_OP_GELU_ERF ? y->src[0] : nullptr;
+}
+
+// The SD UNet's feed-forward: the halves of its 10 MB product were copied (5 + 5 MB) beside it, then gelu and
+// mul made 5 MB more; the split GLU makes only its 5 MB result.
+ggml_tensor* portable_mul_gelu(Ctx& ctx, ggml_tensor* x, ggml_tensor* g) {
+    x = uncopied(x), g = uncopied(g);
+    if (!even_rows(x) || !even_rows(g) || !ggml_are_same_shape(x, g)) return nullptr;
+    ggml_tensor* y = ggml_geglu_erf_split(ctx, g, x);
+    return !ctx.supports || ctx.supports(y) ? y : nullptr;
+}
+
 ggml_tensor* concat_pairwise(Ctx& ctx, std::vector<ggml_tensor*> parts, int dim) {
     while (parts.size() > 1) {
         std::vector<ggml_tensor*> next;

@@ -14,11 +14,13 @@ case("Conv", R(1, 3, 10, 9), W(2, 3, 3, 3), pads=[2, 0, 1, 2], strides=[3, 2])
 case("Conv", R(1, 6, 8, 8), W(4, 3, 3, 3), W(4), group=2, strides=[2, 1], dilations=[1, 2], pads=[1, 2, 1, 2])
 case("Conv", R(1, 8, 40, 40), W(16, 8, 3, 3, lo=-0.2, hi=0.2), W(16), pads=[1, 1, 1, 1], tol=1e-4)
 case("Conv", R(1, 24, 9, 11), W(7, 24, 1, 1), W(7))
-# Off the CPU, an im2col over 64 MiB is made in bands of output rows (H padded once, each band unpadded in H):
-# two bands each here, one with pads, stride and dilation differing in H.
+# Off the CPU, columns over 16 MiB (and over a quarter of the conv's input and output) are made in bands of output
+# rows, each written into the output in place (the first and last with their padding in H): five bands each here, one
+# with pads, stride and dilation differing in H; then three at batch 2 (the middle one read in place where the device allows).
 case("Conv", R(1, 64, 130, 256, lo=-1, hi=1), W(4, 64, 3, 3, lo=-0.1, hi=0.1), W(4), pads=[1, 1, 1, 1], tol=1e-4)
 case("Conv", R(1, 64, 261, 256, lo=-1, hi=1), W(3, 64, 3, 3, lo=-0.1, hi=0.1), pads=[2, 1, 2, 1], strides=[2, 1],
      dilations=[2, 1], tol=1e-4)
+case("Conv", R(2, 32, 100, 200, lo=-1, hi=1), W(3, 32, 3, 3, lo=-0.1, hi=0.1), W(3), pads=[1, 1, 1, 1], tol=1e-4)
 case("Conv", R(1, 5, 10, 10), W(5, 1, 5, 5), group=5, auto_pad="SAME_UPPER")  # depthwise, no bias
 
 # ConvTranspose with the weight (and bias) as graph inputs: flipped in the graph, not once on the host.
