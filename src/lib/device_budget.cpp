@@ -77,16 +77,6 @@ void restore_srcs(const Srcs& s) {
         for (int k = 0; k < GGML_MAX_SRC; k++) n->src[k] = src[size_t(k)];
 }
 
-// Host weights the graph reads, in the order of their first use.
-std::vector<ggml_tensor*> host_weights_read(ggml_cgraph* g, ggml_backend_t device) {
-    std::vector<ggml_tensor*> out;
-    std::set<ggml_tensor*> seen;
-    each_tensor(g, [&](ggml_tensor* t) {
-        ggml_tensor* r = t->view_src ? t->view_src : t;
-        if (host_weight(r, device) && seen.insert(r).second) out.push_back(r);
-    });
-    return out;
-}
 
 // Weights moved to the device by one try, with where they were: a try that overshoots the budget is undone.
 struct Moved {
@@ -131,6 +121,17 @@ void move_back(Moved& m) {
 }
 
 }  // namespace
+
+std::vector<ggml_tensor*> tensors_read(ggml_cgraph* g, const std::function<bool(const ggml_tensor*)>& pick) {
+    std::vector<ggml_tensor*> out;
+    std::set<ggml_tensor*> seen;
+    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
+        for (ggml_tensor* s : ggml_graph_node(g, i)->src) {
+            if (s && s->view_src) s = s->view_src;  // (ggml makes a view's source the tensor that holds the data)
+            if (s && pick(s) && seen.insert(s).second) out.push_back(s);
+        }
+    return out;
+}
 
 size_t place_weights(ggml_backend_buffer_type_t buft, const std::vector<ggml_tensor*>& ts,
                      const std::function<const void*(const ggml_tensor*)>& bytes,
@@ -198,7 +199,7 @@ size_t DeviceBudget::allocate(ggml_backend_sched_t sched, ggml_cgraph* graph, co
     for (int attempt = 0;; attempt++) {
         std::vector<ggml_tensor*> moving;
         size_t left = room;
-        for (ggml_tensor* t : host_weights_read(graph, b.main)) {
+        for (ggml_tensor* t : tensors_read(graph, [&](const ggml_tensor* t) { return host_weight(t, b.main); })) {
             const size_t n = ggml_backend_buft_get_alloc_size(w.buft, t);
             if (n > left) continue;
             moving.push_back(t);

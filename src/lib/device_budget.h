@@ -27,6 +27,10 @@ size_t place_weights(ggml_backend_buffer_type_t buft, const std::vector<ggml_ten
                      const std::function<const void*(const ggml_tensor*)>& bytes,
                      std::vector<ggml_backend_buffer_t>& owned);
 
+// The distinct tensors g's nodes read (a view taken as its source) that `pick` keeps, in the order of first use:
+// the weights a graph needs placed, uploaded or counted.
+std::vector<ggml_tensor*> tensors_read(ggml_cgraph* g, const std::function<bool(const ggml_tensor*)>& pick);
+
 // DeviceBudget::allocate with may_shrink: not even segments of the graph fit; nothing was moved or allocated.
 struct BudgetTooSmall {};
 

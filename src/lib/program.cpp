@@ -178,14 +178,7 @@ bool WeightFile::is_weight(const ggml_tensor* w) { return impl_->host.count(w) !
 
 void WeightFile::upload(ggml_cgraph* g) {
     Impl& m = *impl_;
-    std::vector<ggml_tensor*> used;
-    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
-        for (ggml_tensor* s : ggml_graph_node(g, i)->src) {
-            while (s && s->view_src) s = s->view_src;
-            if (s && !s->buffer && m.host.count(s)) used.push_back(s);
-        }
-    std::sort(used.begin(), used.end());
-    used.erase(std::unique(used.begin(), used.end()), used.end());
+    auto used = onnx2ggml::tensors_read(g, [&m](const ggml_tensor* s) { return !s->buffer && m.host.count(s); });
     if (used.empty()) return;
     // In buffers of at most the device's largest allocation each (a full-size UNet's F32 weights are 3.3 GB).
     onnx2ggml::place_weights(m.home, used, [&m](const ggml_tensor* t) { return m.host.at(t); }, m.buffers);

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/platform.h"
 #include "ggml-cpu.h"
+#include "lib/device_budget.h"
 #include "lib/host_util.h"
 #include "runtime/builder.h"
 #include "runtime/load_progress.h"
@@ -184,12 +185,8 @@ ggml_type WeightCache::source_type(const ggml_tensor* w) {
 }
 
 size_t WeightCache::unread_bytes(ggml_cgraph* g) const {
-    std::set<const ggml_tensor*> read;
-    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
-        for (ggml_tensor* s : ggml_graph_node(g, i)->src) {
-            while (s && s->view_src) s = s->view_src;
-            if (s) read.insert(s);
-        }
+    const auto all = tensors_read(g, [](const ggml_tensor*) { return true; });
+    const std::set<const ggml_tensor*> read(all.begin(), all.end());
     size_t n = 0;
     for (const ggml_tensor* t : made)
         if (!read.count(t)) n += ggml_nbytes(t);
@@ -241,14 +238,9 @@ ggml_tensor* WeightCache::wrap_in_place(const std::string& key, const HostTensor
 
 void WeightCache::commit(ggml_cgraph* g) {
     // The lazy weights g reads, in one buffer.
-    std::vector<ggml_tensor*> used;
-    for (int i = 0; i < ggml_graph_n_nodes(g); i++)
-        for (ggml_tensor* s : ggml_graph_node(g, i)->src) {
-            while (s && s->view_src) s = s->view_src;
-            if (s && !s->buffer && lazy.count(s)) used.push_back(s);
-        }
-    std::sort(used.begin(), used.end());
-    used.erase(std::unique(used.begin(), used.end()), used.end());
+    auto used = tensors_read(g, [this](const ggml_tensor* s) {
+        return !s->buffer && lazy.count(const_cast<ggml_tensor*>(s));
+    });
     if (!used.empty()) {
         const size_t align = ggml_backend_buft_get_alignment(buft);
         size_t total = 0;
