@@ -308,8 +308,11 @@ def geglu_attention_cases():
          {"CUSTOM:mul_gelu": 1, "CUSTOM:gelu_erf": None, "MUL": None}, {}),
         ("GEGLU: a gate broadcast over the tokens is not GEGLU: gelu, then a broadcasting Mul", geglu("op", False),
          5, {"CUSTOM:mul_gelu": None, "CUSTOM:gelu_erf": 1}, {}),
-        ("GEGLU on the portable path: ggml's gelu_erf and mul", geglu("op"), 5,
-         {"CUSTOM:mul_gelu": None, "GELU_ERF": 1, "MUL": 1}, {"ARGS": "--portable"}),
+        ("GEGLU on the portable path: ggml's split GLU on the halves, not copied (no gelu, mul or cont)", geglu("op"),
+         5, {"CUSTOM:mul_gelu": None, "GEGLU_ERF": 1, "GELU_ERF": None, "MUL": None, "CONT": None},
+         {"ARGS": "--portable"}),
+        ("GEGLU on the portable path, a gate broadcast over the tokens: gelu, then a broadcasting Mul",
+         geglu("op", False), 5, {"GEGLU_ERF": None, "GELU_ERF": 1, "MUL": 1}, {"ARGS": "--portable"}),
         ("fuse_attention: TorchScript's SDPA, Q and K * sqrt(1/sqrt(D)) from Q's shape: the scale folds at build time",
          sdpa_shape_scale(), 7, {"CUSTOM:attention": 1, "MUL": None, "SQRT": None, "SOFT_MAX": None}, {}),
     ]
