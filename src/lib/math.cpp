@@ -1,4 +1,6 @@
 // Op library: elementwise math (see include/onnx2ggml/ops/math.h).
+#include <utility>
+
 #include "kernels/custom.h"
 #include "kernels/elementwise.h"
 #include "kernels/gelu.h"
@@ -39,12 +41,10 @@ ggml_tensor* mul(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) {
         if (ggml_tensor* g = gelu_erf_input(b)) return mul_gelu_vec(ctx, a, g);
         if (ggml_tensor* g = gelu_erf_input(a)) return mul_gelu_vec(ctx, b, g);
     }
-    if (!ctx.cpu && ggml_are_same_shape(a, b)) {
-        ggml_tensor* y = nullptr;
-        if (ggml_tensor* g = ggml_gelu_erf_input(b)) y = portable_mul_gelu(ctx, a, g);
-        if (ggml_tensor* g = y ? nullptr : ggml_gelu_erf_input(a)) y = portable_mul_gelu(ctx, b, g);
-        if (y) return y;
-    }
+    if (!ctx.cpu && ggml_are_same_shape(a, b))
+        for (auto [x, gelu] : {std::pair(a, b), std::pair(b, a)})
+            if (ggml_tensor* g = ggml_gelu_erf_input(gelu))
+                if (ggml_tensor* y = portable_mul_gelu(ctx, x, g)) return y;
     return binary(ctx, ggml_mul, ArithK::Mul, a, b);
 }
 ggml_tensor* div(Ctx& ctx, ggml_tensor* a, ggml_tensor* b) { return binary(ctx, ggml_div, ArithK::Div, a, b); }
